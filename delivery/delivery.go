@@ -1,0 +1,239 @@
+// Package delivery pushes notices out of herald. The task manager claims
+// every effect in the ledger first (I1); the dispatcher here takes queued
+// effects, hands each to the sink for its recipient, and records the
+// outcome the sink reports. Sinks only send and classify; retries, expiry,
+// holding and ledger writes are the dispatcher's.
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Message kinds (also the outbound webhook "type").
+const (
+	KindChanged  = "watch.changed"
+	KindDeadline = "watch.deadline"
+	KindInbound  = "inbound.event"
+	KindState    = "task.state"
+	KindTest     = "test"
+)
+
+// Item changes.
+const (
+	ChangeNew      = "new"
+	ChangeChanged  = "changed"
+	ChangeRemoved  = "removed"
+	ChangeDeadline = "deadline"
+)
+
+// Message is the neutral model of one push, rendered per channel.
+type Message struct {
+	Kind       string    `json:"kind"`
+	Title      string    `json:"title"`
+	Text       string    `json:"text,omitempty"` // free text (inbound summary, notices)
+	TaskID     string    `json:"task_id,omitempty"`
+	TaskName   string    `json:"task_name,omitempty"`
+	Items      []Item    `json:"items,omitempty"`
+	More       int       `json:"more,omitempty"` // items not listed ("and N more")
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// Item is one listed item of a message.
+type Item struct {
+	ID     string    `json:"id"`
+	Title  string    `json:"title"`
+	URL    string    `json:"url,omitempty"`
+	Change string    `json:"change"` // new | changed | removed | deadline
+	Due    time.Time `json:"due,omitzero"`
+}
+
+// MaxItems is how many items one message lists before "and N more".
+const MaxItems = 20
+
+// AddressKind names a recipient transport.
+type AddressKind string
+
+const (
+	TelegramChat AddressKind = "telegram"   // telegram:chat:<chat_id>
+	FeishuChat   AddressKind = "feishu"     // feishu:chat:<chat_id> / feishu:user:<open_id>
+	InboxAddr    AddressKind = "inbox"      // inbox:<principal>
+	FeishuBot    AddressKind = "feishu_bot" // named: custom group bot
+	Webhook      AddressKind = "webhook"    // named: HTTPS webhook
+)
+
+// Address is a parsed recipient address (SPEC §3). Named recipients are
+// resolved from config into an Address by the Router.
+type Address struct {
+	Kind AddressKind
+	// Telegram: chat id. Feishu: chat_id or open_id (see IDType). Inbox: principal.
+	// Named recipients: the recipient's name.
+	ID     string
+	IDType string // feishu: "chat_id" | "open_id"
+	Name   string // the named recipient, if any
+}
+
+// String renders the address as written in config; it is a recipient
+// address and must not reach logs or metrics (I10): use Redacted there.
+func (a Address) String() string {
+	switch a.Kind {
+	case TelegramChat:
+		return "telegram:chat:" + a.ID
+	case FeishuChat:
+		if a.IDType == "open_id" {
+			return "feishu:user:" + a.ID
+		}
+		return "feishu:chat:" + a.ID
+	case InboxAddr:
+		return "inbox:" + a.ID
+	default:
+		return a.Name
+	}
+}
+
+// Redacted names the address without its identifying part.
+func (a Address) Redacted() string {
+	if a.Name != "" {
+		return string(a.Kind) + ":" + a.Name
+	}
+	return string(a.Kind) + ":…"
+}
+
+// ParseAddress parses a literal address (not a named recipient).
+func ParseAddress(s string) (Address, error) {
+	switch {
+	case strings.HasPrefix(s, "telegram:chat:"):
+		id := strings.TrimPrefix(s, "telegram:chat:")
+		if !isChatID(id) {
+			return Address{}, fmt.Errorf("telegram chat id must be an integer")
+		}
+		return Address{Kind: TelegramChat, ID: id}, nil
+	case strings.HasPrefix(s, "feishu:chat:"):
+		id := strings.TrimPrefix(s, "feishu:chat:")
+		if id == "" {
+			return Address{}, fmt.Errorf("feishu chat id is empty")
+		}
+		return Address{Kind: FeishuChat, ID: id, IDType: "chat_id"}, nil
+	case strings.HasPrefix(s, "feishu:user:"):
+		id := strings.TrimPrefix(s, "feishu:user:")
+		if id == "" {
+			return Address{}, fmt.Errorf("feishu open_id is empty")
+		}
+		return Address{Kind: FeishuChat, ID: id, IDType: "open_id"}, nil
+	case strings.HasPrefix(s, "inbox:"):
+		p := strings.TrimPrefix(s, "inbox:")
+		if !ValidPrincipal(p) {
+			return Address{}, fmt.Errorf("inbox principal must look like telegram:<id>, feishu:<open_id> or console:<name>")
+		}
+		return Address{Kind: InboxAddr, ID: p}, nil
+	}
+	return Address{}, fmt.Errorf("not a recipient address (want telegram:chat:<id>, feishu:chat:<id>, feishu:user:<open_id> or inbox:<principal>)")
+}
+
+// IsLiteral reports whether s is written as an address rather than a name.
+func IsLiteral(s string) bool {
+	for _, p := range []string{"telegram:", "feishu:", "inbox:"} {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidPrincipal reports whether p is telegram:<int>, feishu:<open_id> or console:<name>.
+func ValidPrincipal(p string) bool {
+	kind, id, ok := strings.Cut(p, ":")
+	if !ok || id == "" || strings.ContainsAny(id, " \t\n") {
+		return false
+	}
+	switch kind {
+	case "telegram":
+		return isChatID(id) && !strings.HasPrefix(id, "-")
+	case "feishu", "console":
+		return true
+	}
+	return false
+}
+
+func isChatID(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" || len(s) > 20 {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Delivery is one send request handed to a sink.
+type Delivery struct {
+	Key     string // effect key: idempotency key where the provider supports one
+	To      Address
+	Message Message
+	Lang    string // "en" | "zh"
+	Zone    *time.Location
+	Attempt int // 1-based
+	Part    int // which part of a split message to send (0-based)
+}
+
+// Result is how a sink classifies an attempt.
+type Result int
+
+const (
+	// Completed: the provider accepted the message.
+	Completed Result = iota + 1
+	// Failed: the provider refused (bad recipient, blocked, forbidden).
+	Failed
+	// RetryAfter: provably not sent (connection refused, DNS, 429, a
+	// provider error stating nothing was sent); retry after Outcome.After.
+	RetryAfter
+	// Unknown: the request may have reached the provider.
+	Unknown
+)
+
+func (r Result) String() string {
+	switch r {
+	case Completed:
+		return "completed"
+	case Failed:
+		return "failed"
+	case RetryAfter:
+		return "retry_after"
+	case Unknown:
+		return "unknown"
+	}
+	return "invalid"
+}
+
+// Outcome is a sink's report on one attempt.
+type Outcome struct {
+	Result     Result
+	ProviderID string        // provider's message id (Completed)
+	After      time.Duration // RetryAfter: wait at least this long
+	Reason     string        // short, secret-free reason ("blocked", "rate_limited", "timeout", "http_503")
+	// Unreachable marks the recipient itself as unreachable (bot blocked or
+	// kicked, chat deleted) so owners can be told.
+	Unreachable bool
+	// MigratedTo is a new address the provider moved the recipient to
+	// (Telegram migrate_to_chat_id).
+	MigratedTo string
+	// Parts is how many parts the sink splits this message into (0 or 1:
+	// one). The dispatcher sends Part 0..Parts-1, each its own attempt.
+	Parts int
+}
+
+// Sink sends one delivery and classifies the outcome. A sink never retries.
+type Sink interface {
+	Send(ctx context.Context, d Delivery) Outcome
+}
+
+// Deduplicating is implemented by sinks whose provider deduplicates by the
+// delivery key, so an Unknown outcome may be retried automatically (I3).
+type Deduplicating interface {
+	Dedups(to Address) bool
+}

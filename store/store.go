@@ -1,0 +1,279 @@
+// Package store defines herald's storage objects as small interfaces that
+// every backend (bbolt, Redis) implements with the same guarantees. The
+// guarantees are proven by the conformance suite in store/storetest.
+//
+// Storage objects stay distinct (own bucket / key prefix each): the task
+// catalog, snapshots, the effect ledger (with its delivery queue), leases,
+// TTL'd dedup keys, inboxes, run history, conversation (dialog) state and
+// channel state.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors. Backends wrap them with context; callers test with errors.Is.
+var (
+	ErrNotFound          = errors.New("not found")
+	ErrConflict          = errors.New("revision conflict")               // compare-and-swap lost
+	ErrIllegalTransition = errors.New("illegal effect state transition") // e.g. completed -> pending
+	ErrStaleEpoch        = errors.New("stale owner epoch")               // fence older than the lease's epoch (I5)
+	ErrLeaseHeld         = errors.New("lease held by another holder")
+	ErrLeaseLost         = errors.New("lease lost")
+	ErrUnavailable       = errors.New("store unavailable") // backend unreachable: retry later
+	ErrNewerSchema       = errors.New("store schema is newer than this binary")
+)
+
+// Store bundles every storage object of one backend.
+type Store interface {
+	Catalog() Catalog
+	Snapshots() Snapshots
+	Ledger() Ledger
+	Leases() Leases
+	Dedup() Dedup
+	Inbox() Inbox
+	Runs() Runs
+	Dialogs() KV  // conversation state (entries expire)
+	Channels() KV // channel credentials, offsets, inbox tokens
+	// Ping reports whether the backend answers (readiness).
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// Fence carries the owner's lease epoch into a commit (I5). The zero Fence
+// means "not fenced": used by admissions that are safe on any replica
+// because claim-once already serialises them (inbound hooks, send-test).
+type Fence struct {
+	Lease string // lease name, e.g. "scheduler"
+	Epoch uint64
+}
+
+// IsZero reports whether f carries no fence.
+func (f Fence) IsZero() bool { return f.Lease == "" }
+
+// ---------------------------------------------------------------- catalog
+
+// Record is one versioned catalog entry. Value is opaque to the store (the
+// task manager owns its schema). Revision grows on every change.
+type Record struct {
+	ID       string
+	Revision uint64
+	Value    []byte
+}
+
+// Catalog is the task catalog with revision compare-and-swap.
+type Catalog interface {
+	Get(ctx context.Context, id string) (Record, error)
+	List(ctx context.Context) ([]Record, error)
+	// Put writes value when the stored revision equals expect (0: the
+	// record must not exist yet) and the fence is current. It returns the
+	// new revision (expect+1). ErrConflict / ErrStaleEpoch otherwise.
+	Put(ctx context.Context, f Fence, id string, expect uint64, value []byte) (uint64, error)
+	// Delete removes the record (and its snapshot) under the same checks.
+	Delete(ctx context.Context, f Fence, id string, expect uint64) error
+}
+
+// Snapshots holds one opaque snapshot per task. Writes happen only inside
+// Ledger.Commit so that "seen" and the run's claims commit together.
+type Snapshots interface {
+	Get(ctx context.Context, taskID string) ([]byte, error) // ErrNotFound when none
+}
+
+// ---------------------------------------------------------------- ledger
+
+// EffectState is the ledger state of one effect (SPEC I3).
+type EffectState string
+
+const (
+	// Pending: claimed and not yet ended. With InFlight false it waits in the
+	// queue; with InFlight true an attempt has crossed (or is crossing) the
+	// boundary and its outcome is not recorded yet.
+	Pending   EffectState = "pending"
+	Completed EffectState = "completed"
+	Failed    EffectState = "failed"
+	Unknown   EffectState = "unknown"
+)
+
+// Attempt is one recorded delivery attempt of an effect.
+type Attempt struct {
+	N       int         `json:"n"`
+	Start   time.Time   `json:"start"`
+	End     time.Time   `json:"end,omitzero"`
+	Part    int         `json:"part,omitempty"` // which part of a split message (0-based)
+	By      string      `json:"by"`             // worker id, or the human who asked for a redelivery
+	Outcome EffectState `json:"outcome"`        // pending while in flight; pending after a retry_after
+	Error   string      `json:"error,omitempty"`
+}
+
+// Effect is one claimed push (or other irreversible effect). Key is a
+// stable hash of (task id, event identity, recipient): the claim-once key.
+type Effect struct {
+	Key        string      `json:"key"`
+	TaskID     string      `json:"task"`
+	Recipient  string      `json:"recipient"`
+	Kind       string      `json:"kind"`    // watch.changed | watch.deadline | inbound.event | task.state | test
+	Payload    []byte      `json:"payload"` // the neutral message (delivery.Message JSON)
+	State      EffectState `json:"state"`
+	InFlight   bool        `json:"in_flight"`
+	Worker     string      `json:"worker,omitempty"` // who holds the in-flight attempt
+	Attempts   []Attempt   `json:"attempts,omitempty"`
+	NotBefore  time.Time   `json:"not_before,omitzero"` // earliest next attempt
+	ExpiresAt  time.Time   `json:"expires_at,omitzero"` // not sent by then: failed "expired"
+	CreatedAt  time.Time   `json:"created_at"`
+	UpdatedAt  time.Time   `json:"updated_at"`
+	Error      string      `json:"error,omitempty"`       // class/reason of the last outcome
+	ProviderID string      `json:"provider_id,omitempty"` // provider's message id on completion
+	RunID      string      `json:"run,omitempty"`
+	// PartsSent counts the parts of a split message already accepted by the
+	// provider; a redelivery or retry resumes from here.
+	PartsSent int `json:"parts_sent,omitempty"`
+}
+
+// RunCommit is everything one run (or one admission) commits atomically:
+// the task-revision and fence checks, the snapshot, and the claims.
+type RunCommit struct {
+	Fence        Fence
+	TaskID       string
+	TaskRevision uint64 // non-zero: refuse with ErrConflict unless the catalog record has this revision
+	Snapshot     []byte // non-nil: replaces the task's snapshot
+	Effects      []Effect
+}
+
+// CommitResult tells which keys this commit claimed and which were
+// already claimed before (and so were not queued again).
+type CommitResult struct {
+	Claimed    []string
+	Duplicates []string
+}
+
+// Outcome is what a worker records after an attempt.
+type Outcome struct {
+	State      EffectState // Completed, Failed, Unknown, or Pending (retry: provably not sent)
+	Error      string
+	ProviderID string
+	RetryAt    time.Time // with Pending: earliest next attempt
+	PartsSent  int       // new value of Effect.PartsSent (parts accepted so far)
+}
+
+// Ledger is the effect ledger and, with it, the durable delivery queue.
+type Ledger interface {
+	// Commit claims each effect key once (I1), atomically with the snapshot
+	// and the fence/revision checks. Claimed effects start Pending and
+	// queued. Keys claimed before are reported as Duplicates, untouched.
+	Commit(ctx context.Context, c RunCommit) (CommitResult, error)
+	Get(ctx context.Context, key string) (Effect, error)
+	// List returns a task's effects, newest first, at most limit (0: all).
+	List(ctx context.Context, taskID string, limit int) ([]Effect, error)
+	// Due returns queued effects (Pending, not in flight) with NotBefore <= now,
+	// oldest first, at most limit.
+	Due(ctx context.Context, now time.Time, limit int) ([]Effect, error)
+	// NextDue returns the earliest NotBefore among queued effects.
+	NextDue(ctx context.Context) (time.Time, bool, error)
+	// Begin marks the effect in flight for worker and records a new attempt
+	// for part Effect.PartsSent.
+	// Exactly one of several concurrent callers wins; the others get
+	// ErrIllegalTransition (not pending, or already in flight).
+	Begin(ctx context.Context, key, worker string, now time.Time) (Effect, error)
+	// Settle records the outcome of the in-flight attempt. Pending means the
+	// attempt provably did not cross the boundary: the effect is queued again
+	// at RetryAt. Completed/Failed/Unknown are final. Refuses when the effect
+	// is not in flight (ErrIllegalTransition).
+	Settle(ctx context.Context, key string, o Outcome, now time.Time) (Effect, error)
+	// Expire ends a queued (not in flight) effect as Failed with reason.
+	Expire(ctx context.Context, key, reason string, now time.Time) (Effect, error)
+	// Redeliver queues an ended effect again (explicit human replay); the
+	// attempt history records who. Refused while Pending.
+	Redeliver(ctx context.Context, key, who string, now time.Time) (Effect, error)
+	// Recover turns every in-flight effect whose worker is not alive into
+	// Unknown (I3) and returns them, so the caller can record the
+	// interruption in the run history.
+	Recover(ctx context.Context, alive func(worker string) bool, now time.Time) ([]Effect, error)
+}
+
+// ---------------------------------------------------------------- leases
+
+// Lease is a named, time-limited ownership with a fencing epoch that only
+// grows: every new acquisition (after release, expiry or holder change)
+// takes a higher epoch than any before it.
+type Lease struct {
+	Name    string
+	Holder  string
+	Epoch   uint64
+	Expires time.Time
+}
+
+// Leases grants ownership (scheduler, telegram poller, ...).
+type Leases interface {
+	// Acquire takes the lease for holder, or renews it if holder already
+	// holds it (same epoch). ErrLeaseHeld while another holder's lease is unexpired.
+	Acquire(ctx context.Context, name, holder string, ttl time.Duration) (Lease, error)
+	// Renew extends a lease still held with l's epoch; ErrLeaseLost otherwise.
+	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
+	// Release gives the lease up if still held with l's epoch.
+	Release(ctx context.Context, l Lease) error
+	// Current returns the lease as stored (ErrNotFound if never taken).
+	Current(ctx context.Context, name string) (Lease, error)
+}
+
+// ---------------------------------------------------------------- dedup
+
+// Dedup remembers ids (inbound update ids, event ids) for a while.
+type Dedup interface {
+	// Mark records ns/id for ttl and reports whether it was new (first == true).
+	Mark(ctx context.Context, ns, id string, ttl time.Duration) (first bool, err error)
+}
+
+// ---------------------------------------------------------------- inbox
+
+// InboxItem is one push stored for a principal.
+type InboxItem struct {
+	ID        string    `json:"id"` // assigned by the store, sortable, unique per principal
+	Principal string    `json:"principal"`
+	EffectKey string    `json:"effect_key"` // appending the same key twice stores one item
+	Title     string    `json:"title"`
+	Body      []byte    `json:"body"` // the neutral message JSON
+	CreatedAt time.Time `json:"created_at"`
+	Read      bool      `json:"read"`
+}
+
+// InboxQuery pages an inbox newest first.
+type InboxQuery struct {
+	Before     string // item id: return items older than it ("" = newest)
+	Limit      int    // 0: 50
+	UnreadOnly bool
+}
+
+// InboxCap is the most items kept per principal; beyond it the oldest read
+// items are dropped first, then the oldest unread.
+const InboxCap = 1000
+
+// Inbox is the per-principal inbox.
+type Inbox interface {
+	Append(ctx context.Context, item InboxItem) (InboxItem, error)
+	List(ctx context.Context, principal string, q InboxQuery) ([]InboxItem, error)
+	// MarkRead marks one item ("" or "all": every item) read; returns how many changed.
+	MarkRead(ctx context.Context, principal, id string) (int, error)
+	Unread(ctx context.Context, principal string) (int, error)
+}
+
+// ---------------------------------------------------------------- runs
+
+// Runs is the bounded run history per task. Values are opaque records owned
+// by the task manager; the store keeps the newest `keep`.
+type Runs interface {
+	Append(ctx context.Context, taskID string, run []byte, keep int) error
+	// List returns newest first, at most limit (0: all kept).
+	List(ctx context.Context, taskID string, limit int) ([][]byte, error)
+}
+
+// ---------------------------------------------------------------- kv
+
+// KV is a small key-value object (dialog state, channel state). A ttl of 0
+// keeps the entry until deleted.
+type KV interface {
+	Get(ctx context.Context, key string) ([]byte, error) // ErrNotFound when absent or expired
+	Put(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	Delete(ctx context.Context, key string) error
+}

@@ -1,0 +1,102 @@
+// Package watch holds the vocabulary shared by sources, snapshots and the
+// task manager: what a source is asked to fetch (Spec), what it yields
+// (Item), and how failures are classified for the retry policy (I6).
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Spec describes one watched source. Field paths (Items, ID, Title, Link,
+// Due) apply to the json kind; Selector to html.
+type Spec struct {
+	Kind     string            `json:"kind"` // rss | ical | json | html ("" = detect from content)
+	URL      string            `json:"url"`
+	Selector string            `json:"selector,omitempty"`
+	Items    string            `json:"items,omitempty"`
+	ID       string            `json:"id,omitempty"`
+	Title    string            `json:"title,omitempty"`
+	Link     string            `json:"link,omitempty"`
+	Due      string            `json:"due,omitempty"`
+	Headers  map[string]string `json:"headers,omitempty"` // values may hold secrets: never log them
+}
+
+// Item is one thing a source lists.
+type Item struct {
+	ID     string    `json:"id"`             // identity, stable across runs
+	Title  string    `json:"title"`          // plain text
+	URL    string    `json:"url,omitempty"`  // absolute
+	Digest string    `json:"digest"`         // content digest: changes when the item changes
+	Due    time.Time `json:"due,omitzero"`   // deadline, if any
+	Done   bool      `json:"done,omitempty"` // completed: no more reminders
+	Alt    []string  `json:"alt,omitempty"`  // fallback identities (link, normalised title) for guid churn
+}
+
+// Conditional carries the validators of the previous fetch.
+type Conditional struct {
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"last_modified,omitempty"`
+}
+
+// Result is what one fetch yields.
+type Result struct {
+	Items       []Item
+	NotModified bool        // 304: Items is empty, keep the snapshot
+	Validators  Conditional // to send next time
+	Kind        string      // the kind used (detected when Spec.Kind was empty)
+}
+
+// Class is a failure class the manager's retry policy decides on.
+type Class string
+
+const (
+	Transient      Class = "transient"       // retry (I6)
+	Auth           Class = "auth"            // end at once
+	Permission     Class = "permission"      // end at once
+	Schema         Class = "schema"          // unparseable / wrong shape; end at once
+	Cancelled      Class = "cancelled"       // end at once
+	TooLarge       Class = "too_large"       // end at once
+	BlockedAddress Class = "blocked_address" // SSRF guard refused; end at once
+	NotFound       Class = "not_found"       // end at once
+	Scope          Class = "scope"           // redirect or URL outside the approved scope
+)
+
+// Retryable reports whether a failure of class c may be retried (I6).
+func (c Class) Retryable() bool { return c == Transient }
+
+// Error is a classified failure.
+type Error struct {
+	Class Class
+	Err   error
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %v", e.Class, e.Err) }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns a classified error.
+func Errorf(c Class, format string, args ...any) error {
+	return &Error{Class: c, Err: fmt.Errorf(format, args...)}
+}
+
+// Classify wraps err with class c unless it is already classified.
+func Classify(c Class, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return &Error{Class: c, Err: err}
+}
+
+// ClassOf returns err's class; unclassified errors count as Transient.
+func ClassOf(err error) Class {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Class
+	}
+	return Transient
+}

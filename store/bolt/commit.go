@@ -1,0 +1,134 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/herald-bridge/herald/store"
+)
+
+// committer is the group commit behind every write: callers queue a
+// function, one goroutine runs everything queued so far in one bbolt
+// transaction, so concurrent writers share one fsync. A lone writer pays no
+// batching delay (unlike bbolt's DB.Batch, which waits for its timer).
+type committer struct {
+	db       *bbolt.DB
+	maxBatch int
+
+	mu     sync.RWMutex // guards closed against sends on calls
+	closed bool
+	calls  chan *call
+	done   chan struct{}
+}
+
+type call struct {
+	fn  func(tx *bbolt.Tx) error
+	err chan error
+}
+
+func newCommitter(db *bbolt.DB, maxBatch int) *committer {
+	c := &committer{db: db, maxBatch: maxBatch, calls: make(chan *call, maxBatch), done: make(chan struct{})}
+	go c.loop()
+	return c
+}
+
+var errClosed = fmt.Errorf("bolt: store closed: %w", store.ErrUnavailable)
+
+func (c *committer) do(fn func(tx *bbolt.Tx) error) error {
+	cl := &call{fn: fn, err: make(chan error, 1)}
+	c.mu.RLock()
+	if c.closed {
+		c.mu.RUnlock()
+		return errClosed
+	}
+	c.calls <- cl
+	c.mu.RUnlock()
+	return <-cl.err
+}
+
+// close stops accepting writes, lets queued ones finish and waits for the
+// loop to end.
+func (c *committer) close() {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		close(c.calls)
+	}
+	c.mu.Unlock()
+	<-c.done
+}
+
+func (c *committer) loop() {
+	defer close(c.done)
+	batch := make([]*call, 0, c.maxBatch)
+	for first := range c.calls {
+		batch = append(batch[:0], first)
+	drain:
+		for len(batch) < c.maxBatch {
+			select {
+			case cl, ok := <-c.calls:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, cl)
+			default:
+				break drain
+			}
+		}
+		c.run(batch)
+	}
+}
+
+// run executes batch in one transaction. A function failing with a
+// business error (which by contract wrote nothing) gets its error while
+// the others commit; any other failure rolls the transaction back and
+// every function runs again on its own.
+func (c *committer) run(batch []*call) {
+	errs := make([]error, len(batch))
+	err := c.db.Update(func(tx *bbolt.Tx) error {
+		for i, cl := range batch {
+			errs[i] = safely(cl.fn, tx)
+			if errs[i] != nil && !clean(errs[i]) {
+				return errs[i]
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		for i, cl := range batch {
+			cl.err <- errs[i]
+		}
+		return
+	}
+	if len(batch) == 1 {
+		batch[0].err <- err
+		return
+	}
+	for _, cl := range batch {
+		cl.err <- c.db.Update(func(tx *bbolt.Tx) error { return safely(cl.fn, tx) })
+	}
+}
+
+func safely(fn func(tx *bbolt.Tx) error, tx *bbolt.Tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("bolt: write panicked: %v", p)
+		}
+	}()
+	return fn(tx)
+}
+
+// clean reports whether err is a refusal that is decided before any write.
+func clean(err error) bool {
+	for _, s := range []error{store.ErrNotFound, store.ErrConflict, store.ErrIllegalTransition,
+		store.ErrStaleEpoch, store.ErrLeaseHeld, store.ErrLeaseLost, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}

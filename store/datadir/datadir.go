@@ -1,0 +1,173 @@
+// Package datadir guards herald's data directory: an exclusive lock so one
+// process serves it at a time, and the private admin access record
+// (admin.json) through which the CLI finds the running service.
+package datadir
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// File names inside the data dir.
+const (
+	LockFile  = ".lock"
+	AdminFile = "admin.json"
+)
+
+var (
+	// ErrLocked means another herald process serves the data dir.
+	ErrLocked = errors.New("another herald serves this data dir")
+	// ErrNotRunning means no admin access record exists: no service is
+	// running on the data dir (or it has not published its address yet).
+	ErrNotRunning = errors.New("no running herald found for this data dir")
+)
+
+// DirLock is a held exclusive lock on a data dir. The kernel releases it when
+// the process exits, however it exits, so a crashed process never blocks
+// the next one.
+type DirLock struct {
+	dir string
+	f   *os.File
+}
+
+// Lock creates dir (0700) if needed and takes an exclusive, non-blocking
+// flock on dir/.lock. It fails with ErrLocked while another open lock
+// exists, in this process or another; the error names the holder's pid
+// when admin.json says it.
+func Lock(dir string) (*DirLock, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("datadir: create %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, LockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("datadir: open lock file: %w", err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			if rec, rerr := ReadAdmin(dir); rerr == nil && rec.PID > 0 {
+				return nil, fmt.Errorf("%w (pid %d): %s", ErrLocked, rec.PID, dir)
+			}
+			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+		}
+		return nil, fmt.Errorf("datadir: lock %s: %w", path, err)
+	}
+	return &DirLock{dir: dir, f: f}, nil
+}
+
+// Dir returns the locked directory.
+func (l *DirLock) Dir() string { return l.dir }
+
+// Unlock releases the lock. The lock file stays: removing it would let a
+// racing opener lock a different inode.
+func (l *DirLock) Unlock() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	err := syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	cerr := l.f.Close()
+	l.f = nil
+	if err != nil {
+		return fmt.Errorf("datadir: unlock: %w", err)
+	}
+	if cerr != nil {
+		return fmt.Errorf("datadir: unlock: %w", cerr)
+	}
+	return nil
+}
+
+// AdminRecord is the private access record of the running service.
+type AdminRecord struct {
+	Addr   string `json:"addr"`
+	Token  string `json:"token"`
+	PID    int    `json:"pid"`
+	Scheme string `json:"scheme"`
+}
+
+// WriteAdmin writes dir/admin.json with mode 0600, atomically: a reader
+// sees the old record or the new one, never a torn file.
+func WriteAdmin(dir string, rec AdminRecord) error {
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return fmt.Errorf("datadir: encode admin record: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, AdminFile+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("datadir: write admin record: %w", err)
+	}
+	name := tmp.Name()
+	fail := func(err error) error {
+		_ = tmp.Close()
+		_ = os.Remove(name)
+		return fmt.Errorf("datadir: write admin record: %w", err)
+	}
+	if err := tmp.Chmod(0o600); err != nil {
+		return fail(err)
+	}
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Close(); err != nil {
+		_ = os.Remove(name)
+		return fmt.Errorf("datadir: write admin record: %w", err)
+	}
+	if err := os.Rename(name, filepath.Join(dir, AdminFile)); err != nil {
+		_ = os.Remove(name)
+		return fmt.Errorf("datadir: write admin record: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+// ReadAdmin reads dir/admin.json; ErrNotRunning when it does not exist.
+// Errors never include the token.
+func ReadAdmin(dir string) (AdminRecord, error) {
+	data, err := os.ReadFile(filepath.Join(dir, AdminFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return AdminRecord{}, fmt.Errorf("%w: %s", ErrNotRunning, dir)
+	}
+	if err != nil {
+		return AdminRecord{}, fmt.Errorf("datadir: read admin record: %w", err)
+	}
+	var rec AdminRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return AdminRecord{}, errors.New("datadir: admin record is not valid JSON")
+	}
+	return rec, nil
+}
+
+// RemoveAdmin deletes dir/admin.json; an absent record is not an error.
+func RemoveAdmin(dir string) error {
+	err := os.Remove(filepath.Join(dir, AdminFile))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("datadir: remove admin record: %w", err)
+	}
+	return nil
+}
+
+// NewToken returns a fresh 256-bit random token, hex encoded.
+func NewToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (it panics instead)
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,372 @@
+package redis
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/herald-bridge/herald/store"
+)
+
+type ledger struct{ s *Store }
+
+var _ store.Ledger = (*ledger)(nil)
+
+func (s *Store) effectKey(key string) string       { return s.tagged + "fx:e:" + key }
+func (s *Store) taskEffectsKey(task string) string { return s.tagged + "fx:t:" + task }
+func (s *Store) seqKey() string                    { return s.tagged + "fx:seq" }
+func (s *Store) inflightKey() string               { return s.tagged + "fx:inflight" }
+func (s *Store) queueKey() string                  { return s.tagged + "q" }
+
+// queueScore orders the queue by NotBefore; an effect without one is due
+// from its creation.
+func queueScore(e *store.Effect) string {
+	t := e.NotBefore
+	if t.IsZero() {
+		t = e.CreatedAt
+	}
+	return strconv.FormatInt(micros(t), 10)
+}
+
+// dueAt is the instant from which a queued effect may be attempted.
+func dueAt(e *store.Effect) time.Time {
+	if e.NotBefore.IsZero() {
+		return e.CreatedAt
+	}
+	return e.NotBefore
+}
+
+func (l *ledger) Commit(ctx context.Context, c store.RunCommit) (store.CommitResult, error) {
+	s := l.s
+	now := s.now()
+	ck, fenced, epoch := s.fenceArgs(c.Fence)
+	keys := make([]string, 0, 5+2*len(c.Effects))
+	keys = append(keys, ck, s.taskKey(c.TaskID), s.snapKey(c.TaskID), s.queueKey(), s.seqKey())
+	setSnap, snap := "0", []byte(nil)
+	if c.Snapshot != nil {
+		setSnap, snap = "1", c.Snapshot
+	}
+	args := make([]any, 0, 5+3*len(c.Effects))
+	args = append(args, fenced, epoch, strconv.FormatUint(c.TaskRevision, 10), setSnap, snap)
+	for _, e := range c.Effects {
+		if e.Key == "" {
+			return store.CommitResult{}, errors.New("redis store: commit: effect without key")
+		}
+		if e.TaskID == "" {
+			e.TaskID = c.TaskID
+		}
+		e.State, e.InFlight, e.Worker = store.Pending, false, ""
+		if e.CreatedAt.IsZero() {
+			e.CreatedAt = now
+		}
+		e.UpdatedAt = now
+		js, err := json.Marshal(e)
+		if err != nil {
+			return store.CommitResult{}, fmt.Errorf("redis store: commit: encode effect: %w", err)
+		}
+		keys = append(keys, s.effectKey(e.Key), s.taskEffectsKey(e.TaskID))
+		args = append(args, js, queueScore(&e), e.Key)
+	}
+	res, err := scriptCommit.Run(ctx, s.rdb, keys, args...).Int64Slice()
+	if err != nil {
+		return store.CommitResult{}, wrap("commit", err)
+	}
+	if res[0] != replyOK {
+		return store.CommitResult{}, scriptErr("commit", res[0])
+	}
+	var out store.CommitResult
+	for i, e := range c.Effects {
+		if res[1+i] == 1 {
+			out.Claimed = append(out.Claimed, e.Key)
+		} else {
+			out.Duplicates = append(out.Duplicates, e.Key)
+		}
+	}
+	return out, nil
+}
+
+func (l *ledger) Get(ctx context.Context, key string) (store.Effect, error) {
+	e, _, err := l.read(ctx, key)
+	return e, err
+}
+
+// read returns the effect and its stored encoding (the compare value of a
+// later swap).
+func (l *ledger) read(ctx context.Context, key string) (store.Effect, string, error) {
+	raw, err := l.s.rdb.Get(ctx, l.s.effectKey(key)).Result()
+	if errors.Is(err, goredis.Nil) {
+		return store.Effect{}, "", fmt.Errorf("redis store: effect: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Effect{}, "", wrap("effect get", err)
+	}
+	var e store.Effect
+	if err := json.Unmarshal([]byte(raw), &e); err != nil {
+		return store.Effect{}, "", fmt.Errorf("redis store: decode effect: %w", err)
+	}
+	return e, raw, nil
+}
+
+// readMany loads the given effect keys in order, skipping missing ones.
+func (l *ledger) readMany(ctx context.Context, keys []string) ([]store.Effect, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	rk := make([]string, len(keys))
+	for i, k := range keys {
+		rk[i] = l.s.effectKey(k)
+	}
+	vals, err := l.s.rdb.MGet(ctx, rk...).Result()
+	if err != nil {
+		return nil, wrap("effect list", err)
+	}
+	out := make([]store.Effect, 0, len(vals))
+	for _, v := range vals {
+		raw, ok := v.(string)
+		if !ok {
+			continue
+		}
+		var e store.Effect
+		if err := json.Unmarshal([]byte(raw), &e); err != nil {
+			return nil, fmt.Errorf("redis store: decode effect: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func (l *ledger) List(ctx context.Context, taskID string, limit int) ([]store.Effect, error) {
+	stop := int64(-1)
+	if limit > 0 {
+		stop = int64(limit) - 1
+	}
+	keys, err := l.s.rdb.ZRevRange(ctx, l.s.taskEffectsKey(taskID), 0, stop).Result()
+	if err != nil {
+		return nil, wrap("effect list", err)
+	}
+	return l.readMany(ctx, keys)
+}
+
+func (l *ledger) Due(ctx context.Context, now time.Time, limit int) ([]store.Effect, error) {
+	by := &goredis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(micros(now), 10)}
+	if limit > 0 {
+		by.Count = int64(limit)
+	}
+	keys, err := l.s.rdb.ZRangeByScore(ctx, l.s.queueKey(), by).Result()
+	if err != nil {
+		return nil, wrap("due", err)
+	}
+	all, err := l.readMany(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, e := range all {
+		// The score has microsecond resolution; the effect decides.
+		if e.State == store.Pending && !e.InFlight && !dueAt(&e).After(now) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (l *ledger) NextDue(ctx context.Context) (time.Time, bool, error) {
+	for range 8 {
+		keys, err := l.s.rdb.ZRange(ctx, l.s.queueKey(), 0, 0).Result()
+		if err != nil {
+			return time.Time{}, false, wrap("next due", err)
+		}
+		if len(keys) == 0 {
+			return time.Time{}, false, nil
+		}
+		e, _, err := l.read(ctx, keys[0])
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		if e.State != store.Pending || e.InFlight {
+			continue // taken off the queue between the two reads
+		}
+		return dueAt(&e), true, nil
+	}
+	return time.Time{}, false, fmt.Errorf("redis store: next due: queue kept changing: %w", store.ErrConflict)
+}
+
+func sha1hex(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// errNoChange ends a transition that has nothing to write.
+var errNoChange = errors.New("no change")
+
+// swap is the read–decide–publish loop of every effect transition. next
+// computes the new effect from the stored one and says how the queue and
+// the in-flight set change; the script publishes it only if the stored
+// entry is still the one read, else the loop reads again.
+func (l *ledger) swap(ctx context.Context, op, key string,
+	next func(e *store.Effect) (queue, inflight string, err error)) (store.Effect, error) {
+	s := l.s
+	for {
+		e, raw, err := l.read(ctx, key)
+		if err != nil {
+			return store.Effect{}, err
+		}
+		queue, inflight, err := next(&e)
+		if errors.Is(err, errNoChange) {
+			return e, nil
+		}
+		if err != nil {
+			return store.Effect{}, fmt.Errorf("redis store: %s: %w", op, err)
+		}
+		js, err := json.Marshal(e)
+		if err != nil {
+			return store.Effect{}, fmt.Errorf("redis store: %s: encode effect: %w", op, err)
+		}
+		n, err := scriptSwapEffect.Run(ctx, s.rdb,
+			[]string{s.effectKey(key), s.queueKey(), s.inflightKey()},
+			sha1hex(raw), js, key, queue, inflight).Int64()
+		if err != nil {
+			return store.Effect{}, wrap(op, err)
+		}
+		switch n {
+		case 1:
+			return e, nil
+		case -1:
+			return store.Effect{}, fmt.Errorf("redis store: %s: %w", op, store.ErrNotFound)
+		}
+		if err := ctx.Err(); err != nil {
+			return store.Effect{}, fmt.Errorf("redis store: %s: %w", op, err)
+		}
+	}
+}
+
+func (l *ledger) Begin(ctx context.Context, key, worker string, now time.Time) (store.Effect, error) {
+	return l.swap(ctx, "begin", key, func(e *store.Effect) (string, string, error) {
+		if e.State != store.Pending || e.InFlight {
+			return "", "", fmt.Errorf("begin %s effect (in flight %t): %w", e.State, e.InFlight, store.ErrIllegalTransition)
+		}
+		e.InFlight, e.Worker, e.UpdatedAt = true, worker, now
+		e.Attempts = append(e.Attempts, store.Attempt{
+			N: len(e.Attempts) + 1, Start: now, Part: e.PartsSent, By: worker, Outcome: store.Pending,
+		})
+		return "rem", "add", nil
+	})
+}
+
+func (l *ledger) Settle(ctx context.Context, key string, o store.Outcome, now time.Time) (store.Effect, error) {
+	switch o.State {
+	case store.Pending, store.Completed, store.Failed, store.Unknown:
+	default:
+		return store.Effect{}, fmt.Errorf("redis store: settle with outcome %q: %w", o.State, store.ErrIllegalTransition)
+	}
+	return l.swap(ctx, "settle", key, func(e *store.Effect) (string, string, error) {
+		if e.State != store.Pending || !e.InFlight {
+			return "", "", fmt.Errorf("settle %s effect not in flight: %w", e.State, store.ErrIllegalTransition)
+		}
+		if n := len(e.Attempts); n > 0 {
+			a := &e.Attempts[n-1]
+			a.End, a.Outcome, a.Error = now, o.State, o.Error
+		}
+		e.State, e.InFlight, e.Worker, e.UpdatedAt = o.State, false, "", now
+		e.Error = o.Error
+		if o.ProviderID != "" {
+			e.ProviderID = o.ProviderID
+		}
+		if o.PartsSent > e.PartsSent {
+			e.PartsSent = o.PartsSent
+		}
+		if o.State == store.Pending {
+			e.NotBefore = o.RetryAt
+			if e.NotBefore.IsZero() {
+				e.NotBefore = now
+			}
+			return queueScore(e), "rem", nil
+		}
+		return "rem", "rem", nil
+	})
+}
+
+func (l *ledger) Defer(ctx context.Context, key string, until time.Time, now time.Time) (store.Effect, error) {
+	return l.swap(ctx, "defer", key, func(e *store.Effect) (string, string, error) {
+		if e.State != store.Pending || e.InFlight {
+			return "", "", fmt.Errorf("defer %s effect (in flight %t): %w", e.State, e.InFlight, store.ErrIllegalTransition)
+		}
+		e.NotBefore, e.UpdatedAt = until, now
+		return queueScore(e), "-", nil
+	})
+}
+
+func (l *ledger) Expire(ctx context.Context, key, reason string, now time.Time) (store.Effect, error) {
+	return l.swap(ctx, "expire", key, func(e *store.Effect) (string, string, error) {
+		if e.State != store.Pending || e.InFlight {
+			return "", "", fmt.Errorf("expire %s effect (in flight %t): %w", e.State, e.InFlight, store.ErrIllegalTransition)
+		}
+		e.State, e.Error, e.UpdatedAt = store.Failed, reason, now
+		return "rem", "-", nil
+	})
+}
+
+func (l *ledger) Redeliver(ctx context.Context, key, who string, now time.Time) (store.Effect, error) {
+	return l.swap(ctx, "redeliver", key, func(e *store.Effect) (string, string, error) {
+		if e.State == store.Pending {
+			return "", "", fmt.Errorf("redeliver pending effect: %w", store.ErrIllegalTransition)
+		}
+		e.Attempts = append(e.Attempts, store.Attempt{
+			N: len(e.Attempts) + 1, Start: now, End: now, By: who, Outcome: store.Pending,
+			Error: "redelivery requested after " + string(e.State),
+		})
+		e.State, e.InFlight, e.Worker = store.Pending, false, ""
+		e.NotBefore, e.UpdatedAt, e.Error = now, now, ""
+		return queueScore(e), "-", nil
+	})
+}
+
+// interrupted is the error recorded on effects that Recover ends.
+const interrupted = "interrupted: worker gone while the attempt was in flight"
+
+func (l *ledger) Recover(ctx context.Context, alive func(worker string) bool, now time.Time) ([]store.Effect, error) {
+	keys, err := l.s.rdb.SMembers(ctx, l.s.inflightKey()).Result()
+	if err != nil {
+		return nil, wrap("recover", err)
+	}
+	var out []store.Effect
+	for _, key := range keys {
+		var recovered bool
+		e, err := l.swap(ctx, "recover", key, func(e *store.Effect) (string, string, error) {
+			recovered = false
+			if e.State != store.Pending || !e.InFlight {
+				return "-", "rem", nil // stale in-flight entry: drop it
+			}
+			if alive != nil && alive(e.Worker) {
+				return "", "", errNoChange
+			}
+			if n := len(e.Attempts); n > 0 {
+				a := &e.Attempts[n-1]
+				a.End, a.Outcome, a.Error = now, store.Unknown, interrupted
+			}
+			e.State, e.InFlight, e.UpdatedAt, e.Error = store.Unknown, false, now, interrupted
+			recovered = true
+			return "rem", "rem", nil
+		})
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		if recovered {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}

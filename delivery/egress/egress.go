@@ -1,0 +1,257 @@
+// Package egress is herald's one outbound HTTP path. Every request the
+// service makes to an address chosen by a user or an admin (watched
+// sources, webhook recipients) goes through the guard here: the address is
+// checked after DNS resolution, at dial time, for every connection, so DNS
+// rebinding and redirect targets are covered as well as literal addresses.
+package egress
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+
+	"code.dny.dev/ssrf"
+	"github.com/go-resty/resty/v2"
+)
+
+// Version is the product version reported in the default User-Agent.
+var Version = "dev"
+
+// Defaults applied when an Options field is zero.
+const (
+	DefaultConnectTimeout = 5 * time.Second
+	DefaultTimeout        = 30 * time.Second
+)
+
+// ErrBlocked reports that the guard refused the destination address. It is
+// reachable with errors.Is through *url.Error and *net.OpError.
+var ErrBlocked = errors.New("destination address not allowed")
+
+// ErrBadURL reports a URL that egress will not request at all.
+var ErrBadURL = errors.New("URL not allowed")
+
+// Options configures the outbound client.
+type Options struct {
+	// AllowPrivate mirrors policy.allow_private_networks: loopback, private
+	// and link-local destinations are allowed, on any port.
+	AllowPrivate bool
+	// ConnectTimeout bounds the TCP connect and the TLS handshake (default 5s).
+	ConnectTimeout time.Duration
+	// Timeout bounds the whole request including reading the body (default 30s).
+	Timeout time.Duration
+	// UserAgent is sent unless a request sets its own.
+	UserAgent string
+	// Trusted lists exact destinations (resolved address and port) allowed
+	// whatever the policy: an operator's explicitly trusted endpoint, or a
+	// test's own server on 127.0.0.1 while everything else stays guarded.
+	Trusted []netip.AddrPort
+}
+
+func (o Options) withDefaults() Options {
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = DefaultUserAgent()
+	}
+	return o
+}
+
+// DefaultUserAgent is the polite User-Agent herald sends.
+func DefaultUserAgent() string {
+	return "herald/" + Version + " (+https://github.com/herald-bridge/herald)"
+}
+
+// guardian is the strict policy: public unicast only, ports 80 and 443.
+var guardian = ssrf.New()
+
+// Guard is the dial-time check used as net.Dialer.Control. address is the
+// resolved "ip:port". IPv4-mapped IPv6 addresses are unmapped first, so
+// [::ffff:127.0.0.1] is judged as 127.0.0.1. Destinations in trusted pass.
+func Guard(allowPrivate bool, trusted ...netip.AddrPort) func(network, address string, c syscall.RawConn) error {
+	return func(network, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("%w: unparseable destination", ErrBlocked)
+		}
+		if allowPrivate {
+			return nil
+		}
+		unmapped := netip.AddrPortFrom(ap.Addr().Unmap().WithZone(""), ap.Port())
+		for _, t := range trusted {
+			if t == unmapped {
+				return nil
+			}
+		}
+		return checkAddr(network, ap)
+	}
+}
+
+func checkAddr(network string, ap netip.AddrPort) error {
+	ip := ap.Addr()
+	if ip.Is4In6() {
+		ip = ip.Unmap()
+		network = "tcp4"
+	}
+	ip = ip.WithZone("")
+	if !strings.HasPrefix(network, "tcp") {
+		return fmt.Errorf("%w: network %s", ErrBlocked, network)
+	}
+	if ip.Is4() {
+		network = "tcp4"
+	} else {
+		network = "tcp6"
+	}
+	err := guardian.Safe(network, netip.AddrPortFrom(ip, ap.Port()).String(), nil)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ssrf.ErrProhibitedPort):
+		return fmt.Errorf("%w: port %d", ErrBlocked, ap.Port())
+	default:
+		// The address itself stays out of the message: it may identify a
+		// recipient (I10).
+		return fmt.Errorf("%w: non-public address", ErrBlocked)
+	}
+}
+
+// Transport returns a fresh guarded transport: no proxy (a proxy would make
+// the guard check the proxy's address instead of the target's), every dial
+// checked by Guard, TLS handshake bounded by ConnectTimeout.
+func Transport(o Options) *http.Transport {
+	o = o.withDefaults()
+	d := &net.Dialer{
+		Timeout:   o.ConnectTimeout,
+		KeepAlive: 30 * time.Second,
+		Control:   Guard(o.AllowPrivate, o.Trusted...),
+	}
+	return &http.Transport{
+		Proxy:                 nil,
+		DialContext:           d.DialContext,
+		ForceAttemptHTTP2:     true,
+		TLSHandshakeTimeout:   o.ConnectTimeout,
+		ResponseHeaderTimeout: o.Timeout,
+		ExpectContinueTimeout: time.Second,
+		MaxIdleConns:          16,
+		MaxIdleConnsPerHost:   2,
+		IdleConnTimeout:       90 * time.Second,
+	}
+}
+
+// noRedirect hands the 3xx response back to the caller instead of following it.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// Client returns a guarded client that never follows redirects: a 3xx comes
+// back as the response. The User-Agent is set on requests that carry none.
+func Client(o Options) *http.Client {
+	o = o.withDefaults()
+	return &http.Client{
+		Transport:     &userAgent{base: Transport(o), ua: o.UserAgent},
+		CheckRedirect: noRedirect,
+		Timeout:       o.Timeout,
+	}
+}
+
+// Resty returns a resty client on the guarded transport: no redirects, no
+// resty retries.
+func Resty(o Options) *resty.Client {
+	o = o.withDefaults()
+	c := resty.NewWithClient(Client(o))
+	c.SetRetryCount(0)
+	c.SetTimeout(o.Timeout)
+	c.SetHeader("User-Agent", o.UserAgent)
+	return c
+}
+
+// userAgent sets a default User-Agent header.
+type userAgent struct {
+	base *http.Transport
+	ua   string
+}
+
+var _ http.RoundTripper = (*userAgent)(nil)
+
+func (u *userAgent) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("User-Agent") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("User-Agent", u.ua)
+	}
+	return u.base.RoundTrip(r)
+}
+
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach the transport.
+func (u *userAgent) CloseIdleConnections() { u.base.CloseIdleConnections() }
+
+// CheckURL validates a destination URL before any request: http or https
+// only; http only for loopback hosts and only with allowPrivate (local
+// webhook recipients in development); no userinfo. A literal address or
+// port the guard would refuse fails early with ErrBlocked. The URL itself
+// never appears in the returned error.
+func CheckURL(raw string, allowPrivate bool) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%w: unparseable", ErrBadURL)
+	}
+	if u.User != nil {
+		return fmt.Errorf("%w: credentials in URL", ErrBadURL)
+	}
+	host := u.Hostname()
+	if host == "" {
+		return fmt.Errorf("%w: no host", ErrBadURL)
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+	case "http":
+		if !allowPrivate || !IsLoopbackHost(host) {
+			return fmt.Errorf("%w: http is only allowed for loopback hosts with private networks enabled", ErrBadURL)
+		}
+	default:
+		return fmt.Errorf("%w: scheme must be https", ErrBadURL)
+	}
+	return checkHostPort(u, allowPrivate)
+}
+
+// checkHostPort refuses literal addresses and ports the dial guard would refuse.
+func checkHostPort(u *url.URL, allowPrivate bool) error {
+	if allowPrivate {
+		return nil
+	}
+	port := u.Port()
+	if port == "" {
+		port = "443"
+		if strings.EqualFold(u.Scheme, "http") {
+			port = "80"
+		}
+	}
+	if port != "80" && port != "443" {
+		return fmt.Errorf("%w: port %s", ErrBlocked, port)
+	}
+	if IsLoopbackHost(u.Hostname()) {
+		return fmt.Errorf("%w: loopback host", ErrBlocked)
+	}
+	ip, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return nil // a name: judged at dial time on what it resolves to
+	}
+	return checkAddr("tcp", netip.AddrPortFrom(ip, 443))
+}
+
+// IsLoopbackHost reports whether host is "localhost" (or a name under
+// .localhost) or a loopback address.
+func IsLoopbackHost(host string) bool {
+	h := strings.TrimSuffix(strings.ToLower(host), ".")
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(strings.Trim(h, "[]"))
+	return err == nil && ip.Unmap().IsLoopback()
+}

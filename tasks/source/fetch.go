@@ -1,0 +1,271 @@
+package source
+
+import (
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/herald-bridge/herald/delivery/egress"
+	"github.com/herald-bridge/herald/tasks/watch"
+)
+
+// document is one fetched body.
+type document struct {
+	url         *url.URL // final URL, after redirects: the base for relative links
+	body        []byte
+	contentType string
+	validators  watch.Conditional
+	notModified bool
+}
+
+func newClient(o Options) *http.Client {
+	c := egress.Client(egress.Options{
+		AllowPrivate:   o.AllowPrivate,
+		ConnectTimeout: o.ConnectTimeout,
+		Timeout:        o.Timeout,
+		UserAgent:      o.UserAgent,
+		Trusted:        o.Trusted,
+	})
+	return c
+}
+
+// redact keeps scheme and host: paths and queries of calendar and API URLs
+// often carry access tokens (I10).
+func redact(u *url.URL) string {
+	if u == nil {
+		return "source"
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+var acceptByKind = map[string]string{
+	KindRSS:  "application/rss+xml, application/atom+xml, application/feed+json, application/xml;q=0.9, text/xml;q=0.9, */*;q=0.5",
+	KindICal: "text/calendar, */*;q=0.5",
+	KindJSON: "application/json, */*;q=0.5",
+	KindHTML: "text/html, application/xhtml+xml, */*;q=0.5",
+}
+
+// fetch GETs the source, following in-scope redirects by hand so that each
+// hop is checked against the scope and dialled through the address guard.
+func (s *Source) fetch(parent context.Context, cond watch.Conditional) (*document, error) {
+	timeout := s.o.Timeout
+	if timeout <= 0 {
+		timeout = egress.DefaultTimeout
+	}
+	// One deadline for the whole fetch, redirects and body included.
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	defer cancel()
+	cur := s.u
+	for hop := 0; ; hop++ {
+		resp, err := s.get(ctx, cur, cond)
+		if err != nil {
+			return nil, s.classifyTransport(parent, cur, err)
+		}
+		switch {
+		case isRedirect(resp.StatusCode):
+			loc := resp.Header.Get("Location")
+			drain(resp)
+			if hop >= MaxRedirects {
+				return nil, watch.Errorf(watch.Transient, "GET %s: more than %d redirects", redact(s.u), MaxRedirects)
+			}
+			next, err := cur.Parse(loc)
+			if loc == "" || err != nil || (next.Scheme != "http" && next.Scheme != "https") || next.User != nil {
+				return nil, watch.Errorf(watch.Schema, "GET %s: unusable redirect", redact(cur))
+			}
+			if !s.inScope(next) {
+				return nil, watch.Errorf(watch.Scope, "GET %s: redirect to %s is outside the approved scope", redact(cur), next.Hostname())
+			}
+			cur = next
+			continue
+		case resp.StatusCode == http.StatusNotModified:
+			drain(resp)
+			v := validators(resp)
+			if v.ETag == "" {
+				v.ETag = cond.ETag
+			}
+			if v.LastModified == "" {
+				v.LastModified = cond.LastModified
+			}
+			return &document{url: cur, notModified: true, validators: v}, nil
+		case resp.StatusCode >= 200 && resp.StatusCode < 300:
+			body, err := s.readBody(resp)
+			if err != nil {
+				return nil, s.classifyTransport(parent, cur, err)
+			}
+			return &document{
+				url:         cur,
+				body:        body,
+				contentType: resp.Header.Get("Content-Type"),
+				validators:  validators(resp),
+			}, nil
+		default:
+			drain(resp)
+			return nil, watch.Errorf(statusClass(resp.StatusCode), "GET %s: HTTP %d", redact(cur), resp.StatusCode)
+		}
+	}
+}
+
+func (s *Source) get(ctx context.Context, u *url.URL, cond watch.Conditional) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, watch.Errorf(watch.Schema, "request for %s: bad URL", redact(u))
+	}
+	accept := acceptByKind[s.spec.Kind]
+	if accept == "" {
+		accept = "*/*"
+	}
+	req.Header.Set("Accept", accept)
+	// Asking for compression ourselves turns off the transport's transparent
+	// decompression, so readBody can cap the decompressed size.
+	req.Header.Set("Accept-Encoding", "gzip, deflate")
+	if sameOrigin(u, s.u) {
+		// Configured headers carry credentials: they go only to the
+		// approved origin, never across a redirect to another host or scheme.
+		for k, v := range s.spec.Headers {
+			req.Header.Set(k, v)
+		}
+	}
+	if cond.ETag != "" {
+		req.Header.Set("If-None-Match", cond.ETag)
+	}
+	if cond.LastModified != "" {
+		req.Header.Set("If-Modified-Since", cond.LastModified)
+	}
+	return s.client.Do(req)
+}
+
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Host, b.Host) && a.Scheme == b.Scheme
+}
+
+func (s *Source) inScope(next *url.URL) bool {
+	if strings.EqualFold(next.Hostname(), s.u.Hostname()) && (next.Port() == s.u.Port() || next.Scheme == "https" && next.Port() == "") {
+		return true
+	}
+	return s.o.Scope != nil && s.o.Scope(next)
+}
+
+func isRedirect(code int) bool {
+	switch code {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
+}
+
+func validators(resp *http.Response) watch.Conditional {
+	return watch.Conditional{ETag: resp.Header.Get("ETag"), LastModified: resp.Header.Get("Last-Modified")}
+}
+
+func statusClass(code int) watch.Class {
+	switch {
+	case code == http.StatusUnauthorized:
+		return watch.Auth
+	case code == http.StatusForbidden:
+		return watch.Permission
+	case code == http.StatusNotFound, code == http.StatusGone:
+		return watch.NotFound
+	case code == http.StatusRequestTimeout, code == http.StatusTooEarly, code == http.StatusTooManyRequests, code >= 500:
+		return watch.Transient
+	case code == http.StatusRequestEntityTooLarge:
+		return watch.TooLarge
+	}
+	return watch.Schema
+}
+
+// drain discards a little of an unused body so the connection can be reused.
+func drain(resp *http.Response) {
+	_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
+	resp.Body.Close()
+}
+
+// errTooLarge marks a body over the cap.
+var errTooLarge = errors.New("document larger than the size limit")
+
+// readBody reads at most MaxBytes, and at most MaxBytes again after
+// decompression, so neither a huge body nor a compression bomb can hold
+// more than the cap in memory.
+func (s *Source) readBody(resp *http.Response) ([]byte, error) {
+	defer resp.Body.Close()
+	max := s.o.MaxBytes
+	if resp.ContentLength > max {
+		return nil, watch.Errorf(watch.TooLarge, "%w: %d bytes announced, limit %d", errTooLarge, resp.ContentLength, max)
+	}
+	raw, err := readCapped(resp.Body, max, resp.ContentLength)
+	if err != nil {
+		return nil, err
+	}
+	var dec io.Reader
+	switch strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))) {
+	case "", "identity":
+		return raw, nil
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, watch.Errorf(watch.Schema, "gzip body: %w", err)
+		}
+		dec = zr
+	case "deflate":
+		// HTTP "deflate" is zlib-wrapped, but some servers send raw deflate.
+		if zr, err := zlib.NewReader(bytes.NewReader(raw)); err == nil {
+			dec = zr
+		} else {
+			dec = flate.NewReader(bytes.NewReader(raw))
+		}
+	default:
+		return nil, watch.Errorf(watch.Schema, "unsupported content encoding")
+	}
+	body, err := readCapped(dec, max, -1)
+	if err != nil {
+		if errors.Is(err, errTooLarge) {
+			return nil, err
+		}
+		return nil, watch.Errorf(watch.Schema, "decompress body: %w", errors.Unwrap(err))
+	}
+	return body, nil
+}
+
+// readCapped reads r up to max bytes; one byte more is TooLarge.
+func readCapped(r io.Reader, max, hint int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if hint > 0 && hint <= max {
+		buf.Grow(int(hint) + bytes.MinRead)
+	}
+	n, err := buf.ReadFrom(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("read body: %w", err)
+	}
+	if n > max {
+		return nil, watch.Errorf(watch.TooLarge, "%w: limit %d bytes", errTooLarge, max)
+	}
+	return buf.Bytes(), nil
+}
+
+// classifyTransport turns a request or read failure into a classified
+// error without the URL's path or query.
+func (s *Source) classifyTransport(parent context.Context, u *url.URL, err error) error {
+	var we *watch.Error
+	if errors.As(err, &we) {
+		return err
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	switch {
+	case parent.Err() != nil:
+		return watch.Errorf(watch.Cancelled, "GET %s: %w", redact(u), parent.Err())
+	case errors.Is(err, egress.ErrBlocked):
+		return watch.Errorf(watch.BlockedAddress, "GET %s: %w", redact(u), err)
+	}
+	return watch.Errorf(watch.Transient, "GET %s: %w", redact(u), err)
+}

@@ -1,0 +1,441 @@
+package source
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/herald-bridge/herald/tasks/watch"
+)
+
+func TestRSS_AtomRelativeLinksResolveAgainstFeedURL(t *testing.T) {
+	srv := serveFile(t, "atom-relative-links-samruby.xml", "application/atom+xml")
+	res := mustFetch(t, newTestSource(t, watch.Spec{URL: srv.URL + "/blog/index.atom"}, Options{}))
+	if res.Kind != KindRSS || len(res.Items) == 0 {
+		t.Fatalf("kind %q, %d items", res.Kind, len(res.Items))
+	}
+	for _, it := range res.Items {
+		if !strings.HasPrefix(it.URL, srv.URL+"/blog/") {
+			t.Fatalf("item %q link %q not resolved against the feed URL", it.ID, it.URL)
+		}
+		if !strings.HasPrefix(it.ID, "tag:intertwingly.net,2004:") || it.Title == "" || len(it.Digest) != 64 {
+			t.Fatalf("item %+v", it)
+		}
+	}
+}
+
+func TestRSS_AtomXMLBase(t *testing.T) {
+	srv := serveFile(t, "atom-xml-base-conformance.xml", "application/atom+xml")
+	res := mustFetch(t, newTestSource(t, watch.Spec{Kind: KindRSS, URL: srv.URL + "/feed"}, Options{}))
+	n := 0
+	for _, it := range res.Items {
+		if strings.Contains(it.Title, "Alternate link") {
+			n++
+			if it.URL != "http://example.org/tests/base/result.html" {
+				t.Errorf("%q resolved to %q", it.Title, it.URL)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no alternate-link tests found")
+	}
+}
+
+func TestRSS_NoGUIDFeedsUseLinks(t *testing.T) {
+	tests := []struct {
+		file, title string
+		items       int
+	}{
+		{"rss2-latin1-noguid-cdata-jn.xml", "Mãe de utente é a nova presidente da Raríssimas", 40},
+		{"rss2-gb2312-chinese-noguid-kc0011.xml", "建国35周年纪念，华表，和平鸽", 20},
+		{"rss2-windows1251-ibash.xml", "Цитата #17703", 50},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			srv := serveFile(t, tt.file, "text/xml")
+			res := mustFetch(t, newTestSource(t, watch.Spec{Kind: KindRSS, URL: srv.URL}, Options{}))
+			if len(res.Items) != tt.items {
+				t.Fatalf("%d items, want %d", len(res.Items), tt.items)
+			}
+			first := res.Items[0]
+			if first.Title != tt.title {
+				t.Fatalf("title %q, want %q (charset not converted?)", first.Title, tt.title)
+			}
+			for _, it := range res.Items {
+				if it.ID != it.URL || !strings.HasPrefix(it.URL, "http") {
+					t.Fatalf("identity %q should be the link %q", it.ID, it.URL)
+				}
+				if len(it.Alt) != 1 || it.Alt[0] != normTitle(it.Title) {
+					t.Fatalf("alt %q", it.Alt)
+				}
+			}
+		})
+	}
+}
+
+func TestRSS_JSONFeed(t *testing.T) {
+	srv := serveFile(t, "jsonfeed-1.1-3960.json", "application/feed+json")
+	res := mustFetch(t, newTestSource(t, watch.Spec{URL: srv.URL}, Options{}))
+	if res.Kind != KindRSS || len(res.Items) != 20 {
+		t.Fatalf("kind %q, %d items", res.Kind, len(res.Items))
+	}
+	it := res.Items[0]
+	if it.ID != "user/posts/2020-02-21-lecker-lecker/index.md" || it.URL != "https://journal.3960.org/posts/2020-02-21-lecker-lecker/" || it.Title != "Lecker, lecker" {
+		t.Fatalf("%+v", it)
+	}
+}
+
+func TestRSS_DigestFollowsContent(t *testing.T) {
+	feed := func(desc string) []byte {
+		return []byte(`<rss version="2.0"><channel><item><title>A</title><link>https://x.example/a</link><description>` + desc + `</description><pubDate>` + desc + `</pubDate></item></channel></rss>`)
+	}
+	base, _ := url.Parse("https://x.example/feed")
+	a, _ := parseFeed(feed("hello  world"), base)
+	b, _ := parseFeed(feed("&lt;p&gt;hello world&lt;/p&gt;"), base)
+	c, _ := parseFeed(feed("hello there"), base)
+	if a[0].Digest != b[0].Digest {
+		t.Fatal("markup and whitespace changed the digest")
+	}
+	if a[0].Digest == c[0].Digest {
+		t.Fatal("changed text kept the digest")
+	}
+}
+
+func TestICal_CanvasStyleExport(t *testing.T) {
+	shanghai, _ := time.LoadLocation("Asia/Shanghai")
+	srv := serveFile(t, "ical-canvas-style.ics", "text/calendar; charset=utf-8")
+	res := mustFetch(t, newTestSource(t, watch.Spec{URL: srv.URL + "/feeds/calendars/user_x.ics"}, Options{DefaultZone: shanghai}))
+	if res.Kind != KindICal {
+		t.Fatalf("kind %q", res.Kind)
+	}
+	items := byID(res.Items)
+	denver, _ := time.LoadLocation("America/Denver")
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	tests := []struct {
+		id, title, url string
+		due            time.Time
+		done           bool
+	}{
+		{"event-assignment-48213", "Essay 3 [HIST 210]", "https://canvas.example.edu/courses/1207/assignments/48213", time.Date(2026, 12, 4, 6, 59, 0, 0, time.UTC), false},
+		{"event-calendar-event-9921", "Final exam [CHEM 101]", srv.URL + "/courses/1302/calendar_events/9921", time.Date(2026, 12, 8, 9, 30, 0, 0, denver), false},
+		{"event-calendar-event-9930", "Reading day (no classes)", "", time.Date(2026, 12, 11, 0, 0, 0, 0, shanghai), false},
+		{"event-calendar-event-9940", "Office hours", "", time.Date(2026, 12, 1, 14, 0, 0, 0, denver), false},
+		{"event-calendar-event-9940#20261208T210000Z", "Office hours (moved)", "", time.Date(2026, 12, 8, 16, 0, 0, 0, denver), false},
+		{"event-calendar-event-9950", "Review session", "", time.Date(2026, 12, 5, 17, 0, 0, 0, time.UTC), true},
+		{"todo-assignment-50110", "Lab report 4 [PHYS 150]", "", time.Date(2026, 12, 6, 23, 59, 0, 0, berlin), false},
+		{"todo-assignment-50111", "Quiz 7 (floating)", "", time.Date(2026, 12, 7, 9, 0, 0, 0, shanghai), false},
+		{"todo-assignment-50098", "Problem set 9", "", time.Date(2026, 11, 30, 23, 59, 0, 0, time.UTC), true},
+		{"todo-assignment-50120", "Unknown zone todo", "", time.Date(2026, 12, 10, 12, 0, 0, 0, shanghai), false},
+	}
+	if len(res.Items) != len(tests) {
+		t.Fatalf("%d items, want %d", len(res.Items), len(tests))
+	}
+	for _, tt := range tests {
+		it, ok := items[tt.id]
+		if !ok {
+			t.Fatalf("missing %s in %v", tt.id, res.Items)
+		}
+		if it.Title != tt.title || it.URL != tt.url || !it.Due.Equal(tt.due) || it.Done != tt.done {
+			t.Errorf("%s: got %q %q %v done=%v, want %q %q %v done=%v", tt.id, it.Title, it.URL, it.Due, it.Done, tt.title, tt.url, tt.due, tt.done)
+		}
+	}
+}
+
+func TestICal_RealExports(t *testing.T) {
+	tests := []struct {
+		file  string
+		items int
+		check func(t *testing.T, m map[string]watch.Item)
+	}{
+		{"ical-moodle-export.ics", 2, func(t *testing.T, m map[string]watch.Item) {
+			if it := m["3014@lms.itum.mrt.ac.lk"]; !it.Due.Equal(time.Date(2020, 11, 17, 7, 30, 0, 0, time.UTC)) || it.Title != "Lecture 2" {
+				t.Errorf("%+v", it)
+			}
+		}},
+		{"ical-exchange-windows-vtimezones.ics", 4, func(t *testing.T, m map[string]watch.Item) {
+			for _, it := range m {
+				if it.Title == "Log Yesterday's Jira time" {
+					// The broken quoted TZID is repaired and its Windows name mapped.
+					if want := time.Date(2020, 6, 9, 7, 0, 0, 0, time.UTC); !it.Due.Equal(want) {
+						t.Errorf("due %v, want %v", it.Due, want)
+					}
+					return
+				}
+			}
+			t.Error("repaired event missing")
+		}},
+		{"ical-sunbird-vtodo-due.ics", 45, func(t *testing.T, m map[string]watch.Item) {
+			done := 0
+			for _, it := range m {
+				if it.Done {
+					done++
+				}
+			}
+			if done == 0 {
+				t.Error("no completed todos recognised")
+			}
+		}},
+		{"ical-apple-vtodo-vjournal-vfreebusy.ics", 4, func(t *testing.T, m map[string]watch.Item) {
+			pacific, _ := time.LoadLocation("America/Los_Angeles")
+			if it := m["EC9439B1-FF65-11D6-9973-003065F99D04"]; !it.Due.Equal(time.Date(2002, 10, 28, 14, 0, 0, 0, pacific)) {
+				t.Errorf("US/Pacific event due %v", it.Due)
+			}
+			if it := m["uid4@host1.com"]; !it.Due.Equal(time.Date(1998, 4, 15, 23, 59, 59, 0, time.UTC)) {
+				t.Errorf("floating todo due %v", it.Due)
+			}
+		}},
+		{"ical-davx5-floating-allday.ics", 5, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			srv := serveFile(t, tt.file, "text/calendar")
+			res := mustFetch(t, newTestSource(t, watch.Spec{Kind: KindICal, URL: srv.URL}, Options{}))
+			if len(res.Items) != tt.items {
+				t.Fatalf("%d items, want %d", len(res.Items), tt.items)
+			}
+			if tt.check != nil {
+				tt.check(t, byID(res.Items))
+			}
+		})
+	}
+}
+
+func TestICal_100kEventsIsTooLargeWithBoundedMemory(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("BEGIN:VCALENDAR\r\nVERSION:2.0\r\n")
+	for i := range 100000 {
+		fmt.Fprintf(&b, "BEGIN:VEVENT\r\nUID:e%d@x\r\nDTSTART:20261201T090000Z\r\nSUMMARY:E%d\r\nEND:VEVENT\r\n", i, i)
+	}
+	b.WriteString("END:VCALENDAR\r\n")
+	body := b.String()
+	if len(body) > DefaultMaxBytes {
+		t.Fatalf("test calendar is %d bytes, over the byte cap", len(body))
+	}
+	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(body))
+	}))
+	var err error
+	n := allocated(func() {
+		_, err = fetch(t, newTestSource(t, watch.Spec{URL: srv.URL}, Options{}))
+	})
+	wantClass(t, err, watch.TooLarge)
+	t.Logf("allocated %d MiB", n>>20)
+	if n > 64<<20 {
+		t.Fatalf("allocated %d MiB", n>>20)
+	}
+}
+
+func TestJSON_GitHubReleases(t *testing.T) {
+	srv := serveFile(t, "github-releases-list.json", "application/json; charset=utf-8")
+	res := mustFetch(t, newTestSource(t, watch.Spec{Kind: KindJSON, URL: srv.URL, ID: "id", Title: "name", Link: "html_url", Due: "published_at"}, Options{}))
+	if len(res.Items) != 5 {
+		t.Fatalf("%d items", len(res.Items))
+	}
+	first := res.Items[0]
+	if first.ID != "41023549" || first.Title != "2.15.2" || first.URL != "https://github.com/github/licensed/releases/tag/2.15.2" ||
+		!first.Due.Equal(time.Date(2021, 4, 6, 21, 17, 26, 0, time.UTC)) {
+		t.Fatalf("%+v", first)
+	}
+	for _, it := range res.Items {
+		if it.Title == "" {
+			t.Fatalf("release %s has no title (a null name must fall back)", it.ID)
+		}
+	}
+	// Detected without a kind, with default field names.
+	res = mustFetch(t, newTestSource(t, watch.Spec{URL: srv.URL}, Options{}))
+	if res.Kind != KindJSON || len(res.Items) != 5 || res.Items[0].URL == "" {
+		t.Fatalf("detected: %q %+v", res.Kind, res.Items)
+	}
+}
+
+func TestJSON_NestedItemsAndDueFormats(t *testing.T) {
+	body := `{"data":{"tasks":[
+		{"key":"a","t":"RFC3339","when":"2026-12-01T09:00:00+08:00","href":"/t/a"},
+		{"key":"b","t":"unix seconds","when":1796086800},
+		{"key":"c","t":"unix ms","when":1796086800000},
+		{"key":"d","t":"local","when":"2026-12-01 09:00"},
+		{"key":"e","t":"numeric string","when":"1796086800"},
+		{"key":"f","t":"garbage","when":"soon"}]}}`
+	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(body))
+	}))
+	shanghai, _ := time.LoadLocation("Asia/Shanghai")
+	res := mustFetch(t, newTestSource(t, watch.Spec{Kind: KindJSON, URL: srv.URL + "/api/", Items: "data.tasks", ID: "key", Title: "t", Link: "href", Due: "when"}, Options{DefaultZone: shanghai}))
+	want := time.Date(2026, 12, 1, 9, 0, 0, 0, shanghai)
+	m := byID(res.Items)
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		if !m[id].Due.Equal(want) {
+			t.Errorf("%s (%s): due %v, want %v", id, m[id].Title, m[id].Due, want)
+		}
+	}
+	if !m["f"].Due.IsZero() {
+		t.Errorf("garbage due parsed as %v", m["f"].Due)
+	}
+	if m["a"].URL != srv.URL+"/t/a" {
+		t.Errorf("link %q", m["a"].URL)
+	}
+	if !gjson.Valid(body) {
+		t.Fatal("test body invalid")
+	}
+}
+
+func TestJSON_NotAnArrayIsSchema(t *testing.T) {
+	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`[1,2,3]`))
+	}))
+	_, err := fetch(t, newTestSource(t, watch.Spec{Kind: KindJSON, URL: srv.URL}, Options{}))
+	wantClass(t, err, watch.Schema)
+}
+
+func fetchHTML(t *testing.T, file string) []watch.Item {
+	t.Helper()
+	srv := serveFile(t, file, "text/html; charset=utf-8")
+	return mustFetch(t, newTestSource(t, watch.Spec{Kind: KindHTML, URL: srv.URL + "/notices", Selector: "ul.notices > li"}, Options{})).Items
+}
+
+// TestI2_HTMLReorderIsNoChange: the same notices in another order and
+// with other white space yield the same identities and digests.
+func TestI2_HTMLReorderIsNoChange(t *testing.T) {
+	a, b := fetchHTML(t, "html-notices.html"), fetchHTML(t, "html-notices-reordered.html")
+	if len(a) != 4 || len(b) != 4 {
+		t.Fatalf("%d / %d items", len(a), len(b))
+	}
+	mb := byID(b)
+	for _, it := range a {
+		if mb[it.ID].Digest != it.Digest {
+			t.Fatalf("%q: digest changed on reorder", it.ID)
+		}
+	}
+	m := byID(a)
+	if it := m["https://dept.example.edu/notices/2026/exam-timetable"]; it.Title != "Exam timetable published" {
+		t.Fatalf("link identity / title: %+v", a)
+	}
+	if _, ok := m["https://dept.example.edu/library/hours"]; !ok {
+		t.Fatal("host-relative href not resolved against <base>")
+	}
+	if it := m["room 204 closed for maintenance 2026-11-15"]; it.URL != "" || it.Title != "Room 204 closed for maintenance 2026-11-15" {
+		t.Fatalf("text identity: %+v", a)
+	}
+}
+
+func TestHTML_ChangedTextChangesOneDigest(t *testing.T) {
+	a, c := byID(fetchHTML(t, "html-notices.html")), byID(fetchHTML(t, "html-notices-changed.html"))
+	changed := 0
+	for id, it := range a {
+		other, ok := c[id]
+		if !ok {
+			t.Fatalf("%q vanished", id)
+		}
+		if other.Digest != it.Digest {
+			changed++
+		}
+	}
+	if changed != 1 {
+		t.Fatalf("%d digests changed, want 1", changed)
+	}
+}
+
+func TestHTML_RealBlogIndex(t *testing.T) {
+	srv := serveFile(t, "html-blog-index-inessential.html", "text/html")
+	res := mustFetch(t, newTestSource(t, watch.Spec{Kind: KindHTML, URL: srv.URL, Selector: "div.weblogPost"}, Options{}))
+	if len(res.Items) != 10 || res.Items[0].Title != "Lizcast" || res.Items[0].URL != "http://inessential.com/2016/03/04/lizcast" {
+		t.Fatalf("%+v", res.Items)
+	}
+}
+
+func TestHTML_DetectedPageNeedsSelector(t *testing.T) {
+	srv := serveFile(t, "html-notices.html", "text/html")
+	_, err := fetch(t, newTestSource(t, watch.Spec{URL: srv.URL}, Options{}))
+	wantClass(t, err, watch.Schema)
+}
+
+func TestDetect(t *testing.T) {
+	tests := []struct {
+		ctype, body, want string
+	}{
+		{"text/html", "\ufeff\n  <?xml version=\"1.0\"?><rss version=\"2.0\">", KindRSS},
+		{"", "<?xml version='1.0'?>\n<feed xmlns='http://www.w3.org/2005/Atom'>", KindRSS},
+		{"", `<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">`, KindRSS},
+		{"application/json", `{"version":"https://jsonfeed.org/version/1.1","items":[]}`, KindRSS},
+		{"text/plain", "BEGIN:VCALENDAR\r\nVERSION:2.0", KindICal},
+		{"", `[{"id":1}]`, KindJSON},
+		{"", `{"data":[]}`, KindJSON},
+		{"", "<!DOCTYPE html><html><body>", KindHTML},
+		{"text/calendar", "garbage", KindICal},
+		{"application/atom+xml", "garbage", KindRSS},
+		{"text/html; charset=utf-8", "garbage", KindHTML},
+		{"application/octet-stream", "garbage", ""},
+	}
+	for _, tt := range tests {
+		if got := Detect(tt.ctype, []byte(tt.body)); got != tt.want {
+			t.Errorf("Detect(%q, %q) = %q, want %q", tt.ctype, tt.body, got, tt.want)
+		}
+	}
+}
+
+func TestBillionLaughsIsHarmless(t *testing.T) {
+	const laughs = `<?xml version="1.0"?>
+<!DOCTYPE lolz [
+ <!ENTITY lol "lol">
+ <!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol2 "&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+ <!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
+ <!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;">
+ <!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;">
+ <!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;">
+ <!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;">
+ <!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">
+]>
+<rss version="2.0"><channel><title>&lol9;</title><item><title>&lol9;</title><guid>x</guid><description>&lol9;</description></item></channel></rss>`
+	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(laughs))
+	}))
+	var (
+		res watch.Result
+		err error
+	)
+	n := allocated(func() {
+		res, err = fetch(t, newTestSource(t, watch.Spec{Kind: KindRSS, URL: srv.URL}, Options{}))
+	})
+	if err != nil {
+		wantClass(t, err, watch.Schema)
+	}
+	for _, it := range res.Items {
+		if len(it.Title) > 1000 {
+			t.Fatalf("entities expanded: title of %d bytes", len(it.Title))
+		}
+	}
+	if n > 16<<20 {
+		t.Fatalf("allocated %d MiB for a 1 KiB document", n>>20)
+	}
+}
+
+func TestTooManyItems(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`<rss version="2.0"><channel>`)
+	for i := range 30 {
+		fmt.Fprintf(&b, "<item><title>%d</title><guid>%d</guid></item>", i, i)
+	}
+	b.WriteString(`</channel></rss>`)
+	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(b.String()))
+	}))
+	_, err := fetch(t, newTestSource(t, watch.Spec{URL: srv.URL}, Options{MaxItems: 20}))
+	wantClass(t, err, watch.TooLarge)
+}
+
+func TestGarbageBodiesAreSchema(t *testing.T) {
+	for _, kind := range []string{KindRSS, KindICal, KindJSON} {
+		srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = w.Write([]byte("<html><body>Please log in</body></html>"))
+		}))
+		_, err := fetch(t, newTestSource(t, watch.Spec{Kind: kind, URL: srv.URL}, Options{}))
+		wantClass(t, err, watch.Schema)
+	}
+}

@@ -1,0 +1,296 @@
+// Package configs loads herald's YAML configuration file (SPEC §10): strict
+// decoding with file:line errors, ${VAR} expansion from a secrets file and
+// the environment, defaults, validation that reports every problem at once,
+// and a Coordinator that reloads the file and notifies subscribers.
+package configs
+
+import (
+	"path/filepath"
+	"time"
+
+	"github.com/herald-bridge/herald/tasks/watch"
+)
+
+// Defaults (SPEC I7 bounds and §10).
+const (
+	DefaultListen         = "127.0.0.1:8080"
+	DefaultDriver         = "bolt"
+	DefaultBoltFile       = "herald.db"
+	DefaultRedisKeyPrefix = "herald:"
+	DefaultTelegramAPIURL = "https://api.telegram.org"
+	DefaultFeishuBaseURL  = "https://open.feishu.cn"
+	DefaultLanguage       = "en"
+	DefaultMaxTasks       = 50
+	DefaultHistoryRuns    = 30
+	DefaultMaxItemsPerRun = 100
+	DefaultInboundFormat  = "standard"
+	TelegramModePolling   = "polling"
+	TelegramModeWebhook   = "webhook"
+	FeishuModeWebsocket   = "websocket"
+	FeishuModeWebhook     = "webhook"
+	DriverBolt            = "bolt"
+	DriverRedis           = "redis"
+	InboundFormatStandard = "standard"
+	InboundFormatGitHub   = "github"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	// SecretsFile names a YAML map NAME: value whose values are used for
+	// ${NAME} before the environment. Relative to the config file.
+	SecretsFile string `yaml:"secrets_file"`
+	Server      Server `yaml:"server"`
+	Store       Store  `yaml:"store"`
+	// Timezone is the default zone for schedules (IANA name; default UTC).
+	Timezone string `yaml:"timezone"`
+	// Language of notices and replies: en | zh (default en).
+	Language   string               `yaml:"language"`
+	Channels   Channels             `yaml:"channels"`
+	Policy     Policy               `yaml:"policy"`
+	Recipients map[string]Recipient `yaml:"recipients"`
+	Inbound    map[string]Hook      `yaml:"inbound"`
+	Tasks      []TaskDecl           `yaml:"tasks"`
+
+	// Location is Timezone resolved.
+	Location *time.Location `yaml:"-"`
+	// Path is the file the config was loaded from.
+	Path string `yaml:"-"`
+	// Warnings are non-fatal findings serve logs once each, such as an
+	// enabled channel switched off because its token is not set.
+	Warnings []string `yaml:"-"`
+}
+
+// Server is the HTTP listener.
+type Server struct {
+	Listen    string `yaml:"listen"`
+	PublicURL string `yaml:"public_url"` // for webhook-mode channels
+	TLS       TLS    `yaml:"tls"`
+}
+
+// TLS names certificate and key files; both or neither.
+type TLS struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+}
+
+// Enabled reports whether the listener serves TLS itself.
+func (t TLS) Enabled() bool { return t.CertFile != "" }
+
+// Store selects the storage backend.
+type Store struct {
+	Driver string `yaml:"driver"` // bolt | redis
+	Path   string `yaml:"path"`   // bolt file; default <data-dir>/herald.db
+	Redis  Redis  `yaml:"redis"`
+}
+
+// BoltPath is the bolt file: Path when set, else herald.db in dataDir.
+func (s Store) BoltPath(dataDir string) string {
+	if s.Path != "" {
+		return s.Path
+	}
+	return filepath.Join(dataDir, DefaultBoltFile)
+}
+
+// Redis configures the redis backend.
+type Redis struct {
+	URL       string `yaml:"url"`
+	KeyPrefix string `yaml:"key_prefix"`
+}
+
+// Channels holds the conversational platforms.
+type Channels struct {
+	Telegram Telegram `yaml:"telegram"`
+	Feishu   Feishu   `yaml:"feishu"`
+}
+
+// Telegram configures the Telegram bot. Load switches Enabled off (with a
+// warning) when its credentials are empty.
+type Telegram struct {
+	Enabled       bool   `yaml:"enabled"`
+	Token         string `yaml:"token"`
+	Mode          string `yaml:"mode"` // polling | webhook
+	WebhookSecret string `yaml:"webhook_secret"`
+	APIURL        string `yaml:"api_url"`
+}
+
+// Feishu configures the Feishu (Lark) app. Load switches Enabled off (with
+// a warning) when its credentials are empty.
+type Feishu struct {
+	Enabled           bool   `yaml:"enabled"`
+	AppID             string `yaml:"app_id"`
+	AppSecret         string `yaml:"app_secret"`
+	Mode              string `yaml:"mode"` // websocket | webhook
+	VerificationToken string `yaml:"verification_token"`
+	EncryptKey        string `yaml:"encrypt_key"`
+	BaseURL           string `yaml:"base_url"`
+}
+
+// Policy says who may do what.
+type Policy struct {
+	Admins               []string          `yaml:"admins"`
+	Requesters           []string          `yaml:"requesters"` // may hold telegram:* style wildcards
+	AllowedHosts         []string          `yaml:"allowed_hosts"`
+	AllowPrivateNetworks bool              `yaml:"allow_private_networks"`
+	AutoApprove          []AutoApproveRule `yaml:"auto_approve"`
+	Limits               Limits            `yaml:"limits"`
+}
+
+// AutoApproveRule approves requests from Principals for sources on Hosts.
+type AutoApproveRule struct {
+	Principals []string `yaml:"principals"`
+	Hosts      []string `yaml:"hosts"`
+}
+
+// Limits are the I7 bounds: defaults, configurable down, never unbounded.
+type Limits struct {
+	MaxTasks       int `yaml:"max_tasks"`
+	HistoryRuns    int `yaml:"history_runs"`
+	MaxItemsPerRun int `yaml:"max_items_per_run"`
+}
+
+// Recipient is a named recipient: exactly one of FeishuBot, Webhook and
+// Address.
+type Recipient struct {
+	FeishuBot *FeishuBot `yaml:"feishu_bot"`
+	Webhook   *Webhook   `yaml:"webhook"`
+	Address   string     `yaml:"address"`
+	Language  string     `yaml:"language"`
+	Timezone  string     `yaml:"timezone"`
+}
+
+// FeishuBot is a Feishu custom group bot. Its URL holds a token.
+type FeishuBot struct {
+	URL    string `yaml:"url"`
+	Secret string `yaml:"secret"` // signing secret; optional
+}
+
+// Webhook is an outbound Standard Webhooks recipient.
+type Webhook struct {
+	URL        string `yaml:"url"`
+	Secret     string `yaml:"secret"` // whsec_<base64>
+	Idempotent bool   `yaml:"idempotent"`
+}
+
+// Hook is an inbound webhook served at /hooks/<name>.
+type Hook struct {
+	Format string `yaml:"format"` // standard | github
+	Secret string `yaml:"secret"`
+	// Secrets lists further accepted secrets (rotation: any one verifies).
+	Secrets  []string `yaml:"secrets"`
+	Route    []string `yaml:"route"`
+	Template string   `yaml:"template"`
+}
+
+// AllSecrets returns Secret followed by Secrets, without empties.
+func (h Hook) AllSecrets() []string {
+	var out []string
+	if h.Secret != "" {
+		out = append(out, h.Secret)
+	}
+	for _, s := range h.Secrets {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TaskDecl is a task declared in the file (approved by the file's owner).
+type TaskDecl struct {
+	ID   string `yaml:"id"`
+	Name string `yaml:"name"`
+	// Source is the watched source. In a json source the second "url" key
+	// (or "link") is the item URL field path, stored in Link.
+	Source       watch.Spec `yaml:"source"`
+	Schedule     string     `yaml:"schedule"`
+	RemindBefore []Duration `yaml:"remind_before"`
+	Notify       []string   `yaml:"notify"` // named recipients or literal addresses
+	// Include and Exclude are keywords matched in item titles and URL
+	// paths; an exclude match wins; no include keywords means every item.
+	Include []string `yaml:"include"`
+	Exclude []string `yaml:"exclude"`
+	// Owner is the principal that owns the task; empty: the file's admins.
+	Owner string `yaml:"owner"`
+}
+
+// RemindDurations returns RemindBefore as time.Durations.
+func (t TaskDecl) RemindDurations() []time.Duration {
+	if len(t.RemindBefore) == 0 {
+		return nil
+	}
+	out := make([]time.Duration, len(t.RemindBefore))
+	for i, d := range t.RemindBefore {
+		out[i] = time.Duration(d)
+	}
+	return out
+}
+
+// Duration is a time.Duration written as Go duration text ("72h", "30m").
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// applyDefaults fills unset values.
+func (c *Config) applyDefaults() {
+	if c.Server.Listen == "" {
+		c.Server.Listen = DefaultListen
+	}
+	if c.Store.Driver == "" {
+		c.Store.Driver = DefaultDriver
+	}
+	if c.Store.Redis.KeyPrefix == "" {
+		c.Store.Redis.KeyPrefix = DefaultRedisKeyPrefix
+	}
+	if c.Timezone == "" {
+		c.Timezone = "UTC"
+	}
+	if c.Language == "" {
+		c.Language = DefaultLanguage
+	}
+	if c.Channels.Telegram.Mode == "" {
+		c.Channels.Telegram.Mode = TelegramModePolling
+	}
+	if c.Channels.Telegram.APIURL == "" {
+		c.Channels.Telegram.APIURL = DefaultTelegramAPIURL
+	}
+	if c.Channels.Feishu.Mode == "" {
+		c.Channels.Feishu.Mode = FeishuModeWebsocket
+	}
+	if c.Channels.Feishu.BaseURL == "" {
+		c.Channels.Feishu.BaseURL = DefaultFeishuBaseURL
+	}
+	l := &c.Policy.Limits
+	if l.MaxTasks == 0 {
+		l.MaxTasks = DefaultMaxTasks
+	}
+	if l.HistoryRuns == 0 {
+		l.HistoryRuns = DefaultHistoryRuns
+	}
+	if l.MaxItemsPerRun == 0 {
+		l.MaxItemsPerRun = DefaultMaxItemsPerRun
+	}
+	for name, h := range c.Inbound {
+		if h.Format == "" {
+			h.Format = DefaultInboundFormat
+			c.Inbound[name] = h
+		}
+	}
+	for i := range c.Tasks {
+		if c.Tasks[i].Name == "" {
+			c.Tasks[i].Name = c.Tasks[i].ID
+		}
+	}
+}
+
+// Task returns the declared task with id, if any.
+func (c *Config) Task(id string) (TaskDecl, bool) {
+	for _, t := range c.Tasks {
+		if t.ID == id {
+			return t, true
+		}
+	}
+	return TaskDecl{}, false
+}

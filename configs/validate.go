@@ -1,0 +1,612 @@
+package configs
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"text/template"
+	"time"
+	_ "time/tzdata" // zones are validated against embedded tzdata
+
+	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/tasks/schedule"
+)
+
+// parseSchedule validates a schedule string (SPEC §5) in the default zone.
+// Tests replace it with a stand-in.
+var parseSchedule = func(text string, defaultZone *time.Location) error {
+	_, err := schedule.Parse(text, defaultZone)
+	return err
+}
+
+// validator checks a decoded configuration, reporting each problem at the
+// line of the value it concerns.
+type validator struct {
+	cfg *Config
+	d   *decoder
+	ps  *problems
+	// used marks paths whose unset variables were already dealt with.
+	used map[string]bool
+}
+
+// line returns the line of path, or of its nearest recorded ancestor.
+func (v *validator) line(path string) int {
+	for {
+		if l, ok := v.d.lines[path]; ok && l > 0 {
+			return l
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			return v.d.lines[""]
+		}
+		path = path[:i]
+	}
+}
+
+func (v *validator) errf(path, format string, args ...any) {
+	v.ps.add(v.d.file, v.line(path), "%s: %s", where(path), fmt.Sprintf(format, args...))
+}
+
+// unsetErr reports unset variables named by path, once.
+func (v *validator) unsetErr(path string) bool {
+	names := v.d.unset[path]
+	if len(names) == 0 || v.used[path] {
+		return len(names) > 0
+	}
+	v.used[path] = true
+	for _, n := range names {
+		v.errf(path, "uses ${%s}, which is not set", n)
+	}
+	return true
+}
+
+// skip marks path's unset variables as belonging to a feature that is off.
+func (v *validator) skip(prefix string) {
+	for p := range v.d.unset {
+		if p == prefix || strings.HasPrefix(p, prefix+".") || strings.HasPrefix(p, prefix+"[") {
+			v.used[p] = true
+		}
+	}
+}
+
+func (v *validator) validate() {
+	v.used = map[string]bool{}
+	c := v.cfg
+
+	v.server()
+	v.store()
+	if loc, err := loadZone(c.Timezone); err != nil {
+		v.errf("timezone", "%v", err)
+		c.Location = time.UTC
+	} else {
+		c.Location = loc
+	}
+	v.language("language", c.Language)
+	v.channels()
+	v.policy()
+	v.recipients()
+	v.inbound()
+	v.tasks()
+
+	// Any unset variable not handled above belongs to a feature in use.
+	paths := make([]string, 0, len(v.d.unset))
+	for p := range v.d.unset {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		v.unsetErr(p)
+	}
+}
+
+func (v *validator) language(path, lang string) {
+	switch lang {
+	case "", "en", "zh":
+	default:
+		v.errf(path, "unknown language %s (want en or zh)", v.d.quote(path, lang))
+	}
+}
+
+// loadZone resolves an IANA zone name; "" is UTC.
+func loadZone(name string) (*time.Location, error) {
+	if name == "" || name == "UTC" {
+		return time.UTC, nil
+	}
+	if name == "Local" || strings.HasPrefix(name, "/") || strings.Contains(name, "..") {
+		return nil, fmt.Errorf("unknown time zone %q (want an IANA name such as Asia/Shanghai)", name)
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, fmt.Errorf("unknown time zone %q (want an IANA name such as Asia/Shanghai)", name)
+	}
+	return loc, nil
+}
+
+func (v *validator) server() {
+	s := v.cfg.Server
+	if _, _, err := net.SplitHostPort(s.Listen); err != nil {
+		v.errf("server.listen", "want host:port such as 127.0.0.1:8080")
+	}
+	if s.PublicURL != "" {
+		v.httpsURL("server.public_url", s.PublicURL, true)
+	}
+	if (s.TLS.CertFile == "") != (s.TLS.KeyFile == "") {
+		v.errf("server.tls", "set both cert_file and key_file, or neither")
+	}
+}
+
+func (v *validator) store() {
+	s := v.cfg.Store
+	switch s.Driver {
+	case DriverBolt:
+		v.skip("store.redis")
+	case DriverRedis:
+		if s.Redis.URL == "" {
+			if !v.unsetErr("store.redis.url") {
+				v.errf("store.redis.url", "is required when driver is redis")
+			}
+			return
+		}
+		u, err := url.Parse(s.Redis.URL)
+		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
+			v.errf("store.redis.url", "want a redis://, rediss:// or unix:// URL")
+		}
+	default:
+		v.errf("store.driver", "unknown driver %s (want bolt or redis)", v.d.quote("store.driver", s.Driver))
+	}
+}
+
+// credential is one field a channel cannot run without.
+type credential struct {
+	key, value string
+}
+
+// channels switches off an enabled channel whose credentials are empty
+// (with a warning), and checks the rest of an enabled one.
+func (v *validator) channels() {
+	t := &v.cfg.Channels.Telegram
+	switch t.Mode {
+	case TelegramModePolling, TelegramModeWebhook:
+	default:
+		v.errf("channels.telegram.mode", "unknown mode %s (want polling or webhook)", v.d.quote("channels.telegram.mode", t.Mode))
+	}
+	if t.Mode != TelegramModeWebhook {
+		v.skip("channels.telegram.webhook_secret")
+	}
+	if t.Enabled {
+		need := []credential{{"token", t.Token}}
+		if t.Mode == TelegramModeWebhook {
+			need = append(need, credential{"webhook_secret", t.WebhookSecret})
+		}
+		if v.switchOff("telegram", need) {
+			t.Enabled = false
+		}
+	}
+	if !t.Enabled {
+		v.skip("channels.telegram")
+	} else {
+		v.httpsURL("channels.telegram.api_url", t.APIURL, false)
+		if t.Mode == TelegramModeWebhook {
+			if !validTelegramSecret(t.WebhookSecret) {
+				v.errf("channels.telegram.webhook_secret", "must be 1-256 characters of A-Z, a-z, 0-9, _ and -")
+			}
+			v.needPublicURL("channels.telegram.mode")
+		}
+	}
+
+	f := &v.cfg.Channels.Feishu
+	switch f.Mode {
+	case FeishuModeWebsocket, FeishuModeWebhook:
+	default:
+		v.errf("channels.feishu.mode", "unknown mode %s (want websocket or webhook)", v.d.quote("channels.feishu.mode", f.Mode))
+	}
+	if f.Mode != FeishuModeWebhook {
+		v.skip("channels.feishu.verification_token")
+		v.skip("channels.feishu.encrypt_key")
+	}
+	if f.Enabled {
+		need := []credential{{"app_id", f.AppID}, {"app_secret", f.AppSecret}}
+		if f.Mode == FeishuModeWebhook {
+			need = append(need, credential{"verification_token", f.VerificationToken})
+		}
+		if v.switchOff("feishu", need) {
+			f.Enabled = false
+		}
+	}
+	if !f.Enabled {
+		v.skip("channels.feishu")
+	} else {
+		v.httpsURL("channels.feishu.base_url", f.BaseURL, false)
+		if f.Mode == FeishuModeWebhook {
+			v.needPublicURL("channels.feishu.mode")
+		}
+	}
+}
+
+// switchOff reports whether an enabled channel lacks credentials, adding
+// the warning serve logs.
+func (v *validator) switchOff(channel string, need []credential) bool {
+	var missing []string
+	for _, c := range need {
+		if c.value == "" {
+			missing = append(missing, c.key)
+		}
+	}
+	if len(missing) == 0 {
+		return false
+	}
+	v.cfg.Warnings = append(v.cfg.Warnings, fmt.Sprintf("%s: %s not set; channel off", channel, strings.Join(missing, " and ")))
+	return true
+}
+
+func (v *validator) needPublicURL(path string) {
+	if v.cfg.Server.PublicURL == "" {
+		v.errf(path, "webhook mode needs server.public_url")
+	}
+}
+
+func validTelegramSecret(s string) bool {
+	if len(s) < 1 || len(s) > 256 {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// httpsURL checks that raw is an https URL; plain http is accepted only
+// for loopback hosts when policy.allow_private_networks is true (or
+// loopbackHTTP is set). The URL itself is never printed: it may hold a
+// token.
+func (v *validator) httpsURL(path, raw string, loopbackHTTP bool) bool {
+	if v.unsetErr(path) && raw == "" {
+		return false
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Hostname() == "" || u.User != nil {
+		v.errf(path, "not a valid absolute URL")
+		return false
+	}
+	switch u.Scheme {
+	case "https":
+		return true
+	case "http":
+		if isLoopback(u.Hostname()) && (loopbackHTTP || v.cfg.Policy.AllowPrivateNetworks) {
+			return true
+		}
+		v.errf(path, "must use https (http only for loopback hosts with policy.allow_private_networks: true)")
+	default:
+		v.errf(path, "must use https")
+	}
+	return false
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// principal kinds accepted in policy lists.
+func validPrincipal(p string, wildcard bool) bool {
+	if wildcard {
+		switch p {
+		case "telegram:*", "feishu:*", "console:*":
+			return true
+		}
+	}
+	return delivery.ValidPrincipal(p) && !strings.Contains(p, "*")
+}
+
+func (v *validator) principals(path string, list []string, wildcard bool) {
+	for i, p := range list {
+		ep := fmt.Sprintf("%s[%d]", path, i)
+		if v.unsetErr(ep) {
+			continue
+		}
+		if !validPrincipal(p, wildcard) {
+			want := "telegram:<user_id>, feishu:<open_id> or console:<name>"
+			if wildcard {
+				want += " (or telegram:*, feishu:*, console:*)"
+			}
+			v.errf(ep, "malformed principal %s (want %s)", v.d.quote(ep, p), want)
+		}
+	}
+}
+
+var hostPattern = regexp.MustCompile(`^(\*|(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*)$`)
+
+func (v *validator) hosts(path string, list []string) {
+	for i, h := range list {
+		ep := fmt.Sprintf("%s[%d]", path, i)
+		if !hostPattern.MatchString(strings.ToLower(h)) && net.ParseIP(h) == nil {
+			v.errf(ep, "malformed host %s (want a host name, *.domain or *)", v.d.quote(ep, h))
+		}
+	}
+}
+
+func (v *validator) policy() {
+	p := v.cfg.Policy
+	v.principals("policy.admins", p.Admins, false)
+	v.principals("policy.requesters", p.Requesters, true)
+	v.hosts("policy.allowed_hosts", p.AllowedHosts)
+	for i, r := range p.AutoApprove {
+		rp := fmt.Sprintf("policy.auto_approve[%d]", i)
+		if len(r.Principals) == 0 || len(r.Hosts) == 0 {
+			v.errf(rp, "needs principals and hosts")
+		}
+		v.principals(rp+".principals", r.Principals, true)
+		v.hosts(rp+".hosts", r.Hosts)
+	}
+	v.limit("policy.limits.max_tasks", p.Limits.MaxTasks, DefaultMaxTasks)
+	v.limit("policy.limits.history_runs", p.Limits.HistoryRuns, DefaultHistoryRuns)
+	v.limit("policy.limits.max_items_per_run", p.Limits.MaxItemsPerRun, DefaultMaxItemsPerRun)
+}
+
+// limit checks a bound: configurable down from its default, never
+// unbounded (I7).
+func (v *validator) limit(path string, n, max int) {
+	if n < 1 || n > max {
+		v.errf(path, "must be between 1 and %d", max)
+	}
+}
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+func sortedKeys[T any](m map[string]T) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func (v *validator) recipients() {
+	for _, name := range sortedKeys(v.cfg.Recipients) {
+		r := v.cfg.Recipients[name]
+		rp := "recipients." + name
+		if !namePattern.MatchString(name) || delivery.IsLiteral(name) {
+			v.errf(rp, "recipient names use letters, digits, '.', '_' and '-' and must not look like an address")
+		}
+		n := 0
+		if r.FeishuBot != nil {
+			n++
+		}
+		if r.Webhook != nil {
+			n++
+		}
+		if r.Address != "" || v.d.lines[rp+".address"] != 0 {
+			n++
+		}
+		if n != 1 {
+			v.errf(rp, "set exactly one of feishu_bot, webhook and address")
+		}
+		if b := r.FeishuBot; b != nil {
+			bp := rp + ".feishu_bot"
+			if b.URL == "" && len(v.d.unset[bp+".url"]) == 0 {
+				v.errf(bp, "url is required")
+			} else {
+				v.httpsURL(bp+".url", b.URL, false)
+			}
+		}
+		if w := r.Webhook; w != nil {
+			wp := rp + ".webhook"
+			if w.URL == "" && len(v.d.unset[wp+".url"]) == 0 {
+				v.errf(wp, "url is required")
+			} else {
+				v.httpsURL(wp+".url", w.URL, false)
+			}
+			v.whsec(wp+".secret", w.Secret, true)
+		}
+		if ap := rp + ".address"; r.Address != "" || v.d.lines[ap] != 0 {
+			switch {
+			case v.unsetErr(ap):
+			case r.Address == "":
+				v.errf(ap, "is empty")
+			default:
+				if _, err := delivery.ParseAddress(r.Address); err != nil {
+					v.errf(ap, "%v", err)
+				}
+			}
+		}
+		v.language(rp+".language", r.Language)
+		if _, err := loadZone(r.Timezone); err != nil {
+			v.errf(rp+".timezone", "%v", err)
+		}
+	}
+}
+
+// whsec checks a Standard Webhooks secret: whsec_ followed by base64 of
+// 24 to 64 bytes. The value is never printed.
+func (v *validator) whsec(path, s string, required bool) {
+	if v.unsetErr(path) {
+		return
+	}
+	if s == "" {
+		if required {
+			v.errf(path, "a whsec_<base64> secret is required")
+		}
+		return
+	}
+	b, ok := strings.CutPrefix(s, "whsec_")
+	if !ok {
+		v.errf(path, "must be whsec_ followed by base64")
+		return
+	}
+	key, err := base64.StdEncoding.DecodeString(b)
+	if err != nil {
+		v.errf(path, "must be whsec_ followed by base64 (it does not decode)")
+		return
+	}
+	if len(key) < 24 || len(key) > 64 {
+		v.errf(path, "must decode to 24-64 bytes, not %d", len(key))
+	}
+}
+
+// target checks a notify or route entry: a literal address or the name of
+// a configured recipient.
+func (v *validator) target(path, s string) {
+	if v.unsetErr(path) {
+		return
+	}
+	if delivery.IsLiteral(s) {
+		if _, err := delivery.ParseAddress(s); err != nil {
+			v.errf(path, "%v", err)
+		}
+		return
+	}
+	if _, ok := v.cfg.Recipients[s]; !ok {
+		v.errf(path, "no recipient named %s", v.d.quote(path, s))
+	}
+}
+
+func (v *validator) inbound() {
+	for _, name := range sortedKeys(v.cfg.Inbound) {
+		h := v.cfg.Inbound[name]
+		hp := "inbound." + name
+		if !namePattern.MatchString(name) {
+			v.errf(hp, "hook names use letters, digits, '.', '_' and '-'")
+		}
+		standard := true
+		switch h.Format {
+		case InboundFormatStandard:
+		case InboundFormatGitHub:
+			standard = false
+		default:
+			standard = false
+			v.errf(hp+".format", "unknown format %s (want standard or github)", v.d.quote(hp+".format", h.Format))
+		}
+		hasSecret := false
+		check := func(path, s string) {
+			if v.unsetErr(path) {
+				hasSecret = true // reported as unset
+				return
+			}
+			if s == "" {
+				return
+			}
+			hasSecret = true
+			if standard {
+				v.whsec(path, s, false)
+			}
+		}
+		check(hp+".secret", h.Secret)
+		for i, s := range h.Secrets {
+			check(fmt.Sprintf("%s.secrets[%d]", hp, i), s)
+		}
+		if !hasSecret {
+			v.errf(hp, "a secret is required")
+		}
+		if len(h.Route) == 0 {
+			v.errf(hp, "route names no recipient")
+		}
+		for i, r := range h.Route {
+			v.target(fmt.Sprintf("%s.route[%d]", hp, i), r)
+		}
+		if h.Template != "" {
+			if _, err := template.New(name).Option("missingkey=zero").Parse(h.Template); err != nil {
+				v.errf(hp+".template", "invalid template: %s", templateMsg(err))
+			}
+		}
+	}
+}
+
+// templateMsg drops text/template's "template: name:" prefix.
+func templateMsg(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, ": "); i >= 0 {
+		return s[i+2:]
+	}
+	return s
+}
+
+var taskIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+func (v *validator) tasks() {
+	seen := map[string]int{}
+	for i, t := range v.cfg.Tasks {
+		tp := fmt.Sprintf("tasks[%d]", i)
+		switch {
+		case t.ID == "":
+			v.errf(tp, "id is required")
+		case !taskIDPattern.MatchString(t.ID):
+			v.errf(tp+".id", "task ids are 1-64 letters, digits, '.', '_' and '-'")
+		default:
+			if at, dup := seen[t.ID]; dup {
+				v.errf(tp+".id", "duplicate task id %q (first at line %d)", t.ID, at)
+			} else {
+				seen[t.ID] = v.line(tp + ".id")
+			}
+		}
+		v.source(tp+".source", t)
+		sp := tp + ".schedule"
+		switch {
+		case v.unsetErr(sp):
+		case t.Schedule == "":
+			v.errf(tp, "schedule is required (%s)", schedule.Usage)
+		default:
+			if err := parseSchedule(t.Schedule, v.cfg.Location); err != nil {
+				v.errf(sp, "%v", err)
+			}
+		}
+		for j, d := range t.RemindBefore {
+			if rp := fmt.Sprintf("%s.remind_before[%d]", tp, j); d <= 0 && !v.d.bad[rp] {
+				v.errf(rp, "must be a positive duration")
+			}
+		}
+		if len(t.Notify) == 0 {
+			v.errf(tp, "notify names no recipient")
+		}
+		for j, n := range t.Notify {
+			v.target(fmt.Sprintf("%s.notify[%d]", tp, j), n)
+		}
+		if t.Owner != "" {
+			op := tp + ".owner"
+			if !v.unsetErr(op) && !validPrincipal(t.Owner, false) {
+				v.errf(op, "malformed principal %s (want telegram:<user_id>, feishu:<open_id> or console:<name>)", v.d.quote(op, t.Owner))
+			}
+		}
+	}
+}
+
+func (v *validator) source(sp string, t TaskDecl) {
+	s := t.Source
+	if _, ok := v.d.lines[sp]; !ok {
+		v.errf(sp, "source is required")
+		return
+	}
+	switch s.Kind {
+	case "", "rss", "ical", "json", "html":
+	default:
+		v.errf(sp+".kind", "unknown kind %s (want rss, ical, json or html)", v.d.quote(sp+".kind", s.Kind))
+	}
+	up := sp + ".url"
+	switch {
+	case v.unsetErr(up):
+	case s.URL == "":
+		v.errf(sp, "url is required")
+	default:
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+			v.errf(up, "want an http or https URL")
+		}
+	}
+	if s.Kind == "html" && s.Selector == "" {
+		v.errf(sp, "selector is required for kind html")
+	}
+	for k := range s.Headers {
+		if k == "" || strings.ContainsAny(k, " :\r\n") {
+			v.errf(sp+".headers", "malformed header name")
+		}
+	}
+}

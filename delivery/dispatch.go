@@ -1,0 +1,412 @@
+package delivery
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/herald-bridge/herald/store"
+)
+
+// Route is where one recipient's pushes go.
+type Route struct {
+	Sink   Sink
+	To     Address
+	Lang   string
+	Zone   *time.Location
+	Dedups bool // the provider deduplicates by the delivery key (I3)
+}
+
+// Router resolves a recipient (address or configured name) to a Route.
+type Router interface {
+	Resolve(recipient string) (Route, error)
+}
+
+// Holder decides whether a recipient's pushes are held right now (quiet
+// hours, mute) and until when.
+type Holder interface {
+	Hold(ctx context.Context, recipient, taskID string, urgentDue time.Time, now time.Time) (until time.Time, held bool)
+}
+
+// Hooks lets the task manager hear about recipients the provider changed.
+type Hooks struct {
+	Unreachable func(ctx context.Context, taskID, recipient, reason string)
+	Migrated    func(ctx context.Context, taskID, from, to string)
+}
+
+// Options configure a Dispatcher.
+type Options struct {
+	Ledger  store.Ledger
+	Router  Router
+	Holder  Holder // nil: nothing is held
+	Hooks   Hooks
+	Worker  string // this replica's worker id (recorded on each attempt)
+	Workers int    // concurrent sends (default 16)
+	Now     func() time.Time
+	// Poll is how often the queue is looked at without a wake-up (other
+	// replicas may queue work). Default 1 s.
+	Poll time.Duration
+	// MaxIdempotentAttempts bounds automatic retries of unknown outcomes for
+	// deduplicating providers (default 8); backoff 1 s, 2 s, 4 s … capped at 1 min.
+	MaxIdempotentAttempts int
+	Log                   zerolog.Logger
+	Metrics               *Metrics
+}
+
+// Metrics are the dispatcher's Prometheus series (no recipient labels: I10).
+type Metrics struct {
+	Attempts *prometheus.CounterVec // kind, result
+	Latency  prometheus.Histogram
+}
+
+// NewMetrics registers the dispatcher's metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_delivery_attempts_total", Help: "Delivery attempts by recipient kind and result."}, []string{"kind", "result"}),
+		Latency:  prometheus.NewHistogram(prometheus.HistogramOpts{Name: "herald_delivery_seconds", Help: "Time from claim to completed delivery.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Attempts, m.Latency)
+	}
+	return m
+}
+
+// Dispatcher takes queued effects from the ledger and delivers them.
+type Dispatcher struct {
+	o    Options
+	wake chan struct{}
+
+	mu    sync.Mutex
+	taken map[string]bool // keys handed to a worker in this process
+}
+
+// NewDispatcher returns a dispatcher; call Run.
+func NewDispatcher(o Options) (*Dispatcher, error) {
+	if o.Ledger == nil || o.Router == nil {
+		return nil, errors.New("delivery: Ledger and Router are required")
+	}
+	if o.Workers <= 0 {
+		o.Workers = 16
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	if o.MaxIdempotentAttempts <= 0 {
+		o.MaxIdempotentAttempts = 8
+	}
+	if o.Worker == "" {
+		o.Worker = "worker"
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(nil)
+	}
+	return &Dispatcher{o: o, wake: make(chan struct{}, 1), taken: map[string]bool{}}, nil
+}
+
+// Wake tells the dispatcher new work was queued.
+func (d *Dispatcher) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// group is the effects sent as one message.
+type group struct{ fx []store.Effect }
+
+// Run delivers until ctx ends; in-flight sends finish (bounded by the
+// sinks' own timeouts) before it returns.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	work := make(chan group)
+	var wg sync.WaitGroup
+	for range d.o.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for g := range work {
+				d.deliver(context.WithoutCancel(ctx), g)
+				d.release(g)
+			}
+		}()
+	}
+	defer func() { close(work); wg.Wait() }()
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		groups, err := d.take(ctx)
+		if err != nil && ctx.Err() == nil {
+			d.o.Log.Warn().Err(err).Msg("cannot read the delivery queue; retrying")
+		}
+		for _, g := range groups {
+			select {
+			case work <- g:
+			case <-ctx.Done():
+				d.release(g)
+				return nil
+			}
+		}
+		if len(groups) > 0 {
+			continue
+		}
+		wait := d.o.Poll
+		if at, ok, err := d.o.Ledger.NextDue(ctx); err == nil && ok {
+			if w := at.Sub(d.o.Now()); w < wait {
+				wait = max(w, time.Millisecond)
+			}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-d.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+func (d *Dispatcher) release(g group) {
+	d.mu.Lock()
+	for _, fx := range g.fx {
+		delete(d.taken, fx.Key)
+	}
+	d.mu.Unlock()
+}
+
+// take reads due effects not already handed out and groups them: watch
+// events of one recipient queued together become one message; inbound,
+// state and test pushes go one by one.
+func (d *Dispatcher) take(ctx context.Context) ([]group, error) {
+	due, err := d.o.Ledger.Due(ctx, d.o.Now(), 512)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	index := map[string]int{}
+	var out []group
+	for _, fx := range due {
+		if d.taken[fx.Key] {
+			continue
+		}
+		d.taken[fx.Key] = true
+		if fx.Kind != KindChanged && fx.Kind != KindDeadline {
+			out = append(out, group{fx: []store.Effect{fx}})
+			continue
+		}
+		k := fx.Recipient + "\x00" + fx.TaskID + "\x00" + fx.NotBefore.UTC().Format(time.RFC3339Nano)
+		if i, ok := index[k]; ok && len(out[i].fx) < 500 {
+			out[i].fx = append(out[i].fx, fx)
+			continue
+		}
+		index[k] = len(out)
+		out = append(out, group{fx: []store.Effect{fx}})
+	}
+	return out, nil
+}
+
+// deliver sends one group as one message, part by part, recording each
+// attempt before it crosses the boundary (Begin) and its outcome after.
+func (d *Dispatcher) deliver(ctx context.Context, g group) {
+	now := d.o.Now()
+	recipient, taskID := g.fx[0].Recipient, g.fx[0].TaskID
+	log := d.o.Log.With().Str("task", taskID).Logger()
+
+	route, err := d.o.Router.Resolve(recipient)
+	if err != nil {
+		for _, fx := range g.fx {
+			d.expire(ctx, fx.Key, "recipient_unknown", now)
+		}
+		log.Warn().Err(err).Msg("dropping pushes for a recipient that no longer exists")
+		return
+	}
+	var live []store.Effect
+	var urgent time.Time
+	for _, fx := range g.fx {
+		if !fx.ExpiresAt.IsZero() && !now.Before(fx.ExpiresAt) {
+			d.expire(ctx, fx.Key, "expired", now)
+			continue
+		}
+		if fx.Kind == KindDeadline {
+			if due := fx.ExpiresAt; !due.IsZero() && (urgent.IsZero() || due.Before(urgent)) {
+				urgent = due
+			}
+		}
+		live = append(live, fx)
+	}
+	if len(live) == 0 {
+		return
+	}
+	if d.o.Holder != nil {
+		if until, held := d.o.Holder.Hold(ctx, recipient, taskID, urgent, now); held {
+			for _, fx := range live {
+				if _, err := d.o.Ledger.Defer(ctx, fx.Key, until, now); err != nil {
+					log.Warn().Err(err).Msg("cannot hold a push")
+				}
+			}
+			return
+		}
+	}
+	live = d.collapse(ctx, live, now)
+
+	for {
+		begun := make([]store.Effect, 0, len(live))
+		for _, fx := range live {
+			b, err := d.o.Ledger.Begin(ctx, fx.Key, d.o.Worker, d.o.Now())
+			if err != nil {
+				continue // taken by another worker or replica, or no longer pending
+			}
+			begun = append(begun, b)
+		}
+		if len(begun) == 0 {
+			return
+		}
+		msg, err := merge(begun)
+		if err != nil {
+			for _, fx := range begun {
+				d.settle(ctx, fx.Key, store.Outcome{State: store.Failed, Error: "bad_payload"})
+			}
+			return
+		}
+		first := begun[0]
+		part := first.PartsSent
+		attempt := len(first.Attempts)
+		out := route.Sink.Send(ctx, Delivery{Key: first.Key, To: route.To, Message: msg, Lang: route.Lang, Zone: route.Zone, Attempt: attempt, Part: part})
+		d.o.Metrics.Attempts.WithLabelValues(string(route.To.Kind), out.Result.String()).Inc()
+		if out.MigratedTo != "" && d.o.Hooks.Migrated != nil {
+			d.o.Hooks.Migrated(ctx, taskID, recipient, out.MigratedTo)
+		}
+		now = d.o.Now()
+		switch out.Result {
+		case Completed:
+			if out.Parts > part+1 { // more parts: each its own recorded attempt
+				for _, fx := range begun {
+					d.settle(ctx, fx.Key, store.Outcome{State: store.Pending, RetryAt: now, PartsSent: part + 1, ProviderID: out.ProviderID})
+				}
+				live = begun
+				continue
+			}
+			for _, fx := range begun {
+				d.settle(ctx, fx.Key, store.Outcome{State: store.Completed, ProviderID: out.ProviderID, PartsSent: max(out.Parts, 1)})
+				d.o.Metrics.Latency.Observe(now.Sub(fx.CreatedAt).Seconds())
+			}
+		case RetryAfter: // provably not sent: queue again, never block a worker
+			wait := max(out.After, time.Second)
+			for _, fx := range begun {
+				d.settle(ctx, fx.Key, store.Outcome{State: store.Pending, RetryAt: now.Add(wait), Error: out.Reason, PartsSent: part})
+			}
+		case Failed:
+			for _, fx := range begun {
+				d.settle(ctx, fx.Key, store.Outcome{State: store.Failed, Error: out.Reason, PartsSent: part})
+			}
+			if out.Unreachable && d.o.Hooks.Unreachable != nil {
+				d.o.Hooks.Unreachable(ctx, taskID, recipient, out.Reason)
+			}
+		default: // Unknown: replay only where the provider dedups by the key (I3)
+			for _, fx := range begun {
+				o := store.Outcome{State: store.Unknown, Error: out.Reason, PartsSent: part}
+				if route.Dedups && len(fx.Attempts) < d.o.MaxIdempotentAttempts {
+					o = store.Outcome{State: store.Pending, RetryAt: now.Add(backoff(len(fx.Attempts))), Error: out.Reason, PartsSent: part}
+				}
+				d.settle(ctx, fx.Key, o)
+			}
+		}
+		return
+	}
+}
+
+// collapse keeps, for each item listed several times in one held batch,
+// only its final state (A→B→C says C); the superseded effects complete as
+// collapsed into the one that is sent.
+func (d *Dispatcher) collapse(ctx context.Context, fxs []store.Effect, now time.Time) []store.Effect {
+	if len(fxs) < 2 {
+		return fxs
+	}
+	latest := map[string]int{}
+	ids := make([]string, len(fxs))
+	for i, fx := range fxs {
+		var m Message
+		if json.Unmarshal(fx.Payload, &m) != nil || len(m.Items) != 1 || fx.Kind != KindChanged {
+			continue
+		}
+		ids[i] = m.Items[0].ID
+		if j, ok := latest[ids[i]]; !ok || fxs[j].CreatedAt.Before(fx.CreatedAt) {
+			latest[ids[i]] = i
+		}
+	}
+	var keep []store.Effect
+	for i, fx := range fxs {
+		if ids[i] != "" && latest[ids[i]] != i {
+			if _, err := d.o.Ledger.Begin(ctx, fx.Key, d.o.Worker, now); err == nil {
+				d.settle(ctx, fx.Key, store.Outcome{State: store.Completed, ProviderID: "collapsed:" + fxs[latest[ids[i]]].Key})
+			}
+			continue
+		}
+		keep = append(keep, fx)
+	}
+	return keep
+}
+
+func (d *Dispatcher) settle(ctx context.Context, key string, o store.Outcome) {
+	if _, err := d.o.Ledger.Settle(ctx, key, o, d.o.Now()); err != nil {
+		d.o.Log.Error().Err(err).Str("effect", key).Msg("cannot record a delivery outcome; it will read as unknown after a restart")
+	}
+}
+
+func (d *Dispatcher) expire(ctx context.Context, key, reason string, now time.Time) {
+	if _, err := d.o.Ledger.Expire(ctx, key, reason, now); err != nil && !errors.Is(err, store.ErrIllegalTransition) {
+		d.o.Log.Warn().Err(err).Str("effect", key).Msg("cannot expire a push")
+	}
+}
+
+func backoff(attempts int) time.Duration {
+	d := time.Second << max(attempts-1, 0)
+	return min(d, time.Minute)
+}
+
+// merge builds one message from a group's payloads.
+func merge(fxs []store.Effect) (Message, error) {
+	var out Message
+	for i, fx := range fxs {
+		var m Message
+		if err := json.Unmarshal(fx.Payload, &m); err != nil {
+			return Message{}, err
+		}
+		if i == 0 {
+			out = m
+			out.Items = nil
+		}
+		if m.Kind == KindChanged {
+			out.Kind = KindChanged
+		}
+		if m.OccurredAt.After(out.OccurredAt) {
+			out.OccurredAt = m.OccurredAt
+		}
+		out.Items = append(out.Items, m.Items...)
+	}
+	slices.SortStableFunc(out.Items, func(a, b Item) int { return changeRank(a.Change) - changeRank(b.Change) })
+	return out, nil
+}
+
+func changeRank(c string) int {
+	switch c {
+	case ChangeDeadline:
+		return 0
+	case ChangeNew:
+		return 1
+	case ChangeChanged:
+		return 2
+	}
+	return 3
+}

@@ -1,0 +1,238 @@
+// Package render turns one neutral delivery.Message into the text each
+// channel sends: plain text, Telegram HTML parts and Feishu interactive
+// cards, in English or Chinese, with times in the recipient's zone.
+package render
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/herald-bridge/herald/delivery"
+)
+
+// Languages a message can be rendered in. Anything else renders in English.
+const (
+	LangEN = "en"
+	LangZH = "zh"
+)
+
+// words is the phrasebook of one language.
+type words struct {
+	changes   func(n int, task string) string
+	dueIn     func(left string, title string) string
+	overdue   func(title string) string
+	more      func(n int) string
+	due       string // "due"
+	left      func(left string) string
+	ago       func(ago string) string
+	open      string
+	change    map[string]string
+	fallback  string
+	dateFmt   string
+	minute    func(n int) string
+	hour      func(n int) string
+	day       func(n int) string
+	separator string
+}
+
+var en = words{
+	changes: func(n int, task string) string {
+		if n == 1 {
+			return "1 change in " + task
+		}
+		return fmt.Sprintf("%d changes in %s", n, task)
+	},
+	dueIn:     func(left, title string) string { return "Due in " + left + ": " + title },
+	overdue:   func(title string) string { return "Overdue: " + title },
+	more:      func(n int) string { return fmt.Sprintf("and %d more", n) },
+	due:       "due",
+	left:      func(left string) string { return "in " + left },
+	ago:       func(ago string) string { return ago + " ago" },
+	open:      "Open",
+	change:    map[string]string{delivery.ChangeNew: "new", delivery.ChangeChanged: "changed", delivery.ChangeRemoved: "removed", delivery.ChangeDeadline: "deadline"},
+	fallback:  "Notice",
+	dateFmt:   "Mon 2 Jan 2006 15:04 MST",
+	minute:    func(n int) string { return fmt.Sprintf("%d min", n) },
+	hour:      func(n int) string { return fmt.Sprintf("%d h", n) },
+	day:       func(n int) string { return fmt.Sprintf("%d d", n) },
+	separator: " — ",
+}
+
+var zh = words{
+	changes:   func(n int, task string) string { return fmt.Sprintf("%s 有 %d 项更新", task, n) },
+	dueIn:     func(left, title string) string { return left + "后截止：" + title },
+	overdue:   func(title string) string { return "已逾期：" + title },
+	more:      func(n int) string { return fmt.Sprintf("还有 %d 项", n) },
+	due:       "截止",
+	left:      func(left string) string { return "还剩 " + left },
+	ago:       func(ago string) string { return "已过 " + ago },
+	open:      "打开",
+	change:    map[string]string{delivery.ChangeNew: "新", delivery.ChangeChanged: "更新", delivery.ChangeRemoved: "移除", delivery.ChangeDeadline: "截止"},
+	fallback:  "通知",
+	dateFmt:   "2006年1月2日 15:04 MST",
+	minute:    func(n int) string { return fmt.Sprintf("%d 分钟", n) },
+	hour:      func(n int) string { return fmt.Sprintf("%d 小时", n) },
+	day:       func(n int) string { return fmt.Sprintf("%d 天", n) },
+	separator: " — ",
+}
+
+func phrasebook(lang string) words {
+	if lang == LangZH {
+		return zh
+	}
+	return en
+}
+
+// view is a message prepared for any output: strings are still raw
+// (unescaped) user text.
+type view struct {
+	title string
+	items []itemView
+	more  int
+	text  string
+	w     words
+}
+
+type itemView struct {
+	change string // localised change label, may be empty
+	title  string
+	url    string
+	due    string // localised due phrase, may be empty
+}
+
+// duration renders d (positive) coarsely: minutes below 1 h, hours below
+// 48 h, days after.
+func (w words) duration(d time.Duration) string {
+	switch {
+	case d < time.Hour:
+		m := int(d / time.Minute)
+		if m < 1 {
+			m = 1
+		}
+		return w.minute(m)
+	case d < 48*time.Hour:
+		return w.hour(int(d / time.Hour))
+	default:
+		return w.day(int(d / (24 * time.Hour)))
+	}
+}
+
+func (w words) dueText(due time.Time, zone *time.Location, now time.Time) string {
+	if due.IsZero() {
+		return ""
+	}
+	s := w.due + " " + due.In(zone).Format(w.dateFmt)
+	if d := due.Sub(now); d >= 0 {
+		return s + " (" + w.left(w.duration(d)) + ")"
+	}
+	return s + " (" + w.ago(w.duration(due.Sub(now).Abs())) + ")"
+}
+
+// Title is the headline of m in lang, relative to now.
+func Title(m delivery.Message, lang string, now time.Time) string {
+	return title(m, phrasebook(lang), now)
+}
+
+func title(m delivery.Message, w words, now time.Time) string {
+	task := firstNonEmpty(m.TaskName, m.TaskID, m.Title)
+	switch m.Kind {
+	case delivery.KindChanged:
+		if task != "" {
+			return w.changes(len(m.Items)+m.More, task)
+		}
+	case delivery.KindDeadline:
+		if it, ok := firstDue(m.Items); ok {
+			if d := it.Due.Sub(now); d >= 0 {
+				return w.dueIn(w.duration(d), it.Title)
+			}
+			return w.overdue(it.Title)
+		}
+	}
+	return firstNonEmpty(m.Title, m.TaskName, w.fallback)
+}
+
+func firstDue(items []delivery.Item) (delivery.Item, bool) {
+	for _, it := range items {
+		if !it.Due.IsZero() {
+			return it, true
+		}
+	}
+	return delivery.Item{}, false
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func prepare(m delivery.Message, lang string, zone *time.Location, now time.Time) view {
+	if zone == nil {
+		zone = time.UTC
+	}
+	w := phrasebook(lang)
+	v := view{title: title(m, w, now), more: m.More, text: strings.TrimSpace(m.Text), w: w}
+	items := m.Items
+	if len(items) > delivery.MaxItems {
+		v.more += len(items) - delivery.MaxItems
+		items = items[:delivery.MaxItems]
+	}
+	for _, it := range items {
+		iv := itemView{title: oneLine(it.Title), url: it.URL, due: w.dueText(it.Due, zone, now)}
+		if it.Change != "" {
+			iv.change = w.change[it.Change]
+			if iv.change == "" {
+				iv.change = it.Change
+			}
+		}
+		if iv.title == "" {
+			iv.title = it.ID
+		}
+		v.items = append(v.items, iv)
+	}
+	v.title = oneLine(v.title)
+	return v
+}
+
+// oneLine folds line breaks so one item stays on one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// Text renders m as plain text.
+func Text(m delivery.Message, lang string, zone *time.Location, now time.Time) string {
+	v := prepare(m, lang, zone, now)
+	var b strings.Builder
+	b.WriteString(v.title)
+	b.WriteString("\n")
+	if v.text != "" {
+		b.WriteString("\n")
+		b.WriteString(v.text)
+		b.WriteString("\n")
+	}
+	if len(v.items) > 0 {
+		b.WriteString("\n")
+	}
+	for _, it := range v.items {
+		b.WriteString("• ")
+		if it.change != "" {
+			b.WriteString("[" + it.change + "] ")
+		}
+		b.WriteString(it.title)
+		if it.due != "" {
+			b.WriteString(v.w.separator + it.due)
+		}
+		if it.url != "" {
+			b.WriteString("\n  " + it.url)
+		}
+		b.WriteString("\n")
+	}
+	if v.more > 0 {
+		b.WriteString(v.w.more(v.more) + "\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,287 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/herald-bridge/herald/delivery"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+var now = time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
+
+func shanghai(t testing.TB) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		t.Skipf("no zone database: %v", err)
+	}
+	return loc
+}
+
+func changed() delivery.Message {
+	return delivery.Message{
+		Kind:     delivery.KindChanged,
+		TaskID:   "t1",
+		TaskName: "Campus news",
+		Items: []delivery.Item{
+			{ID: "a", Title: "Library opens late", URL: "https://news.example.edu/a?x=1&y=2", Change: delivery.ChangeNew},
+			{ID: "b", Title: "Exam <rooms> & \"times\"", URL: "https://news.example.edu/b", Change: delivery.ChangeChanged},
+			{ID: "c", Title: "Old notice", Change: delivery.ChangeRemoved},
+		},
+		OccurredAt: now,
+	}
+}
+
+func deadline() delivery.Message {
+	return delivery.Message{
+		Kind:     delivery.KindDeadline,
+		TaskName: "Course calendar",
+		Items: []delivery.Item{
+			{ID: "e2", Title: "Essay 2", URL: "https://lms.example.edu/e2", Change: delivery.ChangeDeadline, Due: now.Add(23*time.Hour + 10*time.Minute)},
+		},
+	}
+}
+
+func many(n int) delivery.Message {
+	m := delivery.Message{Kind: delivery.KindChanged, TaskName: "Feed"}
+	for i := range n {
+		m.Items = append(m.Items, delivery.Item{ID: fmt.Sprint(i), Title: fmt.Sprintf("Item %d", i), URL: fmt.Sprintf("https://example.com/%d", i), Change: delivery.ChangeNew})
+	}
+	return m
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from golden file\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	sh := shanghai(t)
+	cases := []struct {
+		name string
+		m    delivery.Message
+		lang string
+		zone *time.Location
+	}{
+		{"changed_en", changed(), "en", time.UTC},
+		{"changed_zh", changed(), "zh", sh},
+		{"deadline_en", deadline(), "en", time.UTC},
+		{"deadline_zh", deadline(), "zh", sh},
+		{"many_en", many(25), "en", nil},
+		{"many_zh", many(25), "zh", sh},
+		{"text_en", delivery.Message{Kind: delivery.KindInbound, Title: "Build <failed> & more", Text: "line one\nline two"}, "en", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			golden(t, c.name+".txt", []byte(Text(c.m, c.lang, c.zone, now)))
+			golden(t, c.name+".tg.html", []byte(strings.Join(TelegramHTML(c.m, c.lang, c.zone, now), "\n-----\n")))
+			b, err := FeishuCard(c.m, c.lang, c.zone, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pretty bytes.Buffer
+			if err := json.Indent(&pretty, b, "", "  "); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, c.name+".card.json", pretty.Bytes())
+		})
+	}
+}
+
+func TestTitles(t *testing.T) {
+	cases := []struct {
+		m    delivery.Message
+		lang string
+		want string
+	}{
+		{changed(), "en", "3 changes in Campus news"},
+		{changed(), "zh", "Campus news 有 3 项更新"},
+		{delivery.Message{Kind: delivery.KindChanged, TaskName: "校园新闻", Items: changed().Items}, "zh", "校园新闻 有 3 项更新"},
+		{delivery.Message{Kind: delivery.KindChanged, TaskName: "News", Items: changed().Items[:1]}, "en", "1 change in News"},
+		{delivery.Message{Kind: delivery.KindChanged, TaskName: "News", Items: changed().Items[:1], More: 4}, "en", "5 changes in News"},
+		{deadline(), "en", "Due in 23 h: Essay 2"},
+		{deadline(), "zh", "23 小时后截止：Essay 2"},
+		{delivery.Message{Kind: delivery.KindDeadline, Items: []delivery.Item{{Title: "Quiz", Due: now.Add(40 * time.Minute)}}}, "en", "Due in 40 min: Quiz"},
+		{delivery.Message{Kind: delivery.KindDeadline, Items: []delivery.Item{{Title: "Quiz", Due: now.Add(72 * time.Hour)}}}, "en", "Due in 3 d: Quiz"},
+		{delivery.Message{Kind: delivery.KindDeadline, Items: []delivery.Item{{Title: "Quiz", Due: now.Add(-time.Hour)}}}, "en", "Overdue: Quiz"},
+		{delivery.Message{Kind: delivery.KindTest, Title: "Hello"}, "en", "Hello"},
+		{delivery.Message{Kind: delivery.KindTest}, "zh", "通知"},
+	}
+	for _, c := range cases {
+		if got := Title(c.m, c.lang, now); got != c.want {
+			t.Errorf("Title(%s, %s) = %q, want %q", c.m.Kind, c.lang, got, c.want)
+		}
+	}
+}
+
+func TestTelegramHTMLEscapes(t *testing.T) {
+	m := delivery.Message{Kind: delivery.KindChanged, TaskName: "<b>A&B</b>", Items: []delivery.Item{
+		{Title: `x < y & "z" > w`, URL: `https://e.com/?a=1&b="2"`, Change: delivery.ChangeNew},
+	}}
+	got := strings.Join(TelegramHTML(m, "en", nil, now), "")
+	for _, want := range []string{
+		"<b>1 change in &lt;b&gt;A&amp;B&lt;/b&gt;</b>",
+		`<a href="https://e.com/?a=1&amp;b=&quot;2&quot;">x &lt; y &amp; "z" &gt; w</a>`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestTelegramHTMLNoUnsafeLinks(t *testing.T) {
+	m := delivery.Message{Kind: delivery.KindChanged, TaskName: "T", Items: []delivery.Item{{Title: "x", URL: "javascript:alert(1)"}}}
+	if got := strings.Join(TelegramHTML(m, "en", nil, now), ""); strings.Contains(got, "<a") {
+		t.Errorf("javascript: URL was linked: %s", got)
+	}
+}
+
+func longText(n int) string {
+	var b strings.Builder
+	for b.Len() < n {
+		line := fmt.Sprintf("%04d %s", b.Len()/100, strings.Repeat("x", 94))
+		b.WriteString(line + "\n")
+	}
+	return b.String()[:n]
+}
+
+func TestTelegramHTMLSplits(t *testing.T) {
+	m := delivery.Message{Kind: delivery.KindInbound, Title: "Report", Text: longText(9000)}
+	parts := TelegramHTML(m, "en", nil, now)
+	if len(parts) != 3 {
+		t.Fatalf("got %d parts, want 3", len(parts))
+	}
+	for i, p := range parts {
+		if n := Length(p); n > TelegramLimit {
+			t.Errorf("part %d has %d characters", i, n)
+		}
+	}
+	joined := strings.Join(parts, "\n")
+	if !strings.Contains(joined, "0000 ") || !strings.Contains(joined, "0089 ") {
+		t.Error("lines lost in split")
+	}
+}
+
+func TestTelegramHTMLCutsLongLineOutsideEntities(t *testing.T) {
+	m := delivery.Message{Kind: delivery.KindInbound, Title: "T", Text: strings.Repeat("a&", 5000)}
+	parts := TelegramHTML(m, "en", nil, now)
+	if len(parts) < 3 {
+		t.Fatalf("got %d parts", len(parts))
+	}
+	for i, p := range parts {
+		checkPart(t, i, p)
+	}
+}
+
+// checkPart asserts p fits and has no broken tag or entity.
+func checkPart(t testing.TB, i int, p string) {
+	t.Helper()
+	if n := Length(p); n > TelegramLimit {
+		t.Errorf("part %d has %d characters", i, n)
+	}
+	depth := 0
+	for j := 0; j < len(p); j++ {
+		switch p[j] {
+		case '<':
+			end := strings.IndexByte(p[j:], '>')
+			if end < 0 {
+				t.Fatalf("part %d: unterminated tag at %d", i, j)
+			}
+			if p[j+1] == '/' {
+				depth--
+			} else {
+				depth++
+			}
+			j += end
+		case '&':
+			end := strings.IndexByte(p[j:], ';')
+			if end < 0 || end > 6 {
+				t.Fatalf("part %d: broken entity at %d: %q", i, j, p[j:min(len(p), j+8)])
+			}
+		}
+	}
+	if depth != 0 {
+		t.Errorf("part %d: unbalanced tags", i)
+	}
+}
+
+func TestTelegramHTMLCountsUTF16(t *testing.T) {
+	// Each emoji is two UTF-16 code units: 3000 of them need two parts.
+	m := delivery.Message{Kind: delivery.KindInbound, Title: "T", Text: strings.Repeat("😀", 3000)}
+	parts := TelegramHTML(m, "en", nil, now)
+	if len(parts) != 2 {
+		t.Fatalf("got %d parts, want 2", len(parts))
+	}
+	for i, p := range parts {
+		checkPart(t, i, p)
+	}
+	if Length("a😀&") != 4 {
+		t.Errorf("Length miscounts")
+	}
+}
+
+func TestFeishuCardLimitsItems(t *testing.T) {
+	b, err := FeishuCard(many(25), "zh", nil, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c card
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Elements) != delivery.MaxItems+1 {
+		t.Fatalf("got %d elements, want %d", len(c.Elements), delivery.MaxItems+1)
+	}
+	if got := c.Elements[delivery.MaxItems].Elements[0].Content; got != "还有 5 项" {
+		t.Errorf("more note = %q", got)
+	}
+}
+
+func FuzzTelegramHTML(f *testing.F) {
+	f.Add("Campus news", "Exam <rooms> & times", "https://e.com/?a=1&b=2", "plain\ntext")
+	f.Add("", "", "", strings.Repeat("&<>", 3000))
+	f.Fuzz(func(t *testing.T, task, title, link, text string) {
+		if !utf8.ValidString(task + title + link + text) {
+			t.Skip()
+		}
+		m := delivery.Message{Kind: delivery.KindChanged, TaskName: task, Text: text,
+			Items: []delivery.Item{{Title: title, URL: link, Change: delivery.ChangeNew}}}
+		for i, p := range TelegramHTML(m, "en", nil, now) {
+			checkPart(t, i, p)
+		}
+	})
+}
+
+func BenchmarkTelegramHTML(b *testing.B) {
+	m := many(20)
+	m.Text = longText(9000)
+	for b.Loop() {
+		TelegramHTML(m, "en", time.UTC, now)
+	}
+}

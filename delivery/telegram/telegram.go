@@ -1,0 +1,267 @@
+// Package telegram is the delivery sink for Telegram chats: sendMessage in
+// HTML parse mode through go-telegram/bot, paced per chat, per group and
+// per bot, with each API answer classified for the dispatcher.
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+	"github.com/rs/zerolog"
+
+	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/egress"
+	"github.com/herald-bridge/herald/delivery/render"
+)
+
+// DefaultTimeout bounds one sendMessage call.
+const DefaultTimeout = 15 * time.Second
+
+// Sentinel errors from New.
+var (
+	ErrNoToken = errors.New("telegram: bot token is empty")
+	ErrBadURL  = errors.New("telegram: api url must be http(s)")
+	errNotChat = errors.New("not a telegram chat address")
+	errBadChat = errors.New("telegram chat id is not an integer")
+)
+
+// Sink sends deliveries to Telegram chats.
+type Sink struct {
+	bot   *bot.Bot
+	token string
+	log   zerolog.Logger
+	pace  *pacer
+	now   func() time.Time
+}
+
+var _ delivery.Sink = (*Sink)(nil)
+
+type config struct {
+	client *http.Client
+	log    zerolog.Logger
+	limits Limits
+	now    func() time.Time
+}
+
+// Option configures a Sink.
+type Option func(*config)
+
+// WithHTTPClient sets the HTTP client (default: one with DefaultTimeout).
+func WithHTTPClient(c *http.Client) Option { return func(o *config) { o.client = c } }
+
+// WithLogger sets the logger (default: none).
+func WithLogger(l zerolog.Logger) Option { return func(o *config) { o.log = l } }
+
+// WithLimits overrides the pacing limits (default DefaultLimits).
+func WithLimits(l Limits) Option { return func(o *config) { o.limits = l } }
+
+// WithClock sets the clock used to render relative times (default time.Now).
+func WithClock(now func() time.Time) Option { return func(o *config) { o.now = now } }
+
+// New returns a sink for the bot with token, talking to apiURL (empty: the
+// public Bot API). It makes no request: no getMe, no polling.
+func New(token, apiURL string, opts ...Option) (*Sink, error) {
+	if strings.TrimSpace(token) == "" {
+		return nil, ErrNoToken
+	}
+	if apiURL == "" {
+		apiURL = "https://api.telegram.org"
+	}
+	if !strings.HasPrefix(apiURL, "https://") && !strings.HasPrefix(apiURL, "http://") {
+		return nil, ErrBadURL
+	}
+	c := config{log: zerolog.Nop(), limits: DefaultLimits, now: time.Now}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.client == nil {
+		c.client = &http.Client{Timeout: DefaultTimeout}
+	}
+	s := &Sink{token: token, log: c.log, pace: newPacer(c.limits), now: c.now}
+	b, err := bot.New(token,
+		bot.WithServerURL(strings.TrimRight(apiURL, "/")),
+		bot.WithSkipGetMe(),
+		bot.WithHTTPClient(c.client.Timeout, c.client),
+		bot.WithErrorsHandler(func(err error) {
+			s.log.Debug().Str("error", s.scrub(err.Error())).Msg("telegram client")
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("telegram: %s", s.scrub(err.Error()))
+	}
+	s.bot = b
+	return s, nil
+}
+
+// Send sends part d.Part of d.Message to the chat d.To and classifies the
+// answer. The message renders relative to its OccurredAt (or now), so
+// every attempt at a part sees the same split.
+func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
+	chat, err := chatID(d.To)
+	if err != nil {
+		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_address"}
+	}
+	at := d.Message.OccurredAt
+	if at.IsZero() {
+		at = s.now()
+	}
+	parts := render.TelegramHTML(d.Message, d.Lang, d.Zone, at)
+	if d.Part < 0 || d.Part >= len(parts) {
+		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_part", Parts: len(parts)}
+	}
+	out := s.send(ctx, chat, parts[d.Part])
+	var mig *bot.MigrateError
+	if errors.As(out.err, &mig) {
+		// The group became a supergroup: follow it once.
+		to := int64(mig.MigrateToChatID)
+		out = s.send(ctx, to, parts[d.Part])
+		out.MigratedTo = "telegram:chat:" + strconv.FormatInt(to, 10)
+		if errors.As(out.err, &mig) {
+			out.Outcome = delivery.Outcome{Result: delivery.Failed, Reason: "migrated_twice", MigratedTo: out.MigratedTo}
+		}
+	}
+	out.Parts = len(parts)
+	ev := s.log.Debug()
+	if out.Result != delivery.Completed {
+		ev = s.log.Warn()
+		// Only transport errors are logged verbatim: API answers are
+		// summarised by the reason and may quote recipient ids.
+		var uerr *url.Error
+		if errors.As(out.err, &uerr) {
+			ev = ev.Str("error", s.scrub(out.err.Error()))
+		}
+	}
+	ev.Str("recipient_kind", string(delivery.TelegramChat)).Int("part", d.Part).Int("parts", len(parts)).
+		Stringer("result", out.Result).Str("reason", out.Reason).Bool("migrated", out.MigratedTo != "").
+		Msg("telegram send")
+	return out.Outcome
+}
+
+// attempt is an outcome with the error behind it, for logging.
+type attempt struct {
+	delivery.Outcome
+	err error
+}
+
+func (s *Sink) send(ctx context.Context, chat int64, text string) attempt {
+	if err := s.pace.wait(ctx, chat); err != nil {
+		// Nothing was sent yet.
+		return attempt{delivery.Outcome{Result: delivery.RetryAfter, After: time.Second, Reason: "canceled"}, err}
+	}
+	msg, err := s.bot.SendMessage(ctx, &bot.SendMessageParams{
+		ChatID:             chat,
+		Text:               text,
+		ParseMode:          models.ParseModeHTML,
+		LinkPreviewOptions: &models.LinkPreviewOptions{IsDisabled: bot.True()},
+	})
+	if err != nil {
+		return attempt{Classify(err), err}
+	}
+	return attempt{delivery.Outcome{Result: delivery.Completed, ProviderID: strconv.Itoa(msg.ID)}, nil}
+}
+
+func chatID(a delivery.Address) (int64, error) {
+	if a.Kind != delivery.TelegramChat {
+		return 0, errNotChat
+	}
+	id, err := strconv.ParseInt(a.ID, 10, 64)
+	if err != nil {
+		return 0, errBadChat
+	}
+	return id, nil
+}
+
+// scrub removes the bot token from s.
+func (s *Sink) scrub(str string) string {
+	return strings.ReplaceAll(str, s.token, "<token>")
+}
+
+// otherCode matches the library's error for codes it has no sentinel for.
+var otherCode = regexp.MustCompile(`error response from telegram for method \w+, (\d+) `)
+
+// Classify maps an error from go-telegram/bot to an outcome. A MigrateError
+// classifies as Failed; Send follows migrations before classifying.
+func Classify(err error) delivery.Outcome {
+	var tooMany *bot.TooManyRequestsError
+	var mig *bot.MigrateError
+	switch {
+	case err == nil:
+		return delivery.Outcome{Result: delivery.Completed}
+	case errors.As(err, &tooMany):
+		after := time.Duration(tooMany.RetryAfter) * time.Second
+		if after <= 0 {
+			after = time.Second
+		}
+		return delivery.Outcome{Result: delivery.RetryAfter, After: after, Reason: "rate_limited"}
+	case errors.As(err, &mig):
+		return delivery.Outcome{Result: delivery.Failed, Reason: "migrated"}
+	case errors.Is(err, bot.ErrorForbidden):
+		return delivery.Outcome{Result: delivery.Failed, Reason: forbiddenReason(err.Error()), Unreachable: true}
+	case errors.Is(err, bot.ErrorBadRequest):
+		if strings.Contains(strings.ToLower(err.Error()), "chat not found") {
+			return delivery.Outcome{Result: delivery.Failed, Reason: "chat_not_found", Unreachable: true}
+		}
+		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_request"}
+	case errors.Is(err, bot.ErrorUnauthorized):
+		return delivery.Outcome{Result: delivery.Failed, Reason: "unauthorized"}
+	case errors.Is(err, bot.ErrorNotFound):
+		// The Bot API answers 404 for an unknown token.
+		return delivery.Outcome{Result: delivery.Failed, Reason: "not_found"}
+	case errors.Is(err, bot.ErrorConflict):
+		return delivery.Outcome{Result: delivery.Failed, Reason: "conflict"}
+	}
+	if m := otherCode.FindStringSubmatch(err.Error()); m != nil {
+		code, _ := strconv.Atoi(m[1])
+		if code >= 500 {
+			return delivery.Outcome{Result: delivery.Unknown, Reason: "http_" + m[1]}
+		}
+		return delivery.Outcome{Result: delivery.Failed, Reason: "http_" + m[1]}
+	}
+	return classifyTransport(err)
+}
+
+// classifyTransport classifies an error below the API envelope: a failed
+// dial or lookup sent nothing; anything later may have reached Telegram.
+func classifyTransport(err error) delivery.Outcome {
+	var dns *net.DNSError
+	var nerr net.Error
+	switch {
+	case errors.As(err, &dns):
+		return delivery.Outcome{Result: delivery.RetryAfter, After: 5 * time.Second, Reason: "dns"}
+	case egress.NotSent(err):
+		return delivery.Outcome{Result: delivery.RetryAfter, After: 5 * time.Second, Reason: "connect_failed"}
+	case errors.Is(err, context.Canceled):
+		return delivery.Outcome{Result: delivery.Unknown, Reason: "canceled"}
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
+		return delivery.Outcome{Result: delivery.Unknown, Reason: "timeout"}
+	}
+	if strings.Contains(err.Error(), "error decode response body") {
+		return delivery.Outcome{Result: delivery.Unknown, Reason: "bad_response"}
+	}
+	return delivery.Outcome{Result: delivery.Unknown, Reason: "connection_lost"}
+}
+
+func forbiddenReason(desc string) string {
+	d := strings.ToLower(desc)
+	switch {
+	case strings.Contains(d, "blocked"):
+		return "blocked"
+	case strings.Contains(d, "kicked"):
+		return "kicked"
+	case strings.Contains(d, "deactivated"):
+		return "deactivated"
+	case strings.Contains(d, "deleted"):
+		return "chat_deleted"
+	}
+	return "forbidden"
+}

@@ -1,0 +1,677 @@
+// Package conversation turns chat messages into requests for the task
+// manager and answers people. This file holds the chat command grammar
+// (SPEC §4), shared by Telegram, Feishu and the console.
+package conversation
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/herald-bridge/herald/tasks/schedule"
+)
+
+// ErrNotCommand reports text that does not start with a slash: it goes to
+// the plain-language path, not the command parser.
+var ErrNotCommand = errors.New("conversation: not a command")
+
+// Command is one parsed chat command.
+type Command struct {
+	// Name is one of "help", "watch", "remind", "tasks", "task", "pause",
+	// "resume", "delete", "run", "approve", "reject", "inbox", "read",
+	// "mute", "quiet", "cancel".
+	Name     string
+	URL      string          // watch, remind
+	Schedule string          // canonical schedule text; "" if not given
+	Kind     string          // rss | ical | json | html; "" = detect
+	TaskName string          // name <text>
+	Before   []time.Duration // remind offsets, longest first
+	ID       string          // task / request / inbox item id ("all" for /read all)
+	Reason   string          // reject
+	Duration time.Duration   // mute; 0 with "off" lifts the mute
+	Quiet    string          // "HH:MM-HH:MM" or "off"
+	// Addressed is false when the command names another bot (/cmd@otherbot);
+	// such a command is not for us and its arguments are not checked.
+	Addressed bool
+	Args      []string // raw arguments, quotes removed
+}
+
+// Error codes of ParseError.
+const (
+	CodeUnknownCommand = "unknown_command"
+	CodeUsage          = "usage"
+	CodeMissingURL     = "missing_url"
+	CodeBadURL         = "bad_url"
+	CodeBadKind        = "bad_kind"
+	CodeBadSchedule    = "bad_schedule"
+	CodeBadDuration    = "bad_duration"
+	CodeBadID          = "bad_id"
+	CodeBadQuiet       = "bad_quiet"
+	CodeUnexpected     = "unexpected_argument"
+	CodeDuplicate      = "duplicate_argument"
+)
+
+// ParseError is a command that cannot be carried out as typed. En and Zh
+// are short, plain and actionable; they never echo a URL's query or
+// credentials.
+type ParseError struct {
+	Code string
+	En   string
+	Zh   string
+}
+
+func (e *ParseError) Error() string { return e.En }
+
+// Kinds a watch may be given with "as".
+var kinds = map[string]string{
+	"rss": "rss", "atom": "rss", "feed": "rss", "jsonfeed": "rss",
+	"ical": "ical", "ics": "ical", "calendar": "ical", "ical/ics": "ical",
+	"json": "json", "html": "html", "web": "html", "page": "html",
+}
+
+var aliases = map[string]string{
+	"help": "help", "start": "help", "watch": "watch", "remind": "remind", "tasks": "tasks",
+	"task": "task", "pause": "pause", "resume": "resume", "delete": "delete", "run": "run",
+	"approve": "approve", "reject": "reject", "inbox": "inbox", "read": "read", "mute": "mute",
+	"quiet": "quiet", "cancel": "cancel",
+	// Chinese
+	"帮助": "help", "订阅": "watch", "监控": "watch", "关注": "watch", "提醒": "remind",
+	"任务": "tasks", "任务列表": "tasks", "详情": "task", "暂停": "pause", "恢复": "resume",
+	"删除": "delete", "运行": "run", "批准": "approve", "同意": "approve", "拒绝": "reject",
+	"收件箱": "inbox", "已读": "read", "静音": "mute", "免打扰": "quiet", "取消": "cancel",
+}
+
+var usage = map[string][2]string{
+	"help":    {"/help", "/help"},
+	"watch":   {`/watch <url> [every 30m | daily 08:00 [Area/City] | at 2026-12-01 09:00] [as rss|ical|json|html] [name "text"]`, `/watch <网址> [每 30 分钟 | 每天 08:00 [Area/City] | at 2026-12-01 09:00] [as rss|ical|json|html] [name 「名称」]`},
+	"remind":  {"/remind <url> [before 72h,24h,2h]", "/remind <网址> [before 72h,24h,2h]"},
+	"tasks":   {"/tasks", "/tasks"},
+	"task":    {"/task <id>", "/task <任务编号>"},
+	"pause":   {"/pause <id>", "/pause <任务编号>"},
+	"resume":  {"/resume <id>", "/resume <任务编号>"},
+	"delete":  {"/delete <id>", "/delete <任务编号>"},
+	"run":     {"/run <id>", "/run <任务编号>"},
+	"approve": {"/approve <request-id>", "/approve <申请编号>"},
+	"reject":  {"/reject <request-id> [reason]", "/reject <申请编号> [原因]"},
+	"inbox":   {"/inbox", "/inbox"},
+	"read":    {"/read <id|all>", "/read <编号|all>"},
+	"mute":    {"/mute <task-id> <duration, like 2h or 1d | off>", "/mute <任务编号> <时长，如 2h 或 1d | off>"},
+	"quiet":   {"/quiet <HH:MM-HH:MM | off>", "/quiet <HH:MM-HH:MM | off>"},
+	"cancel":  {"/cancel", "/cancel"},
+}
+
+// Usage returns the one-line usage of a command in English and Chinese.
+func Usage(name string) (en, zh string) {
+	u, ok := usage[name]
+	if !ok {
+		return "", ""
+	}
+	return u[0], u[1]
+}
+
+func usageErr(name, code, en, zh string) *ParseError {
+	u := usage[name]
+	if en != "" {
+		en += " "
+	}
+	if zh != "" {
+		zh += " "
+	}
+	return &ParseError{Code: code, En: en + "Usage: " + u[0], Zh: zh + "用法：" + u[1]}
+}
+
+// Parse reads a chat command. Text that does not start with a slash
+// (ASCII or full-width) returns ErrNotCommand. botUsername, when not empty,
+// is our own name: /cmd@OtherBot returns Addressed=false and no error.
+// Schedules are checked with schedule.Parse in defaultZone and stored in
+// canonical form.
+func Parse(text, botUsername string, defaultZone *time.Location) (Command, error) {
+	text = strings.TrimFunc(text, isSpace)
+	// A leading mention ("@herald /watch ...") as group chats deliver it.
+	for strings.HasPrefix(text, "@") {
+		i := strings.IndexFunc(text, isSpace)
+		if i < 0 {
+			return Command{}, ErrNotCommand
+		}
+		text = strings.TrimLeftFunc(text[i:], isSpace)
+	}
+	if t, ok := strings.CutPrefix(text, "／"); ok {
+		text = "/" + t
+	}
+	if !strings.HasPrefix(text, "/") || len(text) == 1 {
+		return Command{}, ErrNotCommand
+	}
+	toks, perr := tokenize(text[1:])
+	if perr != nil {
+		return Command{}, perr
+	}
+	head := toks[0].text
+	var target string
+	if i := strings.IndexByte(head, '@'); i >= 0 {
+		head, target = head[:i], head[i+1:]
+	}
+	if head == "" {
+		return Command{}, ErrNotCommand
+	}
+	raw := strings.ToLower(head)
+	cmd := Command{Name: raw, Addressed: true}
+	for _, t := range toks[1:] {
+		cmd.Args = append(cmd.Args, t.text)
+	}
+	if target != "" && botUsername != "" && !strings.EqualFold(target, strings.TrimPrefix(botUsername, "@")) {
+		cmd.Addressed = false
+		if name, ok := aliases[raw]; ok {
+			cmd.Name = name
+		}
+		return cmd, nil
+	}
+	name, ok := aliases[raw]
+	if !ok {
+		return cmd, unknownCommand(head)
+	}
+	cmd.Name = name
+	if defaultZone == nil {
+		defaultZone = time.UTC
+	}
+	p := &argParser{cmd: &cmd, toks: toks[1:], zone: defaultZone}
+	if err := p.parse(); err != nil {
+		return cmd, err
+	}
+	return cmd, nil
+}
+
+func unknownCommand(head string) *ParseError {
+	shown := head
+	if utf8.RuneCountInString(shown) > 24 {
+		shown = string([]rune(shown)[:24]) + "…"
+	}
+	en := fmt.Sprintf("Unknown command /%s. Send /help to see what I can do.", shown)
+	zh := fmt.Sprintf("未知命令 /%s。发送 /help 查看可用命令。", shown)
+	if s := suggest(strings.ToLower(head)); s != "" {
+		en = fmt.Sprintf("Unknown command /%s. Did you mean /%s? Send /help to see all commands.", shown, s)
+		zh = fmt.Sprintf("未知命令 /%s。你是想用 /%s 吗？发送 /help 查看全部命令。", shown, s)
+	}
+	return &ParseError{Code: CodeUnknownCommand, En: en, Zh: zh}
+}
+
+// suggest returns the command closest to a mistyped one, if close enough.
+func suggest(s string) string {
+	best, bestD := "", 3
+	for name := range usage {
+		if d := distance(s, name); d < bestD || d == bestD && name < best {
+			best, bestD = name, d
+		}
+	}
+	if bestD > 2 || len(s) < 3 {
+		return ""
+	}
+	return best
+}
+
+// distance is the Levenshtein distance, capped to keep long input cheap.
+func distance(a, b string) int {
+	if len(a) > 32 {
+		return 99
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := prev[j-1]
+			if a[i-1] != b[j-1] {
+				c++
+			}
+			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func isSpace(r rune) bool {
+	return unicode.IsSpace(r) || r == '\u3000' || r == '\u200b' || r == '\ufeff'
+}
+
+type token struct {
+	text   string
+	quoted bool
+}
+
+var closers = map[rune]rune{'"': '"', '\'': '\'', '“': '”', '‘': '’', '「': '」', '『': '』', '《': '》', '«': '»'}
+
+// tokenize splits on any whitespace; a token opening with a quote mark
+// runs to the matching closing mark.
+func tokenize(s string) ([]token, *ParseError) {
+	var out []token
+	rs := []rune(s)
+	for i := 0; i < len(rs); {
+		if isSpace(rs[i]) {
+			i++
+			continue
+		}
+		if c, ok := closers[rs[i]]; ok && len(out) > 0 {
+			j := i + 1
+			for j < len(rs) && rs[j] != c && !(c == '"' && rs[j] == '”') {
+				j++
+			}
+			if j == len(rs) {
+				return nil, &ParseError{Code: CodeUsage, En: "A quoted text is missing its closing quote mark.", Zh: "引号没有闭合。"}
+			}
+			out = append(out, token{text: strings.TrimFunc(string(rs[i+1:j]), isSpace), quoted: true})
+			i = j + 1
+			continue
+		}
+		j := i
+		for j < len(rs) && !isSpace(rs[j]) {
+			j++
+		}
+		out = append(out, token{text: string(rs[i:j])})
+		i = j
+	}
+	if len(out) == 0 {
+		out = append(out, token{})
+	}
+	return out, nil
+}
+
+type argParser struct {
+	cmd  *Command
+	toks []token
+	zone *time.Location
+}
+
+func (p *argParser) parse() error {
+	c := p.cmd
+	switch c.Name {
+	case "help":
+		return nil // topics are free text
+	case "tasks", "inbox", "cancel":
+		return p.none()
+	case "task", "pause", "resume", "delete", "run", "approve":
+		id, err := p.id(0)
+		if err != nil {
+			return err
+		}
+		c.ID = id
+		return p.none(1)
+	case "reject":
+		id, err := p.id(0)
+		if err != nil {
+			return err
+		}
+		c.ID = id
+		var parts []string
+		for _, t := range p.toks[1:] {
+			parts = append(parts, t.text)
+		}
+		c.Reason = strings.Join(parts, " ")
+		if utf8.RuneCountInString(c.Reason) > 500 {
+			return usageErr("reject", CodeUsage, "The reason is too long (500 characters at most).", "原因太长（最多 500 字）。")
+		}
+		return nil
+	case "read":
+		if len(p.toks) > 0 && (strings.EqualFold(p.toks[0].text, "all") || p.toks[0].text == "全部") {
+			c.ID = "all"
+			return p.none(1)
+		}
+		id, err := p.id(0)
+		if err != nil {
+			return err
+		}
+		c.ID = id
+		return p.none(1)
+	case "mute":
+		return p.mute()
+	case "quiet":
+		return p.quiet()
+	case "watch", "remind":
+		return p.watch()
+	}
+	return unknownCommand(c.Name)
+}
+
+// none fails when tokens from index from on are present.
+func (p *argParser) none(from ...int) error {
+	i := 0
+	if len(from) > 0 {
+		i = from[0]
+	}
+	if len(p.toks) > i {
+		return p.unexpected(p.toks[i].text)
+	}
+	return nil
+}
+
+func (p *argParser) unexpected(tok string) error {
+	shown := tok
+	if utf8.RuneCountInString(shown) > 30 {
+		shown = string([]rune(shown)[:30]) + "…"
+	}
+	if strings.Contains(tok, "://") {
+		shown = "a second URL"
+		return usageErr(p.cmd.Name, CodeUnexpected, "I don't know what to do with "+shown+".", "多余的网址。")
+	}
+	return usageErr(p.cmd.Name, CodeUnexpected,
+		fmt.Sprintf("I don't know what to do with %q.", shown),
+		fmt.Sprintf("无法理解 %q。", shown))
+}
+
+// id reads an identifier at token i.
+func (p *argParser) id(i int) (string, error) {
+	if len(p.toks) <= i || p.toks[i].text == "" {
+		return "", usageErr(p.cmd.Name, CodeUsage, "Which one? Give its id.", "请给出编号。")
+	}
+	s := p.toks[i].text
+	if !validID(s) {
+		return "", usageErr(p.cmd.Name, CodeBadID,
+			"An id has letters, digits, '-', '_', '.' or ':' only, like t-7f3a.",
+			"编号只能包含字母、数字和 - _ . :，例如 t-7f3a。")
+	}
+	return s, nil
+}
+
+func validID(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == ':'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *argParser) mute() error {
+	id, err := p.id(0)
+	if err != nil {
+		return err
+	}
+	p.cmd.ID = id
+	if len(p.toks) < 2 {
+		return usageErr("mute", CodeUsage, "For how long?", "静音多久？")
+	}
+	rest := p.toks[1:]
+	if t := rest[0].text; len(rest) == 1 && (strings.EqualFold(t, "off") || t == "关闭") {
+		p.cmd.Duration = 0
+		return nil
+	}
+	var parts []string
+	for _, t := range rest {
+		parts = append(parts, t.text)
+	}
+	d, err := schedule.ParseDuration(strings.Join(parts, ""))
+	if err != nil {
+		msg := err.Error()
+		var pe *schedule.ParseError
+		if errors.As(err, &pe) {
+			msg = pe.Msg
+		}
+		return usageErr("mute", CodeBadDuration, "That duration doesn't work: "+msg+".", "时长无效："+msg+"。")
+	}
+	p.cmd.Duration = d
+	return nil
+}
+
+func (p *argParser) quiet() error {
+	if len(p.toks) == 0 {
+		return usageErr("quiet", CodeUsage, "Give quiet hours or off.", "请给出免打扰时段或 off。")
+	}
+	var parts []string
+	for _, t := range p.toks {
+		parts = append(parts, t.text)
+	}
+	s := schedule.Normalize(strings.Join(parts, ""))
+	if strings.EqualFold(s, "off") || s == "关闭" {
+		p.cmd.Quiet = "off"
+		return nil
+	}
+	for _, dash := range []string{"–", "—", "~", "〜", "至", "到", "to"} {
+		s = strings.ReplaceAll(s, dash, "-")
+	}
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		return usageErr("quiet", CodeBadQuiet, "Quiet hours look like 22:00-07:00.", "免打扰时段的格式是 22:00-07:00。")
+	}
+	from, ok1 := clock(a)
+	to, ok2 := clock(b)
+	if !ok1 || !ok2 {
+		return usageErr("quiet", CodeBadQuiet, "Quiet hours look like 22:00-07:00, on a 24-hour clock.", "免打扰时段的格式是 22:00-07:00（24 小时制）。")
+	}
+	if from == to {
+		return usageErr("quiet", CodeBadQuiet, "Quiet hours must start and end at different times.", "免打扰的开始和结束时间不能相同。")
+	}
+	p.cmd.Quiet = from + "-" + to
+	return nil
+}
+
+// clock reads "H:MM" or "HH:MM" and returns "HH:MM".
+func clock(s string) (string, bool) {
+	h, m, ok := strings.Cut(strings.TrimSpace(s), ":")
+	if !ok || len(h) < 1 || len(h) > 2 || len(m) != 2 {
+		return "", false
+	}
+	hh, mm := 0, 0
+	for _, r := range h {
+		if r < '0' || r > '9' {
+			return "", false
+		}
+		hh = hh*10 + int(r-'0')
+	}
+	for _, r := range m {
+		if r < '0' || r > '9' {
+			return "", false
+		}
+		mm = mm*10 + int(r-'0')
+	}
+	if hh > 23 || mm > 59 {
+		return "", false
+	}
+	return fmt.Sprintf("%02d:%02d", hh, mm), true
+}
+
+// clause keywords of /watch and /remind.
+const (
+	kwSchedule = "schedule"
+	kwAs       = "as"
+	kwName     = "name"
+	kwBefore   = "before"
+)
+
+var keywords = map[string]string{
+	"every": kwSchedule, "daily": kwSchedule, "at": kwSchedule, "cron": kwSchedule,
+	"as": kwAs, "kind": kwAs, "type": kwAs, "类型": kwAs, "格式": kwAs,
+	"name": kwName, "named": kwName, "名称": kwName, "名字": kwName,
+	"before": kwBefore, "提前": kwBefore,
+}
+
+func keyword(t token) string {
+	if t.quoted {
+		return ""
+	}
+	if strings.HasPrefix(t.text, "每") {
+		return kwSchedule
+	}
+	return keywords[strings.ToLower(t.text)]
+}
+
+func (p *argParser) watch() error {
+	c := p.cmd
+	seen := map[string]bool{}
+	for i := 0; i < len(p.toks); {
+		t := p.toks[i]
+		kw := keyword(t)
+		if kw == "" {
+			if c.URL == "" && !t.quoted && looksLikeURL(t.text) {
+				u, err := checkURL(c.Name, t.text)
+				if err != nil {
+					return err
+				}
+				c.URL = u
+				i++
+				continue
+			}
+			if c.URL == "" {
+				return usageErr(c.Name, CodeMissingURL,
+					"Start with the address to watch, like https://news.example.edu/feed.xml.",
+					"请先给出要关注的网址，例如 https://news.example.edu/feed.xml。")
+			}
+			return p.unexpected(t.text)
+		}
+		if kw == kwBefore && c.Name != "remind" {
+			return p.unexpected(t.text)
+		}
+		if seen[kw] {
+			return usageErr(c.Name, CodeDuplicate,
+				fmt.Sprintf("%q is given twice.", t.text), fmt.Sprintf("%q 重复了。", t.text))
+		}
+		seen[kw] = true
+		// The clause runs to the next keyword or URL.
+		j := i + 1
+		for j < len(p.toks) && keyword(p.toks[j]) == "" && !(c.URL == "" && looksLikeURL(p.toks[j].text)) {
+			j++
+		}
+		if err := p.clause(kw, p.toks[i:j]); err != nil {
+			return err
+		}
+		i = j
+	}
+	if c.URL == "" {
+		return usageErr(c.Name, CodeMissingURL, "Which address? Give a URL.", "请给出网址。")
+	}
+	return nil
+}
+
+func (p *argParser) clause(kw string, toks []token) error {
+	c := p.cmd
+	args := make([]string, 0, len(toks))
+	for _, t := range toks[1:] {
+		args = append(args, t.text)
+	}
+	switch kw {
+	case kwSchedule:
+		text := toks[0].text
+		if len(args) > 0 {
+			text += " " + strings.Join(args, " ")
+		}
+		s, err := schedule.Parse(text, p.zone)
+		if err != nil {
+			msg := "that local time does not exist in its zone"
+			var pe *schedule.ParseError
+			if errors.As(err, &pe) {
+				msg = pe.Msg
+			}
+			return usageErr(c.Name, CodeBadSchedule, "That schedule doesn't work: "+msg+".", "时间安排无效："+msg+"。")
+		}
+		c.Schedule = s.String()
+	case kwAs:
+		if len(args) != 1 {
+			return usageErr(c.Name, CodeBadKind, "Say which kind: as rss, as ical, as json or as html.", "请指定类型：as rss、as ical、as json 或 as html。")
+		}
+		k, ok := kinds[strings.ToLower(args[0])]
+		if !ok {
+			return usageErr(c.Name, CodeBadKind,
+				fmt.Sprintf("Unknown kind %q; use rss, ical, json or html.", clip(args[0])),
+				fmt.Sprintf("未知类型 %q；可用 rss、ical、json 或 html。", clip(args[0])))
+		}
+		c.Kind = k
+	case kwName:
+		name := strings.TrimSpace(strings.Join(args, " "))
+		if name == "" {
+			return usageErr(c.Name, CodeUsage, "Give the name after name.", "请在 name 后给出名称。")
+		}
+		if utf8.RuneCountInString(name) > 80 {
+			return usageErr(c.Name, CodeUsage, "The name is too long (80 characters at most).", "名称太长（最多 80 字）。")
+		}
+		c.TaskName = name
+	case kwBefore:
+		return p.before(args)
+	}
+	return nil
+}
+
+func (p *argParser) before(args []string) error {
+	text := schedule.Normalize(strings.Join(args, " "))
+	text = strings.ReplaceAll(text, "、", ",")
+	parts := strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == ' ' || r == ';' })
+	if len(parts) == 0 {
+		return usageErr("remind", CodeBadDuration, "Give the offsets after before, like before 72h,24h,2h.", "请在 before 后给出提前量，例如 before 72h,24h,2h。")
+	}
+	if len(parts) > 10 {
+		return usageErr("remind", CodeBadDuration, "At most 10 reminder offsets.", "最多 10 个提醒时间。")
+	}
+	var out []time.Duration
+	for _, s := range parts {
+		d, err := schedule.ParseDuration(s)
+		if err != nil {
+			msg := err.Error()
+			var pe *schedule.ParseError
+			if errors.As(err, &pe) {
+				msg = pe.Msg
+			}
+			return usageErr("remind", CodeBadDuration,
+				fmt.Sprintf("Reminder offset %q doesn't work: %s.", clip(s), msg),
+				fmt.Sprintf("提醒时间 %q 无效：%s。", clip(s), msg))
+		}
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	slices.SortFunc(out, func(a, b time.Duration) int { return int((b - a) / time.Minute) })
+	p.cmd.Before = out
+	return nil
+}
+
+func clip(s string) string {
+	if utf8.RuneCountInString(s) > 20 {
+		return string([]rune(s)[:20]) + "…"
+	}
+	return s
+}
+
+func looksLikeURL(s string) bool {
+	s = strings.ToLower(trimURL(s))
+	return strings.Contains(s, "://") || strings.HasPrefix(s, "www.") || strings.HasPrefix(s, "mailto:")
+}
+
+// trimURL drops what chat clients and people put around a link.
+func trimURL(s string) string {
+	s = strings.TrimPrefix(strings.TrimSuffix(s, ">"), "<")
+	return strings.TrimRight(s, "。，、；,;")
+}
+
+// checkURL accepts absolute http(s) URLs with a host and no credentials.
+// Its messages name at most the scheme or host, never the query.
+func checkURL(cmd, raw string) (string, error) {
+	s := trimURL(raw)
+	u, err := url.Parse(s)
+	if err == nil && u.Scheme != "" && !strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https") {
+		return "", usageErr(cmd, CodeBadURL,
+			fmt.Sprintf("Only http:// and https:// addresses can be watched, not %s:.", clip(u.Scheme)),
+			fmt.Sprintf("只能关注 http:// 或 https:// 网址，不支持 %s:。", clip(u.Scheme)))
+	}
+	if err != nil || u.Host == "" || u.Scheme == "" {
+		if strings.HasPrefix(strings.ToLower(s), "www.") {
+			return "", usageErr(cmd, CodeBadURL, "Write the full address, starting with https://.", "请写完整网址，以 https:// 开头。")
+		}
+		return "", usageErr(cmd, CodeBadURL, "That URL can't be read; check it and send it again.", "无法识别这个网址，请检查后重发。")
+	}
+	if u.User != nil {
+		return "", usageErr(cmd, CodeBadURL,
+			"Don't put a password in the URL; an admin can configure credentials for this source.",
+			"请不要把密码写在网址里；管理员可以为该来源配置凭据。")
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	u.Host = strings.ToLower(u.Host)
+	return u.String(), nil
+}

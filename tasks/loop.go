@@ -1,0 +1,290 @@
+package tasks
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/herald-bridge/herald/store"
+	"github.com/herald-bridge/herald/tasks/schedule"
+	"github.com/herald-bridge/herald/tasks/watch"
+)
+
+// SchedulerLease is the lease that makes one replica the scheduling owner (I5).
+const SchedulerLease = "scheduler"
+
+// Run owns scheduling while ctx lives: it takes the scheduler lease
+// (waiting while another replica holds it), recovers interrupted work
+// (I3, I4), then sleeps until the next wake-up — no polling tick.
+func (m *Manager) Run(ctx context.Context) error {
+	for {
+		lease, err := m.acquire(ctx)
+		if err != nil {
+			return nil // ctx done
+		}
+		ownerCtx, cancel := context.WithCancel(ctx)
+		m.mu.Lock()
+		m.fence = store.Fence{Lease: SchedulerLease, Epoch: lease.Epoch}
+		m.ownerCtx = ownerCtx
+		m.mu.Unlock()
+		m.log.Info().Uint64("epoch", lease.Epoch).Msg("owning scheduling")
+		renewDone := make(chan struct{})
+		go func() { defer close(renewDone); m.renew(ownerCtx, cancel, lease) }()
+
+		if err := m.recover(ownerCtx); err != nil && ownerCtx.Err() == nil {
+			m.log.Error().Err(err).Msg("recovery failed; will retry")
+		}
+		m.loop(ownerCtx)
+		cancel()
+		<-renewDone
+		m.mu.Lock()
+		m.fence, m.ownerCtx = store.Fence{}, nil
+		m.mu.Unlock()
+		m.waitRuns()
+		if ctx.Err() != nil {
+			rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = m.store.Leases().Release(rctx, lease)
+			rcancel()
+			return nil
+		}
+		m.log.Warn().Msg("lost scheduling ownership; stopped admitting effects")
+	}
+}
+
+func (m *Manager) acquire(ctx context.Context) (store.Lease, error) {
+	for {
+		l, err := m.store.Leases().Acquire(ctx, SchedulerLease, m.o.Holder, m.o.LeaseTTL)
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, store.ErrLeaseHeld) {
+			m.log.Warn().Err(err).Msg("cannot take the scheduling lease")
+		}
+		select {
+		case <-ctx.Done():
+			return store.Lease{}, ctx.Err()
+		case <-m.clock.After(m.o.LeaseTTL / 3):
+		}
+	}
+}
+
+// renew keeps the lease; when it cannot, it cancels ownership at once so
+// no further effect is admitted under a stale epoch.
+func (m *Manager) renew(ctx context.Context, lost context.CancelFunc, l store.Lease) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.clock.After(m.o.LeaseTTL / 3):
+		}
+		nl, err := m.store.Leases().Renew(ctx, l, m.o.LeaseTTL)
+		if err == nil {
+			l = nl
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, store.ErrLeaseLost) || !m.clock.Now().Before(l.Expires) {
+			m.mu.Lock()
+			m.fence = store.Fence{}
+			m.mu.Unlock()
+			lost()
+			return
+		}
+		m.log.Warn().Err(err).Msg("lease renewal failed; retrying")
+	}
+}
+
+// recover turns interrupted attempts into unknown (I3) and records the
+// interruption in each task's run history.
+func (m *Manager) recover(ctx context.Context) error {
+	fxs, err := m.store.Ledger().Recover(ctx, m.o.Alive, m.clock.Now())
+	if err != nil {
+		return fmt.Errorf("recover ledger: %w", err)
+	}
+	per := map[string]int{}
+	for _, fx := range fxs {
+		per[fx.TaskID]++
+	}
+	now := m.clock.Now()
+	for task, n := range per {
+		rec := RunRecord{ID: "run-" + randomID(4), TaskID: task, Start: now, Outcome: OutcomeInterrupted,
+			Effects: n, Reason: fmt.Sprintf("%d push(es) were in flight when herald stopped; they are marked unknown and not sent again automatically", n)}
+		m.appendRun(ctx, rec)
+		m.log.Warn().Str("task", task).Int("effects", n).Msg("interrupted pushes marked unknown")
+	}
+	return nil
+}
+
+// ---------------------------------------------------------------- wake heap
+
+type wakeKind int
+
+const (
+	wakeCheck wakeKind = iota
+	wakeRemind
+)
+
+type wakeup struct {
+	at   time.Time
+	task string
+	kind wakeKind
+	gen  uint64
+}
+
+type wakeHeap []wakeup
+
+func (h wakeHeap) Len() int           { return len(h) }
+func (h wakeHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h wakeHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *wakeHeap) Push(x any)        { *h = append(*h, x.(wakeup)) }
+func (h *wakeHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// planner keeps one generation per task: entries of older generations are
+// stale and skipped when popped (lazy deletion).
+type planner struct {
+	h   wakeHeap
+	gen map[string]uint64
+}
+
+func (p *planner) plan(task string, check, remind time.Time) {
+	p.gen[task]++
+	g := p.gen[task]
+	if !check.IsZero() {
+		heap.Push(&p.h, wakeup{at: check, task: task, kind: wakeCheck, gen: g})
+	}
+	if !remind.IsZero() && (check.IsZero() || remind.Before(check)) {
+		heap.Push(&p.h, wakeup{at: remind, task: task, kind: wakeRemind, gen: g})
+	}
+}
+
+func (p *planner) drop(task string) { p.gen[task]++ }
+
+// due pops every live entry due at now.
+func (p *planner) due(now time.Time) []wakeup {
+	var out []wakeup
+	for p.h.Len() > 0 {
+		w := p.h[0]
+		if w.gen != p.gen[w.task] {
+			heap.Pop(&p.h)
+			continue
+		}
+		if w.at.After(now) {
+			break
+		}
+		heap.Pop(&p.h)
+		p.gen[w.task]++ // the task is re-planned after its run
+		out = append(out, w)
+	}
+	return out
+}
+
+func (p *planner) next() (time.Time, bool) {
+	for p.h.Len() > 0 {
+		w := p.h[0]
+		if w.gen != p.gen[w.task] {
+			heap.Pop(&p.h)
+			continue
+		}
+		return w.at, true
+	}
+	return time.Time{}, false
+}
+
+func (m *Manager) loop(ctx context.Context) {
+	p := &planner{gen: map[string]uint64{}}
+	all, err := m.all(ctx)
+	if err != nil {
+		m.log.Error().Err(err).Msg("cannot read the task catalog")
+	}
+	for _, t := range all {
+		m.planTask(ctx, p, t)
+	}
+	for {
+		m.dirtyMu.Lock()
+		dirty := m.dirty
+		m.dirty = map[string]bool{}
+		m.dirtyMu.Unlock()
+		for id := range dirty {
+			if m.isRunning(id) {
+				continue // re-planned when the run ends
+			}
+			t, err := m.Get(ctx, id)
+			if err != nil {
+				p.drop(id)
+				continue
+			}
+			m.planTask(ctx, p, t)
+		}
+		for _, w := range p.due(m.clock.Now()) {
+			m.startRun(ctx, w.task, w.kind, nil)
+		}
+		var timer <-chan time.Time
+		if at, ok := p.next(); ok {
+			timer = m.clock.After(at.Sub(m.clock.Now()))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.wake:
+		case <-timer:
+		}
+	}
+}
+
+// planTask computes a task's next check and reminder wake-ups. An overdue
+// check (herald was down) is planned once, now (I4).
+func (m *Manager) planTask(ctx context.Context, p *planner, t *Task) {
+	if t.State != Active {
+		p.drop(t.ID)
+		return
+	}
+	now := m.clock.Now()
+	check := t.NextRun
+	if check.IsZero() {
+		sched, err := schedule.Parse(t.Schedule, m.o.Zone)
+		if err != nil {
+			p.drop(t.ID)
+			return
+		}
+		after := t.LastRunEnd
+		if after.IsZero() {
+			after = now
+		}
+		next, err := sched.Next(after)
+		if err != nil {
+			p.drop(t.ID)
+			return
+		}
+		check = next
+	}
+	if check.Before(now) {
+		check = now
+	}
+	var remind time.Time
+	if len(t.RemindBefore) > 0 {
+		if b, err := m.store.Snapshots().Get(ctx, t.ID); err == nil {
+			if snap, err := watch.DecodeSnapshot(b); err == nil && snap != nil {
+				if at, ok := watch.NextWake(snap, now, t.diffOptions(m.Policy().Limits)); ok {
+					remind = at
+				}
+			}
+		}
+	}
+	p.plan(t.ID, check, remind)
+}
+
+func (t *Task) diffOptions(l Limits) watch.Options {
+	return watch.Options{RemindBefore: t.RemindBefore, Include: t.Include, Exclude: t.Exclude, MaxEvents: l.MaxItemsPerRun}
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

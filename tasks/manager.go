@@ -1,0 +1,669 @@
+package tasks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/store"
+	"github.com/herald-bridge/herald/tasks/schedule"
+	"github.com/herald-bridge/herald/tasks/watch"
+)
+
+// Source fetches the current items of one watched source.
+type Source interface {
+	Fetch(ctx context.Context, cond watch.Conditional) (watch.Result, error)
+}
+
+// SourceOpener builds the Source for a spec (one registry: tasks/source).
+type SourceOpener interface {
+	Open(spec watch.Spec, zone *time.Location) (Source, error)
+}
+
+// SourceOpenerFunc adapts a function to SourceOpener.
+type SourceOpenerFunc func(spec watch.Spec, zone *time.Location) (Source, error)
+
+// Open calls f.
+func (f SourceOpenerFunc) Open(spec watch.Spec, zone *time.Location) (Source, error) {
+	return f(spec, zone)
+}
+
+// Options configure a Manager.
+type Options struct {
+	Store   store.Store
+	Sources SourceOpener
+	Policy  Policy
+	Clock   Clock          // default RealClock
+	Zone    *time.Location // default zone for schedules; default UTC
+	Log     zerolog.Logger
+	// Holder names this replica (lease holder, delivery worker id).
+	Holder string
+	// LeaseTTL is the scheduling lease's lifetime (default 15 s; renewed every TTL/3).
+	LeaseTTL time.Duration
+	// WakeDelivery is called after effects were queued.
+	WakeDelivery func()
+	// Alive reports whether a delivery worker is still running; in-flight
+	// attempts of dead workers become unknown on recovery (I3).
+	Alive func(worker string) bool
+	// RetryWaits are the waits between source attempts (I6); default 1 s, 2 s.
+	RetryWaits []time.Duration
+}
+
+func (o *Options) validate() error {
+	if o.Store == nil {
+		return errors.New("tasks: Options.Store is required")
+	}
+	if o.Sources == nil {
+		return errors.New("tasks: Options.Sources is required")
+	}
+	if o.Clock == nil {
+		o.Clock = RealClock{}
+	}
+	if o.Zone == nil {
+		o.Zone = time.UTC
+	}
+	if o.Holder == "" {
+		o.Holder = "herald-" + randomID(4)
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 15 * time.Second
+	}
+	if o.WakeDelivery == nil {
+		o.WakeDelivery = func() {}
+	}
+	if o.Alive == nil {
+		holder := o.Holder
+		o.Alive = func(w string) bool { return w == holder }
+	}
+	if o.RetryWaits == nil {
+		o.RetryWaits = []time.Duration{time.Second, 2 * time.Second}
+	}
+	return nil
+}
+
+// Change is a signal that a task changed; readers re-query the record.
+type Change struct {
+	TaskID string
+	What   string // requested | approved | rejected | paused | resumed | deleted | run | unreachable
+}
+
+// Manager owns the catalog, the clock and effect admission.
+type Manager struct {
+	o     Options
+	store store.Store
+	clock Clock
+	log   zerolog.Logger
+
+	mu     sync.Mutex
+	policy Policy
+	fence  store.Fence // zero when not owner
+	// ownerCtx lives while this replica owns scheduling (nil otherwise).
+	ownerCtx context.Context
+	subs   []chan Change
+
+	wake    chan struct{}
+	dirtyMu sync.Mutex
+	dirty   map[string]bool
+
+	runMu    sync.Mutex
+	running  map[string]*runSlot
+	sessions map[string]*sync.Mutex
+	sem      chan struct{}
+}
+
+// New returns a Manager; call Run to start scheduling.
+func New(o Options) (*Manager, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	o.Policy.Limits = o.Policy.Limits.withDefaults()
+	return &Manager{
+		o: o, store: o.Store, clock: o.Clock, log: o.Log, policy: o.Policy,
+		wake: make(chan struct{}, 1), dirty: map[string]bool{},
+		running: map[string]*runSlot{}, sessions: map[string]*sync.Mutex{},
+		sem: make(chan struct{}, o.Policy.Limits.Concurrency),
+	}, nil
+}
+
+// Holder is this replica's name.
+func (m *Manager) Holder() string { return m.o.Holder }
+
+// Policy returns the policy in force.
+func (m *Manager) Policy() Policy {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.policy
+}
+
+// SetPolicy swaps the policy (config reload).
+func (m *Manager) SetPolicy(p Policy) {
+	p.Limits = p.Limits.withDefaults()
+	m.mu.Lock()
+	m.policy = p
+	m.mu.Unlock()
+}
+
+// Owner reports whether this replica owns scheduling now, and its epoch.
+func (m *Manager) Owner() (bool, uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.fence.IsZero(), m.fence.Epoch
+}
+
+// Subscribe returns a channel of change signals and a cancel func.
+func (m *Manager) Subscribe() (<-chan Change, func()) {
+	ch := make(chan Change, 64)
+	m.mu.Lock()
+	m.subs = append(m.subs, ch)
+	m.mu.Unlock()
+	return ch, func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for i, c := range m.subs {
+			if c == ch {
+				m.subs = slices.Delete(m.subs, i, i+1)
+				close(ch)
+				return
+			}
+		}
+	}
+}
+
+func (m *Manager) signal(id, what string) {
+	m.mu.Lock()
+	for _, c := range m.subs {
+		select {
+		case c <- Change{TaskID: id, What: what}:
+		default: // signals only: a slow reader re-queries anyway
+		}
+	}
+	m.mu.Unlock()
+	m.touch(id)
+}
+
+// touch asks the scheduling loop to re-read a task.
+func (m *Manager) touch(id string) {
+	m.dirtyMu.Lock()
+	m.dirty[id] = true
+	m.dirtyMu.Unlock()
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (m *Manager) wakeDelivery() { m.o.WakeDelivery() }
+
+// ---------------------------------------------------------------- reads
+
+// Get returns a task by task id ("t-…") or request id ("r-…").
+func (m *Manager) Get(ctx context.Context, id string) (*Task, error) {
+	id = normalizeID(id)
+	rec, err := m.store.Catalog().Get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, userErr(ErrNotFound, "there is no task or request %s", displayID(id))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read task: %w", err)
+	}
+	return decodeTask(rec.Value, rec.Revision)
+}
+
+// List returns the tasks visible to who (admins: all), not deleted.
+func (m *Manager) List(ctx context.Context, who string) ([]*Task, error) {
+	all, err := m.all(ctx)
+	if err != nil {
+		return nil, err
+	}
+	admin := m.Policy().IsAdmin(who) || who == ""
+	var out []*Task
+	for _, t := range all {
+		if t.State == Deleted {
+			continue
+		}
+		if admin || t.Owner == who {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b *Task) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, nil
+}
+
+func (m *Manager) all(ctx context.Context) ([]*Task, error) {
+	recs, err := m.store.Catalog().List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	out := make([]*Task, 0, len(recs))
+	for _, r := range recs {
+		t, err := decodeTask(r.Value, r.Revision)
+		if err != nil {
+			m.log.Error().Str("task", r.ID).Err(err).Msg("skipping unreadable task record")
+			continue
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// Runs returns a task's newest runs.
+func (m *Manager) Runs(ctx context.Context, id string, limit int) ([]RunRecord, error) {
+	raw, err := m.store.Runs().List(ctx, normalizeID(id), limit)
+	if err != nil {
+		return nil, fmt.Errorf("read runs: %w", err)
+	}
+	out := make([]RunRecord, 0, len(raw))
+	for _, b := range raw {
+		var r RunRecord
+		if err := jsonUnmarshal(b, &r); err == nil {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// Effects returns a task's (or hook's) ledger entries, newest first.
+func (m *Manager) Effects(ctx context.Context, source string, limit int) ([]store.Effect, error) {
+	return m.store.Ledger().List(ctx, normalizeID(source), limit)
+}
+
+// Redeliver makes a new recorded attempt of an ended effect on the same
+// key (an explicit human replay, recorded with who).
+func (m *Manager) Redeliver(ctx context.Context, who, key string) (store.Effect, error) {
+	fx, err := m.store.Ledger().Get(ctx, key)
+	if err != nil {
+		return fx, fmt.Errorf("redeliver: %w", err)
+	}
+	if t, err := m.Get(ctx, fx.TaskID); err == nil {
+		if !m.mayManage(who, t) {
+			return fx, userErr(ErrForbidden, "only the task's owner or an admin can redeliver its effects")
+		}
+	} else if !m.Policy().IsAdmin(who) && who != "" {
+		return fx, userErr(ErrForbidden, "only an admin can redeliver this effect")
+	}
+	fx, err = m.store.Ledger().Redeliver(ctx, key, who, m.clock.Now())
+	if err != nil {
+		return fx, fmt.Errorf("redeliver: %w", err)
+	}
+	m.wakeDelivery()
+	return fx, nil
+}
+
+// ---------------------------------------------------------------- writes
+
+// Submission is a request for a new task (from chat, CLI or the assistant).
+type Submission struct {
+	Principal    string
+	ReplyTo      string // the requesting chat's address
+	Lang         string
+	URL          string
+	Kind         string
+	Schedule     string // "" → every 1h
+	Name         string
+	RemindBefore []time.Duration
+	Notify       []string // "" → ReplyTo, else the requester's inbox
+	Include      []string
+	Exclude      []string
+}
+
+// Submit records a request. It is approved at once when an auto_approve
+// rule covers it or the requester is an admin; otherwise it waits.
+func (m *Manager) Submit(ctx context.Context, s Submission) (*Task, error) {
+	p := m.Policy()
+	if !p.MayRequest(s.Principal) {
+		return nil, userErr(ErrForbidden, "you are not allowed to request watches; ask an admin")
+	}
+	u, err := url.Parse(strings.TrimSpace(s.URL))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, userErr(ErrInvalid, "that is not a web address I can watch (it must start with http:// or https://)")
+	}
+	if u.User != nil {
+		return nil, userErr(ErrInvalid, "please leave credentials out of the URL")
+	}
+	switch s.Kind {
+	case "", "rss", "ical", "json", "html":
+	default:
+		return nil, userErr(ErrInvalid, "unknown kind %q: use rss, ical, json or html", s.Kind)
+	}
+	if s.Schedule == "" {
+		s.Schedule = "every 1h"
+	}
+	sched, err := schedule.Parse(s.Schedule, m.o.Zone)
+	if err != nil {
+		return nil, userErr(ErrInvalid, "I could not read the schedule: %v", err)
+	}
+	notify := s.Notify
+	if len(notify) == 0 {
+		if s.ReplyTo != "" {
+			notify = []string{s.ReplyTo}
+		} else {
+			notify = []string{"inbox:" + s.Principal}
+		}
+	}
+	for _, r := range notify {
+		if err := p.mayTarget(s, r); err != nil {
+			return nil, err
+		}
+	}
+	if n, err := m.countLive(ctx); err != nil {
+		return nil, err
+	} else if n >= p.Limits.MaxTasks {
+		return nil, userErr(ErrLimit, "herald already has %d tasks, its limit; delete one first", n)
+	}
+	now := m.clock.Now()
+	t := &Task{
+		Name: strings.TrimSpace(s.Name), Source: watch.Spec{Kind: s.Kind, URL: u.String()},
+		Schedule: sched.String(), RemindBefore: s.RemindBefore, Notify: notify,
+		Include: s.Include, Exclude: s.Exclude, Owner: s.Principal, ReplyTo: s.ReplyTo, Lang: s.Lang,
+		Origin: OriginChat, State: PendingApproval, CreatedAt: now, UpdatedAt: now,
+	}
+	host := strings.ToLower(u.Host)
+	switch {
+	case p.IsAdmin(s.Principal):
+		err = m.approveInto(t, s.Principal, "admin", false, now)
+	case p.autoApproved(s.Principal, host):
+		err = m.approveInto(t, s.Principal, "auto_approve", true, now)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := m.create(ctx, t, now); err != nil {
+		return nil, err
+	}
+	m.signal(t.ID, "requested")
+	if t.State == Active {
+		m.signal(t.ID, "approved")
+	}
+	return t, nil
+}
+
+// mayTarget checks that a chat request targets only the requesting chat,
+// the requester's inbox, or named recipients the policy lets it use (§3).
+func (p Policy) mayTarget(s Submission, r string) error {
+	switch {
+	case r == s.ReplyTo && r != "":
+		return nil
+	case r == "inbox:"+s.Principal:
+		return nil
+	case !delivery.IsLiteral(r):
+		if !p.Named[r] {
+			return userErr(ErrInvalid, "there is no recipient named %s", r)
+		}
+		if !p.IsAdmin(s.Principal) {
+			return userErr(ErrForbidden, "only an admin can send to %s", r)
+		}
+		return nil
+	case p.IsAdmin(s.Principal):
+		if _, err := delivery.ParseAddress(r); err != nil {
+			return userErr(ErrInvalid, "%v", err)
+		}
+		return nil
+	}
+	return userErr(ErrForbidden, "you can only have pushes sent to this chat or your inbox")
+}
+
+func (m *Manager) countLive(ctx context.Context) (int, error) {
+	all, err := m.all(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, t := range all {
+		if t.State != Deleted && t.State != Rejected {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (m *Manager) create(ctx context.Context, t *Task, now time.Time) error {
+	for range 5 {
+		id := randomID(3)
+		t.ID, t.Request = "t-"+id, Request{ID: "r-" + id, By: t.Owner, At: now, Via: t.ReplyTo}
+		b, err := encodeTask(t)
+		if err != nil {
+			return err
+		}
+		rev, err := m.store.Catalog().Put(ctx, store.Fence{}, t.ID, 0, b)
+		if errors.Is(err, store.ErrConflict) {
+			continue // id taken: draw another
+		}
+		if err != nil {
+			return fmt.Errorf("store task: %w", err)
+		}
+		t.Revision = rev
+		return nil
+	}
+	return errors.New("could not allocate a task id")
+}
+
+func (m *Manager) approveInto(t *Task, by, basis string, auto bool, now time.Time) error {
+	g, err := grantFor(t, by, basis)
+	if err != nil {
+		return err
+	}
+	g.At = now
+	t.Grant = g
+	t.Decision = &Decision{By: by, At: now, Approved: true, Auto: auto}
+	t.State = Active
+	t.NextRun = now // first run now: the baseline (I2)
+	return nil
+}
+
+// update applies fn to the stored task with compare-and-swap, retrying
+// when someone else changed it in between.
+func (m *Manager) update(ctx context.Context, id string, fn func(t *Task) error) (*Task, error) {
+	id = normalizeID(id)
+	for range 8 {
+		t, err := m.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := fn(t); err != nil {
+			return nil, err
+		}
+		t.UpdatedAt = m.clock.Now()
+		b, err := encodeTask(t)
+		if err != nil {
+			return nil, err
+		}
+		rev, err := m.store.Catalog().Put(ctx, store.Fence{}, id, t.Revision, b)
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("store task: %w", err)
+		}
+		t.Revision = rev
+		return t, nil
+	}
+	return nil, fmt.Errorf("update %s: %w", id, store.ErrConflict)
+}
+
+func (m *Manager) mayManage(who string, t *Task) bool {
+	return who == "" || who == t.Owner || m.Policy().IsAdmin(who)
+}
+
+// Approve approves a pending request (admins only).
+func (m *Manager) Approve(ctx context.Context, who, id string) (*Task, error) {
+	p := m.Policy()
+	if who != "" && !p.IsAdmin(who) {
+		return nil, userErr(ErrForbidden, "only an admin can approve requests")
+	}
+	t, err := m.update(ctx, id, func(t *Task) error {
+		if t.State != PendingApproval {
+			return userErr(ErrState, "request %s is already %s", t.Request.ID, stateWord(t.State))
+		}
+		basis := "admin"
+		if u, err := url.Parse(t.Source.URL); err == nil && p.HostAllowed(u.Host) {
+			basis = "allowed_hosts"
+		}
+		return m.approveInto(t, who, basis, false, m.clock.Now())
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.log.Info().Str("task", t.ID).Msg("request approved")
+	m.signal(t.ID, "approved")
+	return t, nil
+}
+
+// Reject rejects a pending request (admins only).
+func (m *Manager) Reject(ctx context.Context, who, id, reason string) (*Task, error) {
+	if who != "" && !m.Policy().IsAdmin(who) {
+		return nil, userErr(ErrForbidden, "only an admin can reject requests")
+	}
+	t, err := m.update(ctx, id, func(t *Task) error {
+		if t.State != PendingApproval {
+			return userErr(ErrState, "request %s is already %s", t.Request.ID, stateWord(t.State))
+		}
+		t.State = Rejected
+		t.Decision = &Decision{By: who, At: m.clock.Now(), Reason: reason}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.signal(t.ID, "rejected")
+	return t, nil
+}
+
+// Pause stops scheduling a task (owner or admin).
+func (m *Manager) Pause(ctx context.Context, who, id string) (*Task, error) {
+	return m.transition(ctx, who, id, "paused", func(t *Task) error {
+		if t.State != Active && t.State != Errored {
+			return userErr(ErrState, "task %s is %s, not active", t.ID, stateWord(t.State))
+		}
+		t.State = Paused
+		return nil
+	})
+}
+
+// Resume restarts a paused task after re-checking its scope (I8).
+func (m *Manager) Resume(ctx context.Context, who, id string) (*Task, error) {
+	p := m.Policy()
+	return m.transition(ctx, who, id, "resumed", func(t *Task) error {
+		if t.State != Paused && t.State != Errored {
+			return userErr(ErrState, "task %s is %s, not paused", t.ID, stateWord(t.State))
+		}
+		if err := p.checkScope(t); err != nil {
+			return err
+		}
+		t.State = Active
+		t.NextRun = m.clock.Now()
+		return nil
+	})
+}
+
+// Delete removes a task from scheduling (owner or admin). Its record,
+// ledger and history stay readable.
+func (m *Manager) Delete(ctx context.Context, who, id string) (*Task, error) {
+	return m.transition(ctx, who, id, "deleted", func(t *Task) error {
+		if t.State == Deleted {
+			return userErr(ErrState, "task %s is already deleted", t.ID)
+		}
+		t.State = Deleted
+		return nil
+	})
+}
+
+func (m *Manager) transition(ctx context.Context, who, id, what string, fn func(t *Task) error) (*Task, error) {
+	t, err := m.update(ctx, id, func(t *Task) error {
+		if !m.mayManage(who, t) {
+			return userErr(ErrForbidden, "only the task's owner or an admin can do that")
+		}
+		return fn(t)
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.signal(t.ID, what)
+	return t, nil
+}
+
+// MarkUnreachable records that the provider reports recipient as
+// unreachable (bot blocked or kicked) and tells the owner once.
+func (m *Manager) MarkUnreachable(ctx context.Context, taskID, recipient, reason string) error {
+	t, err := m.update(ctx, taskID, func(t *Task) error {
+		if slices.Contains(t.Unreachable, recipient) {
+			return errSkip
+		}
+		t.Unreachable = append(t.Unreachable, recipient)
+		return nil
+	})
+	if errors.Is(err, errSkip) || errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	m.signal(t.ID, "unreachable")
+	if t.ownerAddress() == recipient {
+		return nil
+	}
+	fx, err := noticeEffect(t, "unreachable|"+recipient, "A recipient is unreachable",
+		fmt.Sprintf("Pushes for %s cannot reach one of its recipients (%s). Check that the bot is still in that chat.", t.displayName(), reason), m.clock.Now())
+	if err != nil {
+		return err
+	}
+	_, err = m.store.Ledger().Commit(ctx, store.RunCommit{TaskID: t.ID, Effects: []store.Effect{fx}})
+	m.wakeDelivery()
+	return err
+}
+
+// MigrateRecipient replaces a recipient the provider moved (Telegram
+// migrate_to_chat_id). The grant follows: this is the same chat.
+func (m *Manager) MigrateRecipient(ctx context.Context, taskID, from, to string) error {
+	_, err := m.update(ctx, taskID, func(t *Task) error {
+		i := slices.Index(t.Notify, from)
+		if i < 0 {
+			return errSkip
+		}
+		t.Notify[i] = to
+		if t.Grant != nil {
+			if j := slices.Index(t.Grant.Recipients, from); j >= 0 {
+				t.Grant.Recipients[j] = to
+			}
+		}
+		if t.ReplyTo == from {
+			t.ReplyTo = to
+		}
+		return nil
+	})
+	if errors.Is(err, errSkip) || errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+var errSkip = errors.New("nothing to change")
+
+func normalizeID(id string) string {
+	id = strings.TrimSpace(id)
+	if rest, ok := strings.CutPrefix(id, "r-"); ok {
+		return "t-" + rest
+	}
+	return id
+}
+
+func displayID(id string) string { return id }
+
+func stateWord(s State) string { return strings.ReplaceAll(string(s), "_", " ") }
+
+func randomID(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+var _ SourceOpener = SourceOpenerFunc(nil)

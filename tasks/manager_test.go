@@ -1,0 +1,391 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/store"
+	"github.com/herald-bridge/herald/tasks/watch"
+)
+
+func TestI1_ConcurrentClaimsOnePush(t *testing.T) {
+	r := newRig(t)
+	r.own()
+	tk := r.activeTask()
+	r.src.push(items("a", 5), nil)
+	r.run(tk.ID) // baseline
+	r.src.push(append(items("a", 5), items("new", 1)...), nil)
+
+	// Two runs race on the same state: the ledger lets one claim through.
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.m.runTask(context.Background(), tk.ID, wakeCheck) }()
+	}
+	wg.Wait()
+	// Two admissions of one inbound event race the same way.
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = r.m.Admit(context.Background(), Admission{Source: "hook:ci", Identity: "delivery-1",
+				Recipients: []string{"inbox:console:alice"}, Message: delivery.Message{Kind: delivery.KindInbound, Text: "build passed"}})
+		}()
+	}
+	wg.Wait()
+
+	sink := newRecorder()
+	r.dispatch(sink, "w1")
+	if got := sink.items()["new-0"]; got != 1 {
+		t.Fatalf("item new-0 pushed %d times, want exactly 1", got)
+	}
+	inbound := 0
+	for _, d := range sink.sent {
+		if d.Message.Kind == delivery.KindInbound {
+			inbound++
+		}
+	}
+	if inbound != 1 {
+		t.Fatalf("inbound event pushed %d times, want 1", inbound)
+	}
+}
+
+func TestI2_BaselineOf40ItemsPushesNothingThenOneNew(t *testing.T) {
+	r := newRig(t)
+	r.own()
+	tk := r.activeTask()
+	r.src.push(items("a", 40), nil)
+	rec := r.run(tk.ID)
+	if rec.Outcome != OutcomeBaseline {
+		t.Fatalf("first run outcome %q, want baseline", rec.Outcome)
+	}
+	fxItems, notices := r.effects(tk.ID)
+	if len(fxItems) != 0 {
+		t.Fatalf("baseline claimed %d item pushes, want 0", len(fxItems))
+	}
+	if len(notices) != 1 || !strings.Contains(decodeMsg(t, notices[0]).Text, "40 items") {
+		t.Fatalf("want one short confirmation mentioning 40 items, got %d notices", len(notices))
+	}
+	// Unchanged: quiet.
+	r.src.push(items("a", 40), nil)
+	if rec := r.run(tk.ID); rec.Outcome != OutcomeUnchanged || rec.Effects != 0 {
+		t.Fatalf("unchanged run: outcome %q effects %d", rec.Outcome, rec.Effects)
+	}
+	r.src.push(append(items("a", 40), items("b", 1)...), nil)
+	if rec := r.run(tk.ID); rec.New != 1 || rec.Effects != 1 {
+		t.Fatalf("one new item: new=%d effects=%d, want 1 and 1", rec.New, rec.Effects)
+	}
+	sink := newRecorder()
+	r.dispatch(sink, "w1")
+	got := sink.items()
+	if len(got) != 1 || got["b-0"] != 1 {
+		t.Fatalf("pushed items %v, want exactly b-0 once", got)
+	}
+}
+
+func TestI3_SinkCrashMidSendBecomesUnknownOnRestart(t *testing.T) {
+	r := newRig(t)
+	r.own()
+	tk := r.activeTask()
+	r.src.push(items("a", 3), nil)
+	r.run(tk.ID)
+	r.dispatch(newRecorder(), "replica-a") // the baseline confirmation goes out
+	r.src.push(append(items("a", 3), items("b", 2)...), nil)
+	r.run(tk.ID)
+
+	// The process dies while the provider has the request: the sink sees
+	// it, then the store goes away before any outcome is written.
+	crashed := newRecorder()
+	crashed.onSend = func(delivery.Delivery) { r.store.Close() }
+	d, _ := delivery.NewDispatcher(delivery.Options{Ledger: r.store.Ledger(), Worker: "replica-a", Now: r.clock.Now,
+		Router: delivery.NewTable(delivery.TableConfig{Sinks: map[delivery.AddressKind]delivery.Sink{delivery.InboxAddr: crashed}})})
+	ctx, cancel := context.WithCancel(context.Background())
+	go d.Run(ctx)
+	<-crashed.arrived
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+
+	// Restart as a new process.
+	r.open("replica-b")
+	if err := r.m.recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fxItems, _ := r.effects(tk.ID)
+	unknown := 0
+	for _, fx := range fxItems {
+		if fx.State == store.Unknown {
+			unknown++
+		}
+	}
+	if unknown != 2 {
+		t.Fatalf("%d effects unknown after restart, want the 2 in flight", unknown)
+	}
+	runs, _ := r.m.Runs(context.Background(), tk.ID, 1)
+	if len(runs) == 0 || runs[0].Outcome != OutcomeInterrupted {
+		t.Fatalf("run history does not record the interruption: %+v", runs)
+	}
+	after := newRecorder()
+	r.dispatch(after, "replica-b")
+	if n := len(after.items()); n != 0 {
+		t.Fatalf("%d items pushed again after restart; unknown must never be replayed automatically", n)
+	}
+}
+
+func TestI4_DownForTenIntervalsGetsOneRecoveryRun(t *testing.T) {
+	r := newRig(t)
+	tk := r.activeTask()
+	// Last ran ten hours ago on an hourly schedule.
+	if _, err := r.m.update(context.Background(), tk.ID, func(t *Task) error {
+		t.LastRunEnd, t.NextRun = t0.Add(-10*time.Hour), t0.Add(-9*time.Hour)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.src.push(items("a", 2), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { r.m.Run(ctx); close(done) }()
+	waitFor(t, func() bool { return r.src.Calls() >= 1 })
+	waitFor(t, func() bool { t2, _ := r.m.Get(ctx, tk.ID); return t2.LastOutcome != "" })
+	time.Sleep(50 * time.Millisecond)
+	if n := r.src.Calls(); n != 1 {
+		t.Fatalf("%d runs after the outage, want exactly 1 recovery run", n)
+	}
+	t2, _ := r.m.Get(ctx, tk.ID)
+	if want := t0.Add(time.Hour); !t2.NextRun.Equal(want) {
+		t.Fatalf("next run %v, want %v (one interval after the recovery run)", t2.NextRun, want)
+	}
+	r.clock.Advance(time.Hour)
+	waitFor(t, func() bool { return r.src.Calls() == 2 })
+	cancel()
+	<-done
+}
+
+func TestI5_TaskEditedDuringRunIsRejected(t *testing.T) {
+	r := newRig(t)
+	r.own()
+	tk := r.activeTask()
+	r.src.push(items("a", 3), nil)
+	r.src.onFetch = func(int) { // an edit lands while the run fetches
+		if _, err := r.m.Pause(context.Background(), "console:admin", tk.ID); err != nil {
+			t.Error(err)
+		}
+	}
+	rec := r.run(tk.ID)
+	if rec.Outcome != OutcomeRejected || !strings.Contains(rec.Reason, "changed") {
+		t.Fatalf("outcome %q (%s), want rejected because the task changed", rec.Outcome, rec.Reason)
+	}
+	if _, err := r.store.Snapshots().Get(context.Background(), tk.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a rejected run wrote a snapshot (err=%v)", err)
+	}
+	if fx, n := r.effects(tk.ID); len(fx)+len(n) != 0 {
+		t.Fatalf("a rejected run claimed %d effects", len(fx)+len(n))
+	}
+	runs, _ := r.m.Runs(context.Background(), tk.ID, 1)
+	if runs[0].Outcome != OutcomeRejected {
+		t.Fatalf("history records %q", runs[0].Outcome)
+	}
+}
+
+func TestI5_StaleEpochCommitIsRejected(t *testing.T) {
+	r := newRig(t)
+	r.own()
+	tk := r.activeTask()
+	r.src.push(items("a", 3), nil)
+	// Another replica takes over: the lease's epoch grows past ours.
+	ctx := context.Background()
+	l, _ := r.store.Leases().Current(ctx, SchedulerLease)
+	_ = r.store.Leases().Release(ctx, l)
+	if _, err := r.store.Leases().Acquire(ctx, SchedulerLease, "replica-b", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	rec := r.m.runTask(ctx, tk.ID, wakeCheck)
+	if rec.Outcome != OutcomeRejected || !strings.Contains(rec.Reason, "another replica") {
+		t.Fatalf("outcome %q (%s), want rejected for a stale epoch", rec.Outcome, rec.Reason)
+	}
+}
+
+func TestI6_TransientFailuresRetryAfterOneThenTwoSeconds(t *testing.T) {
+	r := newRig(t)
+	r.own()
+	tk := r.activeTask()
+	http500 := watch.Errorf(watch.Transient, "HTTP 500")
+	r.src.push(nil, http500)
+	r.src.push(nil, http500)
+	r.src.push(items("a", 2), nil)
+	done := make(chan RunRecord)
+	go func() { done <- r.run(tk.ID) }()
+	for i, wait := range []time.Duration{time.Second, 2 * time.Second} {
+		waitFor(t, func() bool { return r.clock.Waiters() > 0 && r.src.Calls() == i+1 })
+		r.clock.Advance(wait - time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
+		if r.src.Calls() != i+1 {
+			t.Fatalf("attempt %d came before its %v wait", i+2, wait)
+		}
+		r.clock.Advance(time.Millisecond)
+	}
+	rec := <-done
+	if rec.Outcome != OutcomeBaseline || rec.Attempts != 3 {
+		t.Fatalf("outcome %q after %d attempts, want success after 3", rec.Outcome, rec.Attempts)
+	}
+
+	r.src.push(nil, watch.Errorf(watch.Auth, "HTTP 401"))
+	before := r.src.Calls()
+	rec = r.run(tk.ID)
+	if rec.Outcome != OutcomeFailed || rec.Class != watch.Auth || r.src.Calls()-before != 1 {
+		t.Fatalf("401: outcome %q class %q attempts %d, want one attempt classified auth", rec.Outcome, rec.Class, r.src.Calls()-before)
+	}
+}
+
+func TestI7_250NewItemsArePushedAcrossRunsNoneLost(t *testing.T) {
+	r := newRig(t)
+	r.own()
+	tk := r.activeTask()
+	r.src.push(items("a", 1), nil)
+	r.run(tk.ID)
+	all := append(items("a", 1), items("n", 250)...)
+	r.src.push(all, nil)
+	rec := r.run(tk.ID)
+	if rec.Effects != 100 || rec.Deferred != 150 {
+		t.Fatalf("first run: %d effects, %d deferred; want 100 and 150", rec.Effects, rec.Deferred)
+	}
+	rec = r.run(tk.ID)
+	if rec.Effects != 100 {
+		t.Fatalf("second run: %d effects, want 100", rec.Effects)
+	}
+	rec = r.run(tk.ID)
+	if rec.Effects != 50 || rec.Deferred != 0 {
+		t.Fatalf("third run: %d effects, %d deferred; want 50 and 0", rec.Effects, rec.Deferred)
+	}
+	sink := newRecorder()
+	r.dispatch(sink, "w1")
+	got := sink.items()
+	if len(got) != 250 {
+		t.Fatalf("%d distinct items pushed, want 250", len(got))
+	}
+	for id, n := range got {
+		if n != 1 {
+			t.Fatalf("item %s pushed %d times", id, n)
+		}
+	}
+}
+
+func TestI8_ResumeAfterPolicyNarrowedIsRefused(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	tk, err := r.m.Submit(ctx, Submission{Principal: "console:alice", URL: "https://news.example.edu/feed.xml", Schedule: "every 1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.State != PendingApproval {
+		t.Fatalf("state %s, want pending approval", tk.State)
+	}
+	if _, err := r.m.Approve(ctx, "console:alice", tk.Request.ID); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("a non-admin approved: %v", err)
+	}
+	if _, err := r.m.Approve(ctx, "console:admin", tk.Request.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.m.Pause(ctx, "console:alice", tk.ID); err != nil {
+		t.Fatal(err)
+	}
+	p := r.m.Policy()
+	p.AllowedHosts = []string{"*.other.edu"}
+	r.m.SetPolicy(p)
+	_, err = r.m.Resume(ctx, "console:alice", tk.ID)
+	if !errors.Is(err, ErrScope) || !strings.Contains(err.Error(), "news.example.edu") {
+		t.Fatalf("resume after narrowing: %v, want a scope refusal naming the host", err)
+	}
+	if got, _ := r.m.Get(ctx, tk.ID); got.State != Paused {
+		t.Fatalf("state %s after refused resume", got.State)
+	}
+}
+
+func TestI8_ChatRequestMayTargetOnlyItsChatOrInbox(t *testing.T) {
+	r := newRig(t)
+	_, err := r.m.Submit(context.Background(), Submission{Principal: "telegram:42", ReplyTo: "telegram:chat:42",
+		URL: "https://news.example.edu/feed.xml", Notify: []string{"telegram:chat:-100999"}})
+	if !errors.Is(err, ErrForbidden) {
+		t.Fatalf("targeting another chat: %v, want forbidden", err)
+	}
+}
+
+func TestI9_CancelledRunCommitsNothing(t *testing.T) {
+	r := newRig(t)
+	r.own()
+	tk := r.activeTask()
+	r.src.push(items("a", 3), nil)
+	r.src.onFetch = func(int) { r.m.Cancel(tk.ID) }
+	rec := r.run(tk.ID)
+	if rec.Outcome != OutcomeCancelled {
+		t.Fatalf("outcome %q, want cancelled", rec.Outcome)
+	}
+	if _, err := r.store.Snapshots().Get(context.Background(), tk.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatal("a cancelled run wrote its snapshot")
+	}
+	if fx, n := r.effects(tk.ID); len(fx)+len(n) != 0 {
+		t.Fatalf("a cancelled run claimed %d effects", len(fx)+len(n))
+	}
+}
+
+func TestWatchFailingAndRecoveredNoticesOnce(t *testing.T) {
+	r := newRig(t)
+	r.own()
+	tk := r.activeTask()
+	for range 5 {
+		r.src.push(nil, watch.Errorf(watch.NotFound, "HTTP 404"))
+		r.run(tk.ID)
+	}
+	_, notices := r.effects(tk.ID)
+	if len(notices) != 1 || decodeMsg(t, notices[0]).Title != "Watch failing" {
+		t.Fatalf("%d notices after 5 failures, want one 'Watch failing'", len(notices))
+	}
+	r.src.push(items("a", 1), nil)
+	r.run(tk.ID)
+	r.src.push(items("a", 1), nil)
+	r.run(tk.ID)
+	_, notices = r.effects(tk.ID)
+	titles := map[string]int{}
+	for _, n := range notices {
+		titles[decodeMsg(t, n).Title]++
+	}
+	if titles["Watch recovered"] != 1 || titles["Watch failing"] != 1 {
+		t.Fatalf("notices %v, want one failing and one recovered", titles)
+	}
+}
+
+func TestConfigDeclaredTasksFollowTheFile(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	decl := Declared{ID: "campus-news", Name: "Campus news", Source: watch.Spec{Kind: "rss", URL: "https://news.example.edu/feed.xml"},
+		Schedule: "every 30m", Notify: []string{"inbox:console:admin"}, Owner: "console:admin"}
+	if err := r.m.SetDeclared(ctx, []Declared{decl}); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := r.m.Get(ctx, "campus-news")
+	if err != nil || tk.State != Active || tk.Grant == nil || tk.Grant.Basis != "config" {
+		t.Fatalf("declared task not active with a config grant: %+v %v", tk, err)
+	}
+	rev := tk.Revision
+	if err := r.m.SetDeclared(ctx, []Declared{decl}); err != nil {
+		t.Fatal(err)
+	}
+	if tk, _ = r.m.Get(ctx, "campus-news"); tk.Revision != rev {
+		t.Fatal("re-applying the same file bumped the revision")
+	}
+	decl.Schedule = "every 1h"
+	_ = r.m.SetDeclared(ctx, []Declared{decl})
+	if tk, _ = r.m.Get(ctx, "campus-news"); tk.Revision <= rev || tk.Schedule != "every 1h" {
+		t.Fatalf("edit not applied: rev %d→%d schedule %q", rev, tk.Revision, tk.Schedule)
+	}
+	_ = r.m.SetDeclared(ctx, nil)
+	if tk, _ = r.m.Get(ctx, "campus-news"); tk.State != Deleted {
+		t.Fatalf("removed from the file but state %s", tk.State)
+	}
+}

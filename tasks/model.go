@@ -1,0 +1,173 @@
+// Package tasks is herald's single authority over the task catalog, the
+// clock and every effect: chat commands, the admin CLI, config files and
+// inbound hooks all reach the Manager, and nothing else writes task,
+// snapshot or ledger records (SPEC §1).
+//
+// Where a chat command becomes a task: Manager.Submit (requests),
+// Manager.Approve (grants). Where a task becomes a push: Manager.run →
+// commitRun, which claims effects in the ledger; delivery takes them from
+// there.
+package tasks
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/herald-bridge/herald/tasks/watch"
+)
+
+// State is a task's lifecycle state.
+type State string
+
+const (
+	PendingApproval State = "pending_approval"
+	Active          State = "active"
+	Paused          State = "paused"
+	Errored         State = "error"
+	Done            State = "done"
+	Rejected        State = "rejected"
+	Deleted         State = "deleted"
+)
+
+// Origin says who declared a task.
+const (
+	OriginChat   = "chat"
+	OriginConfig = "config"
+)
+
+// Task is one watch (or reminder) task as stored in the catalog.
+type Task struct {
+	ID           string          `json:"id"`
+	Name         string          `json:"name"`
+	Source       watch.Spec      `json:"source"`
+	Schedule     string          `json:"schedule"`
+	RemindBefore []time.Duration `json:"remind_before,omitempty"`
+	Notify       []string        `json:"notify"`
+	Include      []string        `json:"include,omitempty"`
+	Exclude      []string        `json:"exclude,omitempty"`
+	Owner        string          `json:"owner"`              // principal
+	ReplyTo      string          `json:"reply_to,omitempty"` // the requesting chat's address
+	Lang         string          `json:"lang,omitempty"`
+	Origin       string          `json:"origin"`
+	State        State           `json:"state"`
+
+	Request  Request   `json:"request"`
+	Decision *Decision `json:"decision,omitempty"`
+	Grant    *Grant    `json:"grant,omitempty"`
+
+	NextRun     time.Time `json:"next_run,omitzero"`
+	LastRunEnd  time.Time `json:"last_run_end,omitzero"`
+	LastOutcome string    `json:"last_outcome,omitempty"`
+	LastError   string    `json:"last_error,omitempty"`
+	Failures    int       `json:"failures,omitempty"`     // failed runs in a row
+	FailingRun  string    `json:"failing_run,omitempty"`  // first run of the failing streak that was notified
+	Suspect     bool      `json:"suspect,omitempty"`      // a mass change awaits the owner's confirmation
+	Unreachable []string  `json:"unreachable,omitempty"` // recipients the provider reported unreachable
+
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+
+	// Revision is the catalog revision this copy was read at (not stored in the value).
+	Revision uint64 `json:"-"`
+}
+
+// Request records who asked for a task, and when.
+type Request struct {
+	ID  string    `json:"id"` // r-xxxx
+	By  string    `json:"by"`
+	At  time.Time `json:"at"`
+	Via string    `json:"via,omitempty"` // chat address or "config" / "cli"
+}
+
+// Decision records an approval or rejection.
+type Decision struct {
+	By       string    `json:"by"`
+	At       time.Time `json:"at"`
+	Approved bool      `json:"approved"`
+	Reason   string    `json:"reason,omitempty"`
+	Auto     bool      `json:"auto,omitempty"` // auto_approve rule or config file
+}
+
+// Grant is the scope an approval binds (I8). Grants are written by the
+// manager only; no request field can set them.
+type Grant struct {
+	Owner      string    `json:"owner"`
+	Operations []string  `json:"operations"` // watch, remind
+	Host       string    `json:"host"`
+	PathPrefix string    `json:"path_prefix"`
+	Recipients []string  `json:"recipients"`
+	Dir        string    `json:"download_dir,omitempty"`
+	Basis      string    `json:"basis"` // allowed_hosts | auto_approve | admin | config
+	By         string    `json:"by"`
+	At         time.Time `json:"at"`
+}
+
+// RunRecord is one entry of a task's bounded run history.
+type RunRecord struct {
+	ID       string        `json:"id"`
+	TaskID   string        `json:"task"`
+	Start    time.Time     `json:"start"`
+	Duration time.Duration `json:"duration"`
+	Outcome  string        `json:"outcome"` // ok | baseline | unchanged | suspect | failed | rejected | cancelled | interrupted | deferred
+	Class    watch.Class   `json:"class,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Attempts int           `json:"attempts,omitempty"`
+	Items    int           `json:"items"`
+	New      int           `json:"new,omitempty"`
+	Changed  int           `json:"changed,omitempty"`
+	Removed  int           `json:"removed,omitempty"`
+	Deadline int           `json:"deadline,omitempty"`
+	Effects  int           `json:"effects,omitempty"`  // effects claimed
+	Deferred int           `json:"deferred,omitempty"` // events left for the next run (I7)
+	Reason   string        `json:"reason,omitempty"`
+}
+
+// Run outcomes.
+const (
+	OutcomeOK          = "ok"
+	OutcomeBaseline    = "baseline"
+	OutcomeUnchanged   = "unchanged"
+	OutcomeSuspect     = "suspect"
+	OutcomeFailed      = "failed"
+	OutcomeRejected    = "rejected" // commit refused: task changed or owner epoch stale (I5)
+	OutcomeCancelled   = "cancelled"
+	OutcomeInterrupted = "interrupted"
+)
+
+func encodeTask(t *Task) ([]byte, error) { return json.Marshal(t) }
+
+func decodeTask(b []byte, rev uint64) (*Task, error) {
+	var t Task
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("decode task: %w", err)
+	}
+	t.Revision = rev
+	return &t, nil
+}
+
+// Errors callers decide on. Messages are plain and safe to show in chat.
+var (
+	ErrNotFound  = errors.New("no such task or request")
+	ErrForbidden = errors.New("not allowed")
+	ErrScope     = errors.New("outside the approved scope")
+	ErrLimit     = errors.New("limit reached")
+	ErrInvalid   = errors.New("invalid request")
+	ErrState     = errors.New("not possible in the task's current state")
+	ErrNotOwner  = errors.New("this replica does not own scheduling")
+)
+
+// UserError is an error with a plain message for people, wrapping one of
+// the sentinels above.
+type UserError struct {
+	Kind error
+	Msg  string
+}
+
+func (e *UserError) Error() string { return e.Msg }
+func (e *UserError) Unwrap() error { return e.Kind }
+
+func userErr(kind error, format string, args ...any) error {
+	return &UserError{Kind: kind, Msg: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,183 @@
+package tasks
+
+import (
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/herald-bridge/herald/delivery"
+)
+
+// Policy is who may do what (SPEC §10 policy).
+type Policy struct {
+	Admins       []string
+	Requesters   []string // patterns: "telegram:*", "console:alice"
+	AllowedHosts []string // "*.example.edu", "*"
+	AllowPrivate bool
+	AutoApprove  []AutoApprove
+	Limits       Limits
+	// Named lists the named recipients; only admins may target them from chat.
+	Named map[string]bool
+}
+
+// AutoApprove approves requests from Principals for Hosts without an admin.
+type AutoApprove struct {
+	Principals []string
+	Hosts      []string
+}
+
+// Limits are the I7 bounds.
+type Limits struct {
+	MaxTasks       int
+	HistoryRuns    int
+	MaxItemsPerRun int
+	Concurrency    int // runs at once, all sources
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxTasks <= 0 {
+		l.MaxTasks = 50
+	}
+	if l.HistoryRuns <= 0 {
+		l.HistoryRuns = 30
+	}
+	if l.MaxItemsPerRun <= 0 {
+		l.MaxItemsPerRun = 100
+	}
+	if l.Concurrency <= 0 {
+		l.Concurrency = 4
+	}
+	return l
+}
+
+// IsAdmin reports whether p is an admin.
+func (p Policy) IsAdmin(principal string) bool { return slices.Contains(p.Admins, principal) }
+
+// MayRequest reports whether principal may request tasks.
+func (p Policy) MayRequest(principal string) bool {
+	if p.IsAdmin(principal) {
+		return true
+	}
+	for _, pat := range p.Requesters {
+		if matchPrincipal(pat, principal) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchPrincipal(pat, principal string) bool {
+	if pat == principal || pat == "*" {
+		return true
+	}
+	if prefix, ok := strings.CutSuffix(pat, "*"); ok {
+		return strings.HasPrefix(principal, prefix)
+	}
+	return false
+}
+
+// HostAllowed reports whether any requester may watch host.
+func (p Policy) HostAllowed(host string) bool { return matchHosts(p.AllowedHosts, host) }
+
+func matchHosts(pats []string, host string) bool {
+	host = strings.ToLower(host)
+	for _, pat := range pats {
+		pat = strings.ToLower(pat)
+		switch {
+		case pat == "*" || pat == host:
+			return true
+		case strings.HasPrefix(pat, "*."):
+			if strings.HasSuffix(host, pat[1:]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// autoApproved reports whether principal's request for host needs no admin.
+func (p Policy) autoApproved(principal, host string) bool {
+	for _, r := range p.AutoApprove {
+		ok := false
+		for _, pat := range r.Principals {
+			if matchPrincipal(pat, principal) {
+				ok = true
+			}
+		}
+		if ok && matchHosts(r.Hosts, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// grantFor builds the scope an approval binds for t.
+func grantFor(t *Task, by, basis string) (*Grant, error) {
+	u, err := url.Parse(t.Source.URL)
+	if err != nil || u.Host == "" {
+		return nil, userErr(ErrInvalid, "the URL %q is not valid", t.Source.URL)
+	}
+	prefix := path.Dir(u.Path)
+	if u.Path == "" || strings.HasSuffix(u.Path, "/") {
+		prefix = strings.TrimSuffix(u.Path, "/")
+	}
+	if prefix == "." {
+		prefix = ""
+	}
+	ops := []string{"watch"}
+	if len(t.RemindBefore) > 0 {
+		ops = append(ops, "remind")
+	}
+	return &Grant{
+		Owner: t.Owner, Operations: ops, Host: strings.ToLower(u.Host), PathPrefix: prefix,
+		Recipients: slices.Clone(t.Notify), Basis: basis, By: by,
+	}, nil
+}
+
+// checkScope verifies that t still lies inside its grant and that the
+// current policy still permits it (I8). The error says why not, plainly.
+func (p Policy) checkScope(t *Task) error {
+	g := t.Grant
+	if g == nil {
+		return userErr(ErrScope, "task %s has no approval; it needs /approve %s", t.ID, t.Request.ID)
+	}
+	u, err := url.Parse(t.Source.URL)
+	if err != nil {
+		return userErr(ErrScope, "the task's URL is not valid")
+	}
+	host := strings.ToLower(u.Host)
+	if host != g.Host || !strings.HasPrefix(u.Path, g.PathPrefix) {
+		return userErr(ErrScope, "the URL on %s is outside what was approved (%s%s); it needs a new approval", host, g.Host, g.PathPrefix)
+	}
+	if t.Owner != g.Owner {
+		return userErr(ErrScope, "the task's owner changed since approval; it needs a new approval")
+	}
+	for _, r := range t.Notify {
+		if !slices.Contains(g.Recipients, r) {
+			return userErr(ErrScope, "a recipient was added since approval; it needs a new approval")
+		}
+	}
+	if g.Basis == "config" {
+		return nil
+	}
+	if !p.MayRequest(t.Owner) {
+		return userErr(ErrScope, "%s may no longer request tasks under the current policy", t.Owner)
+	}
+	switch g.Basis {
+	case "allowed_hosts":
+		if !p.HostAllowed(host) {
+			return userErr(ErrScope, "the host %s is no longer in the allowed list; an admin can approve it again with /approve %s", host, t.Request.ID)
+		}
+	case "auto_approve":
+		if !p.autoApproved(t.Owner, host) && !p.HostAllowed(host) {
+			return userErr(ErrScope, "the host %s is no longer auto-approved for %s; an admin can approve it with /approve %s", host, t.Owner, t.Request.ID)
+		}
+	}
+	for _, r := range t.Notify {
+		if !delivery.IsLiteral(r) && !p.Named[r] {
+			return userErr(ErrScope, "the recipient %s no longer exists", r)
+		}
+	}
+	return nil
+}

@@ -109,7 +109,7 @@ type Manager struct {
 	fence  store.Fence // zero when not owner
 	// ownerCtx lives while this replica owns scheduling (nil otherwise).
 	ownerCtx context.Context
-	subs   []chan Change
+	subs     []chan Change
 
 	wake    chan struct{}
 	dirtyMu sync.Mutex

@@ -61,9 +61,9 @@ type Task struct {
 	LastRunEnd  time.Time `json:"last_run_end,omitzero"`
 	LastOutcome string    `json:"last_outcome,omitempty"`
 	LastError   string    `json:"last_error,omitempty"`
-	Failures    int       `json:"failures,omitempty"`     // failed runs in a row
-	FailingRun  string    `json:"failing_run,omitempty"`  // first run of the failing streak that was notified
-	Suspect     bool      `json:"suspect,omitempty"`      // a mass change awaits the owner's confirmation
+	Failures    int       `json:"failures,omitempty"`    // failed runs in a row
+	FailingRun  string    `json:"failing_run,omitempty"` // first run of the failing streak that was notified
+	Suspect     bool      `json:"suspect,omitempty"`     // a mass change awaits the owner's confirmation
 	Unreachable []string  `json:"unreachable,omitempty"` // recipients the provider reported unreachable
 
 	CreatedAt time.Time `json:"created_at"`

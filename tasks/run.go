@@ -28,7 +28,6 @@ type runSlot struct {
 	cancel context.CancelFunc
 }
 
-
 func (m *Manager) isRunning(id string) bool {
 	m.runMu.Lock()
 	defer m.runMu.Unlock()

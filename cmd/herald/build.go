@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/herald-bridge/herald/configs"
+	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/egress"
+	"github.com/herald-bridge/herald/delivery/feishu"
+	"github.com/herald-bridge/herald/delivery/feishubot"
+	"github.com/herald-bridge/herald/delivery/inbox"
+	"github.com/herald-bridge/herald/delivery/telegram"
+	"github.com/herald-bridge/herald/delivery/webhook"
+	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/source"
+	"github.com/herald-bridge/herald/tasks/watch"
+	hook "github.com/herald-bridge/herald/webhook"
+)
+
+// assemble builds every component from the config. Delivery gets its own
+// clients: it never shares a lifecycle with the conversational side.
+func (s *service) assemble(ctx context.Context) error {
+	cfg := s.cfg
+	s.registry = prometheus.NewRegistry()
+	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.ownerG = prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_scheduler_owner", Help: "1 while this replica owns scheduling."})
+	s.registry.MustRegister(s.ownerG)
+
+	s.prefs = &delivery.PrefStore{KV: s.store.Channels(), Zone: cfg.Location}
+	tc, err := s.routing(cfg)
+	if err != nil {
+		return err
+	}
+	s.table = delivery.NewTable(tc)
+
+	var dispatch *delivery.Dispatcher
+	s.manager, err = tasks.New(tasks.Options{
+		Store: s.store, Sources: sourceOpener(cfg), Policy: policyOf(cfg), Zone: cfg.Location,
+		Log: s.log.With().Str("component", "tasks").Logger(), Holder: s.holder,
+		WakeDelivery: func() {
+			if dispatch != nil {
+				dispatch.Wake()
+			}
+		},
+		Alive: s.alive,
+	})
+	if err != nil {
+		return err
+	}
+	dispatch, err = delivery.NewDispatcher(delivery.Options{
+		Ledger: s.store.Ledger(), Router: s.table, Holder: s.prefs, Worker: s.holder,
+		Log: s.log.With().Str("component", "delivery").Logger(), Metrics: delivery.NewMetrics(s.registry),
+		Hooks: delivery.Hooks{
+			Unreachable: func(ctx context.Context, taskID, recipient, reason string) {
+				_ = s.manager.MarkUnreachable(ctx, taskID, recipient, reason)
+			},
+			Migrated: func(ctx context.Context, taskID, from, to string) {
+				_ = s.manager.MigrateRecipient(ctx, taskID, from, to)
+			},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	s.dispatch = dispatch
+	if err := s.manager.SetDeclared(ctx, declared(cfg)); err != nil {
+		s.log.Error().Err(err).Msg("some config tasks could not be applied")
+	}
+
+	s.hooks = hook.NewHooks(s.manager, nil)
+	if err := s.hooks.Set(hooksOf(cfg)); err != nil {
+		return err
+	}
+	s.server = hook.New(hook.Options{Addr: cfg.Server.Listen, CertFile: cfg.Server.TLS.CertFile, KeyFile: cfg.Server.TLS.KeyFile,
+		Log: s.log.With().Str("component", "http").Logger()})
+	s.routes()
+	s.channels, err = newChannelSet(ctx, s)
+	return err
+}
+
+// reload applies a new, valid config: recipients, policy, hooks and
+// declared tasks change; queued deliveries stay queued.
+func (s *service) reload(ctx context.Context, cfg *configs.Config) error {
+	tc, err := s.routing(cfg)
+	if err != nil {
+		return err
+	}
+	if err := s.hooks.Set(hooksOf(cfg)); err != nil {
+		return err
+	}
+	s.table.Swap(tc)
+	s.manager.SetPolicy(policyOf(cfg))
+	s.mu.Lock()
+	s.cfg = cfg
+	s.mu.Unlock()
+	return s.manager.SetDeclared(ctx, declared(cfg))
+}
+
+// routing is the one builder that turns config into sinks: a switch per
+// kind. Adding a sink = a new package + one case here.
+func (s *service) routing(cfg *configs.Config) (delivery.TableConfig, error) {
+	log := s.log.With().Str("component", "delivery").Logger()
+	eg := egress.Options{AllowPrivate: cfg.Policy.AllowPrivateNetworks}
+	tc := delivery.TableConfig{
+		Sinks:    map[delivery.AddressKind]delivery.Sink{delivery.InboxAddr: inbox.New(s.store.Inbox())},
+		Named:    map[string]delivery.Route{},
+		Lang:     cfg.Language,
+		Zone:     cfg.Location,
+		Langs:    s.prefs.Lang,
+		Disabled: map[delivery.AddressKind]string{},
+	}
+	var errs []error
+	if t := cfg.Channels.Telegram; t.Token != "" {
+		sink, err := telegram.New(t.Token, t.APIURL, telegram.WithLogger(log))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("telegram delivery: %w", err))
+		} else {
+			tc.Sinks[delivery.TelegramChat] = sink
+		}
+	} else {
+		tc.Disabled[delivery.TelegramChat] = "channels.telegram.token is not set"
+	}
+	if f := cfg.Channels.Feishu; f.AppID != "" && f.AppSecret != "" {
+		sink, err := feishu.New(f.AppID, f.AppSecret, f.BaseURL, feishu.WithLogger(log))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("feishu delivery: %w", err))
+		} else {
+			tc.Sinks[delivery.FeishuChat] = sink
+		}
+	} else {
+		tc.Disabled[delivery.FeishuChat] = "channels.feishu app_id/app_secret are not set"
+	}
+	for name, r := range cfg.Recipients {
+		route := delivery.Route{Lang: r.Language}
+		if r.Timezone != "" {
+			if z, err := time.LoadLocation(r.Timezone); err == nil {
+				route.Zone = z
+			}
+		}
+		switch {
+		case r.Webhook != nil:
+			sink, err := webhook.New(name, r.Webhook.URL, r.Webhook.Secret, r.Webhook.Idempotent, eg)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("recipient %s: %w", name, err))
+				continue
+			}
+			route.Sink, route.To = sink, delivery.Address{Kind: delivery.Webhook, Name: name}
+		case r.FeishuBot != nil:
+			sink, err := feishubot.New(r.FeishuBot.URL, r.FeishuBot.Secret, feishubot.WithHTTPClient(egress.Client(eg)), feishubot.WithLogger(log))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("recipient %s: %w", name, err))
+				continue
+			}
+			route.Sink, route.To = sink, delivery.Address{Kind: delivery.FeishuBot, Name: name}
+		default:
+			a, err := delivery.ParseAddress(r.Address)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("recipient %s: %w", name, err))
+				continue
+			}
+			sink := tc.Sinks[a.Kind]
+			if sink == nil {
+				s.log.Warn().Str("recipient", name).Str("why", tc.Disabled[a.Kind]).Msg("recipient's transport is off; its pushes wait")
+				sink = offSink{why: tc.Disabled[a.Kind]}
+			}
+			a.Name = name
+			route.Sink, route.To = sink, a
+		}
+		tc.Named[name] = route
+	}
+	return tc, errors.Join(errs...)
+}
+
+// offSink holds pushes for a transport that is switched off: they wait
+// (retry_after) rather than fail, so turning the channel on delivers them.
+type offSink struct{ why string }
+
+func (o offSink) Send(context.Context, delivery.Delivery) delivery.Outcome {
+	return delivery.Outcome{Result: delivery.RetryAfter, After: 5 * time.Minute, Reason: "transport_off"}
+}
+
+func policyOf(cfg *configs.Config) tasks.Policy {
+	p := tasks.Policy{
+		Admins: cfg.Policy.Admins, Requesters: cfg.Policy.Requesters, AllowedHosts: cfg.Policy.AllowedHosts,
+		AllowPrivate: cfg.Policy.AllowPrivateNetworks, Named: map[string]bool{},
+		Limits: tasks.Limits{MaxTasks: cfg.Policy.Limits.MaxTasks, HistoryRuns: cfg.Policy.Limits.HistoryRuns, MaxItemsPerRun: cfg.Policy.Limits.MaxItemsPerRun},
+	}
+	for _, r := range cfg.Policy.AutoApprove {
+		p.AutoApprove = append(p.AutoApprove, tasks.AutoApprove{Principals: r.Principals, Hosts: r.Hosts})
+	}
+	for name := range cfg.Recipients {
+		p.Named[name] = true
+	}
+	return p
+}
+
+func declared(cfg *configs.Config) []tasks.Declared {
+	owner := "console:admin"
+	if len(cfg.Policy.Admins) > 0 {
+		owner = cfg.Policy.Admins[0]
+	}
+	out := make([]tasks.Declared, 0, len(cfg.Tasks))
+	for _, t := range cfg.Tasks {
+		d := tasks.Declared{ID: t.ID, Name: t.Name, Source: t.Source, Schedule: t.Schedule, Notify: t.Notify,
+			Include: t.Include, Exclude: t.Exclude, Owner: t.Owner}
+		if d.Owner == "" {
+			d.Owner = owner
+		}
+		for _, b := range t.RemindBefore {
+			d.RemindBefore = append(d.RemindBefore, b.D())
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func hooksOf(cfg *configs.Config) []hook.Hook {
+	out := make([]hook.Hook, 0, len(cfg.Inbound))
+	for name, h := range cfg.Inbound {
+		out = append(out, hook.Hook{Name: name, Format: h.Format, Secrets: h.AllSecrets(), Route: h.Route, Template: h.Template})
+	}
+	return out
+}
+
+func sourceOpener(cfg *configs.Config) tasks.SourceOpener {
+	allow := cfg.Policy.AllowPrivateNetworks
+	return tasks.SourceOpenerFunc(func(spec watch.Spec, zone *time.Location) (tasks.Source, error) {
+		return source.New(spec, source.Options{AllowPrivate: allow, DefaultZone: zone})
+	})
+}
+
+func writeJSONResponse(w http.ResponseWriter, status int, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	return json.NewEncoder(w).Encode(v)
+}

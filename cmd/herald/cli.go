@@ -1,0 +1,342 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mattn/go-isatty"
+)
+
+func (e *env) printJSON(v any) {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func table(w io.Writer, head string, rows [][]string) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, head)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
+}
+
+func when(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04")
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func cmdStatus(e *env, args []string) int {
+	au, sum := summaryOf("status")
+	fs := e.flags("status", "")
+	if _, code, ok := e.parse(fs, "status", au, sum, args); !ok {
+		return code
+	}
+	var st statusView
+	if code := e.do("status", struct{}{}, &st, 10*time.Second); code != exitOK {
+		return code
+	}
+	if e.json {
+		e.printJSON(st)
+		return exitOK
+	}
+	owner := "no (standby)"
+	if st.Owner {
+		owner = fmt.Sprintf("yes (epoch %d)", st.Epoch)
+	}
+	fmt.Fprintf(e.stdout, "herald %s listening on %s\nreplica:  %s\nowner:    %s\nstore:    %s (ok: %v)\ntasks:    %d\n", st.Version, st.Listen, st.Holder, owner, st.Store, st.StoreOK, st.Tasks)
+	for name, s := range st.Channels {
+		fmt.Fprintf(e.stdout, "channel:  %s %s\n", name, s)
+	}
+	return exitOK
+}
+
+func cmdTasks(e *env, args []string) int {
+	au, sum := summaryOf("tasks")
+	fs := e.flags("tasks", "")
+	noWait := fs.Bool("no-wait", false, "with run: start the check and return at once")
+	pos, code, ok := e.parse(fs, "tasks", au, sum, args)
+	if !ok {
+		return code
+	}
+	if len(pos) == 0 {
+		return usageErr(e, "tasks", "missing subcommand")
+	}
+	sub := pos[0]
+	if sub == "list" {
+		var list []taskView
+		if code := e.do("tasks.list", struct{}{}, &list, 10*time.Second); code != exitOK {
+			return code
+		}
+		if e.json {
+			e.printJSON(list)
+			return exitOK
+		}
+		rows := make([][]string, 0, len(list))
+		for _, t := range list {
+			rows = append(rows, []string{t.ID, dash(t.Name), t.State, t.Owner, t.Schedule, when(t.NextRun), dash(t.LastOutcome)})
+		}
+		table(e.stdout, "ID\tNAME\tSTATE\tOWNER\tSCHEDULE\tNEXT RUN\tLAST", rows)
+		return exitOK
+	}
+	if len(pos) != 2 {
+		return usageErr(e, "tasks", fmt.Sprintf("%s needs exactly one task id", sub))
+	}
+	id := pos[1]
+	switch sub {
+	case "show":
+		var d taskDetail
+		if code := e.do("tasks.show", map[string]string{"id": id}, &d, 10*time.Second); code != exitOK {
+			return code
+		}
+		if e.json {
+			e.printJSON(d)
+			return exitOK
+		}
+		fmt.Fprintf(e.stdout, "%s  %s\nstate:     %s\nowner:     %s\nsource:    %s %s\nschedule:  %s (next %s)\nnotify:    %s\nrequest:   %s by %s at %s\n",
+			d.ID, dash(d.Name), d.State, d.Owner, dash(d.Kind), d.Source, d.Schedule, when(d.NextRun), strings.Join(d.Notify, ", "),
+			d.Request.ID, d.Request.By, d.Request.At.Local().Format("2006-01-02 15:04"))
+		if d.Decision != nil {
+			verb := "rejected"
+			if d.Decision.Approved {
+				verb = "approved"
+			}
+			fmt.Fprintf(e.stdout, "decision:  %s by %s at %s\n", verb, d.Decision.By, d.Decision.At.Local().Format("2006-01-02 15:04"))
+		}
+		if d.Grant != nil {
+			fmt.Fprintf(e.stdout, "scope:     %s%s* → %s (%s)\n", d.Grant.Host, d.Grant.PathPrefix, strings.Join(d.Grant.Recipients, ", "), d.Grant.Basis)
+		}
+		if len(d.Unreachable) > 0 {
+			fmt.Fprintf(e.stdout, "unreachable recipients: %s\n", strings.Join(d.Unreachable, ", "))
+		}
+		rows := [][]string{}
+		for _, r := range d.Runs {
+			rows = append(rows, []string{r.Start.Local().Format("01-02 15:04:05"), r.Outcome, fmt.Sprint(r.Items), fmt.Sprintf("%d/%d/%d", r.New, r.Changed, r.Removed), fmt.Sprint(r.Effects), r.Duration.Round(time.Millisecond).String(), dash(string(r.Class) + " " + r.Reason)})
+		}
+		if len(rows) > 0 {
+			fmt.Fprintln(e.stdout)
+			table(e.stdout, "STARTED\tOUTCOME\tITEMS\tNEW/CHG/DEL\tPUSHES\tTOOK\tNOTE", rows)
+		}
+		return exitOK
+	case "pause", "resume", "delete", "rebaseline":
+		var t taskView
+		if code := e.do("tasks."+sub, map[string]string{"id": id}, &t, 30*time.Second); code != exitOK {
+			return code
+		}
+		if e.json {
+			e.printJSON(t)
+			return exitOK
+		}
+		fmt.Fprintf(e.stdout, "%s is now %s\n", t.ID, t.State)
+		return exitOK
+	case "run":
+		if isatty.IsTerminal(os.Stderr.Fd()) && !*noWait && !e.json {
+			fmt.Fprintf(e.stderr, "checking %s…\n", id)
+		}
+		var r runView
+		if code := e.do("tasks.run", map[string]any{"id": id, "no_wait": *noWait}, &r, 5*time.Minute); code != exitOK {
+			return code
+		}
+		if e.json {
+			e.printJSON(r)
+			return exitOK
+		}
+		if *noWait {
+			fmt.Fprintf(e.stdout, "check of %s started\n", id)
+			return exitOK
+		}
+		fmt.Fprintf(e.stdout, "%s: %s — %d items, %d new, %d changed, %d removed, %d pushes queued (%s)\n", id, r.Outcome, r.Items, r.New, r.Changed, r.Removed, r.Effects, r.Duration.Round(time.Millisecond))
+		if r.Outcome == "failed" {
+			fmt.Fprintf(e.stdout, "error class: %s\n", r.Class)
+			return exitFailure
+		}
+		return exitOK
+	}
+	return usageErr(e, "tasks", fmt.Sprintf("unknown subcommand %q", sub))
+}
+
+func cmdRequests(e *env, args []string) int {
+	au, sum := summaryOf("requests")
+	fs := e.flags("requests", "")
+	pos, code, ok := e.parse(fs, "requests", au, sum, args)
+	if !ok {
+		return code
+	}
+	if len(pos) < 2 || (pos[0] != "approve" && pos[0] != "reject") {
+		return usageErr(e, "requests", "want approve ID or reject ID [REASON]")
+	}
+	var t taskView
+	in := map[string]string{"id": pos[1], "reason": strings.Join(pos[2:], " ")}
+	if code := e.do("requests."+pos[0], in, &t, 10*time.Second); code != exitOK {
+		return code
+	}
+	if e.json {
+		e.printJSON(t)
+		return exitOK
+	}
+	fmt.Fprintf(e.stdout, "%s is now %s\n", t.ID, t.State)
+	return exitOK
+}
+
+func cmdLedger(e *env, args []string) int {
+	au, sum := summaryOf("ledger")
+	fs := e.flags("ledger", "")
+	yes := fs.Bool("yes", false, "with redeliver: do not ask for confirmation")
+	limit := fs.Int("limit", 100, "with show: at most this many effects")
+	pos, code, ok := e.parse(fs, "ledger", au, sum, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 2 {
+		return usageErr(e, "ledger", "want show TASK or redeliver EFFECT-ID")
+	}
+	switch pos[0] {
+	case "show":
+		var fxs []effectView
+		if code := e.do("ledger.show", map[string]any{"task": pos[1], "limit": *limit}, &fxs, 30*time.Second); code != exitOK {
+			return code
+		}
+		if e.json {
+			e.printJSON(fxs)
+			return exitOK
+		}
+		rows := make([][]string, 0, len(fxs))
+		for _, f := range fxs {
+			rows = append(rows, []string{f.Key, f.State, fmt.Sprint(f.Attempts), f.Recipient, f.UpdatedAt.Local().Format("01-02 15:04:05"), dash(f.Error)})
+		}
+		table(e.stdout, "EFFECT\tSTATE\tATTEMPTS\tRECIPIENT\tUPDATED\tERROR", rows)
+		return exitOK
+	case "redeliver":
+		if !*yes {
+			if f, ok := e.stdin.(*os.File); !ok || !isatty.IsTerminal(f.Fd()) {
+				return usageErr(e, "ledger", "redeliver sends the push again; confirm with --yes when not on a terminal")
+			}
+			fmt.Fprintf(e.stderr, "Send effect %s again? It may reach the recipient twice. [y/N] ", pos[1])
+			line, _ := bufio.NewReader(e.stdin).ReadString('\n')
+			if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+				fmt.Fprintln(e.stderr, "not redelivered")
+				return exitFailure
+			}
+		}
+		var f effectView
+		if code := e.do("ledger.redeliver", map[string]string{"key": pos[1]}, &f, 10*time.Second); code != exitOK {
+			return code
+		}
+		if e.json {
+			e.printJSON(f)
+			return exitOK
+		}
+		fmt.Fprintf(e.stdout, "%s queued again (attempt %d will follow)\n", f.Key, f.Attempts+1)
+		return exitOK
+	}
+	return usageErr(e, "ledger", fmt.Sprintf("unknown subcommand %q", pos[0]))
+}
+
+func cmdInbox(e *env, args []string) int {
+	au, sum := summaryOf("inbox")
+	fs := e.flags("inbox", "")
+	unread := fs.Bool("unread", false, "with list: unread items only")
+	pos, code, ok := e.parse(fs, "inbox", au, sum, args)
+	if !ok {
+		return code
+	}
+	if len(pos) < 2 {
+		return usageErr(e, "inbox", "want list PRINCIPAL, read PRINCIPAL ID|all or token PRINCIPAL")
+	}
+	switch pos[0] {
+	case "list":
+		var items []inboxView
+		if code := e.do("inbox.list", map[string]any{"principal": pos[1], "unread": *unread}, &items, 10*time.Second); code != exitOK {
+			return code
+		}
+		if e.json {
+			e.printJSON(items)
+			return exitOK
+		}
+		rows := make([][]string, 0, len(items))
+		for _, it := range items {
+			mark := " "
+			if !it.Read {
+				mark = "*"
+			}
+			rows = append(rows, []string{mark, it.ID, it.CreatedAt.Local().Format("01-02 15:04"), it.Title})
+		}
+		table(e.stdout, " \tID\tWHEN\tTITLE", rows)
+		return exitOK
+	case "read":
+		if len(pos) != 3 {
+			return usageErr(e, "inbox", "read needs PRINCIPAL and an item id or all")
+		}
+		var n struct {
+			Marked int `json:"marked"`
+		}
+		if code := e.do("inbox.read", map[string]string{"principal": pos[1], "id": pos[2]}, &n, 10*time.Second); code != exitOK {
+			return code
+		}
+		if e.json {
+			e.printJSON(n)
+			return exitOK
+		}
+		fmt.Fprintf(e.stdout, "%d item(s) marked read\n", n.Marked)
+		return exitOK
+	case "token":
+		var t struct {
+			Token string `json:"token"`
+		}
+		if code := e.do("inbox.token", map[string]string{"principal": pos[1]}, &t, 10*time.Second); code != exitOK {
+			return code
+		}
+		if e.json {
+			e.printJSON(t)
+			return exitOK
+		}
+		fmt.Fprintf(e.stdout, "%s\nUse it as: curl -H 'Authorization: Bearer <token>' http://<listen>/api/v1/inbox\n", t.Token)
+		return exitOK
+	}
+	return usageErr(e, "inbox", fmt.Sprintf("unknown subcommand %q", pos[0]))
+}
+
+func cmdSendTest(e *env, args []string) int {
+	au, sum := summaryOf("send-test")
+	fs := e.flags("send-test", "")
+	pos, code, ok := e.parse(fs, "send-test", au, sum, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageErr(e, "send-test", "want exactly one RECIPIENT")
+	}
+	var v sendTestView
+	if code := e.do("send-test", map[string]string{"recipient": pos[0]}, &v, 2*time.Minute); code != exitOK {
+		return code
+	}
+	if e.json {
+		e.printJSON(v)
+	} else {
+		fmt.Fprintf(e.stdout, "%s: %s after %d attempt(s)", v.Recipient, v.State, v.Attempts)
+		if v.Error != "" {
+			fmt.Fprintf(e.stdout, " (%s)", v.Error)
+		}
+		fmt.Fprintf(e.stdout, "\neffect %s\n", v.Effect)
+	}
+	if v.State != "completed" {
+		return exitFailure
+	}
+	return exitOK
+}

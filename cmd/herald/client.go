@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/herald-bridge/herald/store/datadir"
+)
+
+// maxResponse bounds what the CLI reads from the admin API.
+const maxResponse = 16 << 20
+
+// client calls the running service's admin API.
+type client struct {
+	base, token string
+	hc          *http.Client
+}
+
+// errNotRunning means no service answers for the data dir.
+var errNotRunning = errors.New("herald is not running")
+
+// apiError is an error the service answered with.
+type apiError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+func dial(e *env) (*client, error) {
+	rec, err := datadir.ReadAdmin(e.dataDir)
+	if err != nil {
+		return nil, errNotRunning
+	}
+	scheme := rec.Scheme
+	if scheme == "" {
+		scheme = "http"
+	}
+	tr := &http.Transport{Proxy: nil}
+	if scheme == "https" {
+		tr.TLSClientConfig = insecureLoopbackTLS()
+	}
+	return &client{
+		base: scheme + "://" + rec.Addr + "/admin/v1/", token: rec.Token,
+		hc: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+	}, nil
+}
+
+// call POSTs in to op and decodes the envelope's result into out.
+func (c *client) call(ctx context.Context, op string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+op, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("the service did not answer in time")
+		}
+		return errNotRunning
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
+	if err != nil {
+		return fmt.Errorf("read answer: %w", err)
+	}
+	if len(raw) > maxResponse {
+		return fmt.Errorf("the service's answer is too large")
+	}
+	var env struct {
+		OK     *bool           `json:"ok"`
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil || env.OK == nil {
+		return fmt.Errorf("unexpected answer from the service (HTTP %d)", resp.StatusCode)
+	}
+	if !*env.OK {
+		if env.Error == nil {
+			return &apiError{Status: resp.StatusCode, Code: "unknown", Message: fmt.Sprintf("failed (HTTP %d)", resp.StatusCode)}
+		}
+		return &apiError{Status: resp.StatusCode, Code: env.Error.Code, Message: env.Error.Message}
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("unexpected HTTP %d from the service", resp.StatusCode)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(env.Result, out); err != nil {
+		return fmt.Errorf("unexpected answer shape: %w", err)
+	}
+	return nil
+}
+
+// do runs op with a deadline and maps errors to exit codes, printing them.
+func (e *env) do(op string, in, out any, timeout time.Duration) int {
+	c, err := dial(e)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		err = c.call(ctx, op, in, out)
+	}
+	return e.fail(err)
+}
+
+func (e *env) fail(err error) int {
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errNotRunning):
+		fmt.Fprintf(e.stderr, "herald is not running for data dir %s.\nStart it with 'make run' or 'herald serve --config FILE --data-dir %s'.\n", e.dataDir, e.dataDir)
+		return exitNotRunning
+	}
+	fmt.Fprintf(e.stderr, "herald: %v\n", err)
+	return exitFailure
+}

@@ -1,0 +1,166 @@
+// Command herald is the herald service and its command line: `herald
+// serve` runs the service; every other command talks to the running
+// service through its admin API (it never opens the store while the
+// service runs).
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Exit codes.
+const (
+	exitOK         = 0
+	exitFailure    = 1
+	exitUsage      = 2
+	exitNotRunning = 3
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+type command struct {
+	name    string
+	args    string
+	summary string
+	run     func(e *env, args []string) int
+}
+
+// env is what every command gets: its streams and the common flags.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	config         string
+	dataDir        string
+	json           bool
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "[--config FILE] [--data-dir DIR]", "run the herald service", cmdServe},
+		{"check-config", "[--config FILE]", "check a config file; every problem as file:line", cmdCheckConfig},
+		{"chat", "[--as NAME]", "talk to the running service as console:NAME", cmdChat},
+		{"status", "", "show the running service's state (owner, store, channels)", cmdStatus},
+		{"tasks", "list | show ID | pause ID | resume ID | delete ID | run ID [--no-wait] | rebaseline ID", "manage tasks", cmdTasks},
+		{"requests", "approve ID | reject ID [REASON]", "decide pending requests as console:admin", cmdRequests},
+		{"ledger", "show TASK | redeliver EFFECT-ID [--yes]", "read the effect ledger; replay an effect explicitly", cmdLedger},
+		{"inbox", "list PRINCIPAL | read PRINCIPAL ID|all | token PRINCIPAL", "read inboxes; issue an inbox API token", cmdInbox},
+		{"send-test", "RECIPIENT", "send one test push through the whole path and print its outcome", cmdSendTest},
+		{"version", "", "print the version", func(e *env, _ []string) int { fmt.Fprintln(e.stdout, "herald", version); return exitOK }},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		w := stdout
+		if len(args) == 0 {
+			w = stderr
+		}
+		usage(w)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(&env{stdin: stdin, stdout: stdout, stderr: stderr}, args[1:])
+		}
+	}
+	fmt.Fprintf(stderr, "herald: unknown command %q\nRun 'herald --help' for the list of commands.\n", args[0])
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `herald watches feeds, calendars, JSON APIs and web pages for people who chat
+with it in Telegram or Feishu, and pushes quiet, never-duplicated notices.
+
+Usage:
+  herald <command> [flags] [args]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-13s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Every command takes --config FILE (env HERALD_CONFIG, default herald.yaml) and
+--data-dir DIR (env HERALD_DATA_DIR, default ./data); most take --json.
+Run 'herald <command> --help' for a command's flags.
+
+Exit codes: 0 ok, 1 failure, 2 usage error, 3 the service is not running.
+`)
+}
+
+// flags returns a FlagSet with the common flags bound to e.
+func (e *env) flags(c string, extra string) *flag.FlagSet {
+	fs := flag.NewFlagSet("herald "+c, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&e.config, "config", envOr("HERALD_CONFIG", "herald.yaml"), "config file")
+	fs.StringVar(&e.dataDir, "data-dir", envOr("HERALD_DATA_DIR", "./data"), "data directory")
+	fs.BoolVar(&e.json, "json", false, "machine-readable JSON output")
+	fs.Usage = func() {}
+	_ = extra
+	return fs
+}
+
+// parse parses flags allowing them after positional args too. It returns
+// the positional args, or an exit code when parsing ended the command.
+func (e *env) parse(fs *flag.FlagSet, cmd, argsUsage, summary string, args []string) ([]string, int, bool) {
+	var pos []string
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(e.stdout, "%s\n\nUsage:\n  herald %s %s\n\nFlags:\n", summary, cmd, argsUsage)
+			fs.SetOutput(e.stdout)
+			fs.PrintDefaults()
+			return nil, exitOK, false
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "herald %s: %v\nUsage: herald %s %s (see --help)\n", cmd, err, cmd, argsUsage)
+			return nil, exitUsage, false
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, 0, true
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func usageErr(e *env, cmd, msg string) int {
+	for _, c := range commands() {
+		if c.name == cmd {
+			fmt.Fprintf(e.stderr, "herald %s: %s\nUsage: herald %s %s (see --help)\n", cmd, msg, cmd, c.args)
+			return exitUsage
+		}
+	}
+	fmt.Fprintf(e.stderr, "herald %s: %s\n", cmd, msg)
+	return exitUsage
+}
+
+func summaryOf(cmd string) (string, string) {
+	for _, c := range commands() {
+		if c.name == cmd {
+			return c.args, strings.ToUpper(c.summary[:1]) + c.summary[1:] + "."
+		}
+	}
+	return "", ""
+}

@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+
+	"github.com/herald-bridge/herald/configs"
+	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/store"
+	"github.com/herald-bridge/herald/store/bolt"
+	"github.com/herald-bridge/herald/store/datadir"
+	"github.com/herald-bridge/herald/store/redis"
+	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/webhook"
+)
+
+// drainTimeout bounds graceful shutdown.
+const drainTimeout = 4 * time.Second
+
+// newLogger logs JSON, or a console format on a terminal, at
+// HERALD_LOG_LEVEL (default info).
+func newLogger(w io.Writer) zerolog.Logger {
+	level, err := zerolog.ParseLevel(os.Getenv("HERALD_LOG_LEVEL"))
+	if err != nil || level == zerolog.NoLevel {
+		level = zerolog.InfoLevel
+	}
+	if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		return zerolog.New(zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05"}).Level(level).With().Timestamp().Logger()
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger()
+}
+
+func cmdCheckConfig(e *env, args []string) int {
+	au, sum := summaryOf("check-config")
+	fs := e.flags("check-config", "")
+	if _, code, ok := e.parse(fs, "check-config", au, sum, args); !ok {
+		return code
+	}
+	cfg, err := configs.Load(e.config)
+	if err != nil {
+		fmt.Fprintln(e.stderr, err)
+		return exitFailure
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(e.stderr, "%s: warning: %s\n", e.config, w)
+	}
+	fmt.Fprintf(e.stdout, "%s: ok — %d recipients, %d inbound hooks, %d tasks, store %s\n", e.config, len(cfg.Recipients), len(cfg.Inbound), len(cfg.Tasks), cfg.Store.Driver)
+	return exitOK
+}
+
+func cmdServe(e *env, args []string) int {
+	au, sum := summaryOf("serve")
+	fs := e.flags("serve", "")
+	if _, code, ok := e.parse(fs, "serve", au, sum, args); !ok {
+		return code
+	}
+	log := newLogger(e.stderr)
+	if err := serve(e, log); err != nil {
+		log.Error().Err(err).Msg("herald stopped")
+		return exitFailure
+	}
+	return exitOK
+}
+
+// service is the running herald, assembled from config.
+type service struct {
+	cfg      *configs.Config
+	log      zerolog.Logger
+	dataDir  string
+	holder   string
+	store    store.Store
+	manager  *tasks.Manager
+	dispatch *delivery.Dispatcher
+	table    *delivery.Table
+	prefs    *delivery.PrefStore
+	hooks    *webhook.Hooks
+	server   *webhook.Server
+	channels *channelSet
+	registry *prometheus.Registry
+	ownerG   prometheus.Gauge
+	mu       sync.Mutex
+}
+
+func serve(e *env, log zerolog.Logger) error {
+	coord := configs.NewCoordinator(e.config, log)
+	if err := coord.Load(); err != nil {
+		var ce *configs.Error
+		if errors.As(err, &ce) {
+			fmt.Fprintln(e.stderr, ce.Error())
+		}
+		return fmt.Errorf("configuration is not valid")
+	}
+	cfg := coord.Current() // the coordinator has logged its warnings
+	lock, err := datadir.Lock(e.dataDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+
+	s := &service{cfg: cfg, log: log, dataDir: e.dataDir, holder: holderID()}
+	if err := s.openStore(); err != nil {
+		return err
+	}
+	defer s.store.Close()
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	if err := s.assemble(ctx); err != nil {
+		return err
+	}
+	coord.Subscribe(func(c *configs.Config) error { return s.reload(ctx, c) })
+
+	if err := s.server.Listen(); err != nil {
+		return err
+	}
+	token := datadir.NewToken()
+	s.mountAdmin(token, coord)
+	scheme := "http"
+	if cfg.Server.TLS.Enabled() {
+		scheme = "https"
+	}
+	if err := datadir.WriteAdmin(e.dataDir, datadir.AdminRecord{Addr: s.server.Addr(), Token: token, PID: os.Getpid(), Scheme: scheme}); err != nil {
+		return fmt.Errorf("write the admin access record: %w", err)
+	}
+	defer datadir.RemoveAdmin(e.dataDir)
+
+	var wg sync.WaitGroup
+	runCtx, cancelRun := context.WithCancel(ctx)
+	start := func(name string, fn func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(runCtx); err != nil && runCtx.Err() == nil {
+				log.Error().Str("component", name).Err(err).Msg("component stopped")
+			}
+		}()
+	}
+	start("manager", s.manager.Run)
+	start("delivery", s.dispatch.Run)
+	start("liveness", s.keepAlive)
+	s.channels.start(runCtx, start)
+
+	srvCtx, stopServer := context.WithCancel(context.Background())
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- s.server.Serve(srvCtx, drainTimeout) }()
+	log.Info().Str("listen", s.server.Addr()).Str("store", cfg.Store.Driver).Str("replica", s.holder).Msg("herald is serving")
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	for done := false; !done; {
+		select {
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				if err := coord.Reload(); err != nil {
+					log.Error().Msg("config reload failed; the previous configuration stays in force")
+				} else {
+					log.Info().Msg("configuration reloaded")
+				}
+				continue
+			}
+			log.Info().Str("signal", sig.String()).Msg("shutting down")
+			done = true
+		case err := <-srvErr:
+			stopServer()
+			cancelRun()
+			wg.Wait()
+			return err
+		}
+	}
+	// Stop accepting, drain in-flight requests, then stop the workers
+	// (in-flight sends finish within their own timeouts).
+	stopServer()
+	<-srvErr
+	cancelRun()
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(drainTimeout):
+		log.Warn().Msg("some work did not finish in time; it resumes on the next start")
+	}
+	return nil
+}
+
+func (s *service) openStore() error {
+	switch s.cfg.Store.Driver {
+	case configs.DriverRedis:
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		st, err := redis.Open(ctx, s.cfg.Store.Redis.URL, redis.Options{KeyPrefix: s.cfg.Store.Redis.KeyPrefix})
+		if err != nil {
+			return fmt.Errorf("open the redis store: %w", err)
+		}
+		s.store = st
+	default:
+		path := s.cfg.Store.BoltPath(s.dataDir)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return fmt.Errorf("create the data dir: %w", err)
+		}
+		st, err := bolt.Open(path, bolt.Options{})
+		if err != nil {
+			return fmt.Errorf("open the store: %w", err)
+		}
+		s.store = st
+	}
+	return nil
+}
+
+func holderID() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// workerLease names the liveness lease of a delivery worker.
+func workerLease(holder string) string { return "worker:" + holder }
+
+// keepAlive holds this replica's worker lease so other replicas can tell
+// its in-flight attempts from a dead one's (I3).
+func (s *service) keepAlive(ctx context.Context) error {
+	const ttl = 15 * time.Second
+	for {
+		if _, err := s.store.Leases().Acquire(ctx, workerLease(s.holder), s.holder, ttl); err != nil && ctx.Err() == nil {
+			s.log.Warn().Err(err).Msg("cannot renew the worker lease")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(ttl / 3):
+		}
+	}
+}
+
+// alive reports whether a delivery worker still runs: this process, or a
+// replica whose worker lease has not expired.
+func (s *service) alive(worker string) bool {
+	if worker == s.holder {
+		return true
+	}
+	if s.cfg.Store.Driver != configs.DriverRedis {
+		return false // the data-dir lock makes this process the only one
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	l, err := s.store.Leases().Current(ctx, workerLease(worker))
+	if err != nil {
+		return !errors.Is(err, store.ErrNotFound) // unsure: keep it pending rather than mislabel
+	}
+	return l.Holder == worker && time.Now().Before(l.Expires)
+}
+
+func (s *service) routes() {
+	srv := s.server
+	srv.Handle("GET /healthz", func(w http.ResponseWriter, r *http.Request) error {
+		w.Header().Set("Content-Type", "text/plain")
+		_, err := io.WriteString(w, "ok\n")
+		return err
+	})
+	srv.Handle("GET /readyz", s.readyz)
+	srv.HandleHTTP("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+	srv.Handle("/hooks/{name}", s.hooks.ServeHTTP)
+	inboxAPI := &webhook.InboxAPI{Tokens: webhook.InboxTokens{KV: s.store.Channels()}, Inbox: s.store.Inbox()}
+	srv.Handle("/api/v1/inbox", inboxAPI.ServeHTTP)
+}
+
+func (s *service) readyz(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	detail := map[string]any{}
+	ready := true
+	if err := s.store.Ping(ctx); err != nil {
+		detail["store"], ready = "unreachable", false
+	} else {
+		detail["store"] = "ok"
+	}
+	owner, epoch := s.manager.Owner()
+	if owner {
+		detail["owner"] = fmt.Sprintf("this replica (epoch %d)", epoch)
+	} else if l, err := s.store.Leases().Current(ctx, tasks.SchedulerLease); err == nil && time.Now().Before(l.Expires) {
+		detail["owner"] = "another replica"
+	} else {
+		detail["owner"], ready = "unknown", false
+	}
+	detail["channels"] = s.channels.status()
+	status := http.StatusOK
+	if !ready {
+		status = http.StatusServiceUnavailable
+	}
+	detail["ready"] = ready
+	return writeJSONResponse(w, status, detail)
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"time"
+
+	"github.com/herald-bridge/herald/store"
+	"github.com/herald-bridge/herald/tasks"
+)
+
+// taskView is the documented `herald tasks list --json` element.
+type taskView struct {
+	ID          string     `json:"id"`
+	Name        string     `json:"name"`
+	State       string     `json:"state"`
+	Owner       string     `json:"owner"`
+	Schedule    string     `json:"schedule"`
+	NextRun     *time.Time `json:"next_run"`
+	LastOutcome string     `json:"last_outcome"`
+}
+
+func viewTask(t *tasks.Task) taskView {
+	v := taskView{ID: t.ID, Name: t.Name, State: string(t.State), Owner: t.Owner, Schedule: t.Schedule, LastOutcome: t.LastOutcome}
+	if !t.NextRun.IsZero() && t.State == tasks.Active {
+		n := t.NextRun.UTC()
+		v.NextRun = &n
+	}
+	return v
+}
+
+// taskDetail is `herald tasks show --json`.
+type taskDetail struct {
+	taskView
+	Request     tasks.Request     `json:"request"`
+	Decision    *tasks.Decision   `json:"decision,omitempty"`
+	Grant       *tasks.Grant      `json:"grant,omitempty"`
+	Source      string            `json:"source_url"`
+	Kind        string            `json:"kind,omitempty"`
+	Notify      []string          `json:"notify"`
+	Unreachable []string          `json:"unreachable,omitempty"`
+	Failures    int               `json:"failures"`
+	Runs        []tasks.RunRecord `json:"runs"`
+}
+
+// effectView is the documented `herald ledger show --json` element.
+type effectView struct {
+	ID        string    `json:"id"`
+	Key       string    `json:"key"`
+	Task      string    `json:"task"`
+	Recipient string    `json:"recipient"`
+	State     string    `json:"state"`
+	Attempts  int       `json:"attempts"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Error     string    `json:"error"`
+}
+
+func viewEffect(fx store.Effect) effectView {
+	return effectView{ID: fx.Key, Key: fx.Key, Task: fx.TaskID, Recipient: fx.Recipient, State: string(fx.State),
+		Attempts: len(fx.Attempts), UpdatedAt: fx.UpdatedAt.UTC(), Error: fx.Error}
+}
+
+// runView is `herald tasks run --json`.
+type runView = tasks.RunRecord
+
+// inboxView is one inbox item.
+type inboxView struct {
+	ID        string    `json:"id"`
+	Title     string    `json:"title"`
+	Text      string    `json:"text"`
+	CreatedAt time.Time `json:"created_at"`
+	Read      bool      `json:"read"`
+}
+
+// statusView is `herald status --json`.
+type statusView struct {
+	Version  string            `json:"version"`
+	Holder   string            `json:"holder"`
+	Owner    bool              `json:"owner"`
+	Epoch    uint64            `json:"epoch"`
+	Store    string            `json:"store"`
+	StoreOK  bool              `json:"store_ok"`
+	Channels map[string]string `json:"channels"`
+	Tasks    int               `json:"tasks"`
+	Listen   string            `json:"listen"`
+}
+
+// sendTestView is `herald send-test --json`.
+type sendTestView struct {
+	Effect     string `json:"effect"`
+	Recipient  string `json:"recipient"`
+	State      string `json:"state"`
+	Attempts   int    `json:"attempts"`
+	Error      string `json:"error,omitempty"`
+	ProviderID string `json:"provider_id,omitempty"`
+}

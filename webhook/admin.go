@@ -1,0 +1,132 @@
+package webhook
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/herald-bridge/herald/store"
+	"github.com/herald-bridge/herald/tasks"
+)
+
+// MaxAdminBody bounds admin API request bodies.
+const MaxAdminBody = 1 << 20
+
+// AdminOp is one admin API operation: JSON in, JSON-able result out.
+type AdminOp func(ctx context.Context, in json.RawMessage) (any, error)
+
+// Admin serves /admin/v1/{op}: POST JSON only, loopback peers only, a
+// bearer token compared in constant time, and no browser Origin.
+type Admin struct {
+	token string
+	mu    sync.RWMutex
+	ops   map[string]AdminOp
+	// Peer decides whether a remote address may use the API (default: loopback only).
+	Peer func(remoteAddr string) bool
+}
+
+// NewAdmin returns the admin API guarded by token.
+func NewAdmin(token string) *Admin {
+	return &Admin{token: token, ops: map[string]AdminOp{}, Peer: IsLoopbackPeer}
+}
+
+// Register adds an operation.
+func (a *Admin) Register(name string, op AdminOp) {
+	a.mu.Lock()
+	a.ops[name] = op
+	a.mu.Unlock()
+}
+
+// IsLoopbackPeer reports whether remoteAddr is a loopback address.
+func IsLoopbackPeer(remoteAddr string) bool {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ServeHTTP implements the admin API.
+func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
+	if !a.Peer(r.RemoteAddr) {
+		return &Error{Status: http.StatusForbidden, Code: "not_loopback", Msg: "the admin API answers loopback clients only"}
+	}
+	if r.Header.Get("Origin") != "" {
+		return &Error{Status: http.StatusForbidden, Code: "origin", Msg: "browser requests are refused"}
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return ErrMethod
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || a.token == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(a.token)) != 1 {
+		return ErrUnauthorized
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return &Error{Status: http.StatusUnsupportedMediaType, Code: "content_type", Msg: "send application/json"}
+	}
+	a.mu.RLock()
+	op := a.ops[r.PathValue("op")]
+	a.mu.RUnlock()
+	if op == nil {
+		return ErrNotFound
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxAdminBody))
+	if err != nil {
+		return ErrTooLarge
+	}
+	if len(body) == 0 {
+		body = []byte("{}")
+	}
+	if !json.Valid(body) {
+		return ErrBadJSON
+	}
+	res, err := op(r.Context(), body)
+	if err != nil {
+		return adminError(err)
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"ok": true, "result": res})
+}
+
+// adminError maps manager and store errors to HTTP errors with plain messages.
+func adminError(err error) error {
+	var he *Error
+	if errors.As(err, &he) {
+		return he
+	}
+	var ue *tasks.UserError
+	msg := err.Error()
+	if errors.As(err, &ue) {
+		msg = ue.Msg
+	}
+	switch {
+	case errors.Is(err, tasks.ErrNotFound), errors.Is(err, store.ErrNotFound):
+		return &Error{Status: http.StatusNotFound, Code: "not_found", Msg: msg}
+	case errors.Is(err, tasks.ErrForbidden):
+		return &Error{Status: http.StatusForbidden, Code: "forbidden", Msg: msg}
+	case errors.Is(err, tasks.ErrScope):
+		return &Error{Status: http.StatusForbidden, Code: "scope", Msg: msg}
+	case errors.Is(err, tasks.ErrInvalid), errors.Is(err, tasks.ErrState), errors.Is(err, tasks.ErrLimit),
+		errors.Is(err, store.ErrIllegalTransition):
+		return &Error{Status: http.StatusConflict, Code: "conflict", Msg: msg}
+	case errors.Is(err, tasks.ErrNotOwner), errors.Is(err, store.ErrUnavailable):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Msg: msg}
+	case errors.Is(err, errBadInput):
+		return &Error{Status: http.StatusBadRequest, Code: "bad_request", Msg: msg}
+	}
+	return err
+}
+
+var errBadInput = errors.New("bad input")
+
+// BadInput marks an operation's input error (400).
+func BadInput(msg string) error {
+	return &Error{Status: http.StatusBadRequest, Code: "bad_request", Msg: msg}
+}

@@ -611,8 +611,8 @@ func (m *Manager) MarkUnreachable(ctx context.Context, taskID, recipient, reason
 	if t.ownerAddress() == recipient {
 		return nil
 	}
-	fx, err := noticeEffect(t, "unreachable|"+recipient, "A recipient is unreachable",
-		fmt.Sprintf("Pushes for %s cannot reach one of its recipients (%s). Check that the bot is still in that chat.", t.displayName(), reason), m.clock.Now())
+	title, text := t.say(noticeUnreachable, t.displayName(), reason)
+	fx, err := noticeEffect(t, "unreachable|"+recipient, title, text, m.clock.Now())
 	if err != nil {
 		return err
 	}

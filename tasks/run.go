@@ -223,16 +223,16 @@ func (m *Manager) runTask(ctx context.Context, id string, kind wakeKind) RunReco
 	case diff.Suspect:
 		rec.Outcome = OutcomeSuspect
 		if !t.Suspect {
-			fx, err := noticeEffect(t, "suspect|"+rec.ID, "Many items changed at once",
-				fmt.Sprintf("Most items of %s changed in one check, which usually means the site was redesigned or its ids were regenerated. Nothing was pushed. To accept the new state as the baseline, run: herald tasks rebaseline %s", t.displayName(), t.ID), now)
+			title, text := t.say(noticeSuspect, t.displayName(), t.ID)
+			fx, err := noticeEffect(t, "suspect|"+rec.ID, title, text, now)
 			if err == nil {
 				effects = append(effects, fx)
 			}
 		}
 	case diff.Baseline:
 		rec.Outcome = OutcomeBaseline
-		fx, err := noticeEffect(t, "baseline", "Watching",
-			fmt.Sprintf("Now watching %s: %d items. You will hear about changes only.", t.displayName(), len(diff.Next.Items)), now)
+		title, text := t.say(noticeBaseline, t.displayName(), len(diff.Next.Items))
+		fx, err := noticeEffect(t, "baseline", title, text, now)
 		if err == nil {
 			effects = append(effects, fx)
 		}
@@ -242,8 +242,8 @@ func (m *Manager) runTask(ctx context.Context, id string, kind wakeKind) RunReco
 		rec.Outcome = OutcomeOK
 	}
 	if t.FailingRun != "" { // the streak is over: one "recovered" notice
-		if fx, err := noticeEffect(t, "recovered|"+t.FailingRun, "Watch recovered",
-			fmt.Sprintf("%s works again.", t.displayName()), now); err == nil {
+		title, text := t.say(noticeRecovered, t.displayName())
+		if fx, err := noticeEffect(t, "recovered|"+t.FailingRun, title, text, now); err == nil {
 			effects = append(effects, fx)
 		}
 	}
@@ -343,8 +343,8 @@ func (m *Manager) finish(ctx context.Context, t *Task, rec RunRecord, kind wakeK
 			cur.Failures++
 			if cur.Failures >= failingAfter && cur.FailingRun == "" {
 				cur.FailingRun = rec.ID
-				fx, err := noticeEffect(cur, "failing|"+rec.ID, "Watch failing",
-					fmt.Sprintf("%s failed %d checks in a row (%s). herald keeps trying.", cur.displayName(), cur.Failures, rec.Class), end)
+				title, text := cur.say(noticeFailing, cur.displayName(), cur.Failures, rec.Class)
+				fx, err := noticeEffect(cur, "failing|"+rec.ID, title, text, end)
 				if err == nil {
 					notice = &fx
 				}

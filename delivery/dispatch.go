@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,8 +53,10 @@ type Options struct {
 	// Poll is how often the queue is looked at without a wake-up (other
 	// replicas may queue work). Default 1 s.
 	Poll time.Duration
-	// MaxIdempotentAttempts bounds automatic retries of unknown outcomes for
-	// deduplicating providers (default 8); backoff 1 s, 2 s, 4 s … capped at 1 min.
+	// MaxIdempotentAttempts bounds the attempts at one part of a message
+	// whose outcome is unknown, for deduplicating providers (default 8;
+	// counted afresh after a human redelivery); the replays wait 1 s, 2 s,
+	// 4 s … capped at 1 min, and none is scheduled past the push's expiry.
 	MaxIdempotentAttempts int
 	Log                   zerolog.Logger
 	Metrics               *Metrics
@@ -147,11 +150,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		if err != nil && ctx.Err() == nil {
 			d.o.Log.Warn().Err(err).Msg("cannot read the delivery queue; retrying")
 		}
-		for _, g := range groups {
+		for i, g := range groups {
 			select {
 			case work <- g:
 			case <-ctx.Done():
-				d.release(g)
+				for _, g := range groups[i:] { // a later Run must see them again
+					d.release(g)
+				}
 				return nil
 			}
 		}
@@ -225,17 +230,15 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 
 	route, err := d.o.Router.Resolve(recipient)
 	if err != nil {
-		for _, fx := range g.fx {
-			d.expire(ctx, fx.Key, "recipient_unknown", now)
-		}
+		d.each(len(g.fx), func(i int) { d.expire(ctx, g.fx[i].Key, "recipient_unknown", now) })
 		log.Warn().Err(err).Msg("dropping pushes for a recipient that no longer exists")
 		return
 	}
-	var live []store.Effect
+	var live, expired []store.Effect
 	var urgent time.Time
 	for _, fx := range g.fx {
 		if !fx.ExpiresAt.IsZero() && !now.Before(fx.ExpiresAt) {
-			d.expire(ctx, fx.Key, "expired", now)
+			expired = append(expired, fx)
 			continue
 		}
 		if fx.Kind == KindDeadline {
@@ -245,38 +248,32 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 		}
 		live = append(live, fx)
 	}
+	d.each(len(expired), func(i int) { d.expire(ctx, expired[i].Key, "expired", now) })
 	if len(live) == 0 {
 		return
 	}
 	if d.o.Holder != nil {
 		if until, held := d.o.Holder.Hold(ctx, recipient, taskID, urgent, now); held {
-			for _, fx := range live {
-				if _, err := d.o.Ledger.Defer(ctx, fx.Key, until, now); err != nil {
+			d.each(len(live), func(i int) {
+				if _, err := d.o.Ledger.Defer(ctx, live[i].Key, until, now); err != nil {
 					log.Warn().Err(err).Msg("cannot hold a push")
 				}
-			}
+			})
 			return
 		}
 	}
 	live = d.collapse(ctx, live, now)
 
 	for {
-		begun := make([]store.Effect, 0, len(live))
-		for _, fx := range live {
-			b, err := d.o.Ledger.Begin(ctx, fx.Key, d.o.Worker, d.o.Now())
-			if err != nil {
-				continue // taken by another worker or replica, or no longer pending
-			}
-			begun = append(begun, b)
-		}
+		begun := d.begin(ctx, live)
 		if len(begun) == 0 {
 			return
 		}
 		msg, err := merge(begun)
 		if err != nil {
-			for _, fx := range begun {
-				d.settle(ctx, fx.Key, store.Outcome{State: store.Failed, Error: "bad_payload"})
-			}
+			d.settleAll(ctx, begun, func(store.Effect) store.Outcome {
+				return store.Outcome{State: store.Failed, Error: "bad_payload"}
+			})
 			return
 		}
 		first := begun[0]
@@ -291,39 +288,132 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 		switch out.Result {
 		case Completed:
 			if out.Parts > part+1 { // more parts: each its own recorded attempt
-				for _, fx := range begun {
-					d.settle(ctx, fx.Key, store.Outcome{State: store.Pending, RetryAt: now, PartsSent: part + 1, ProviderID: out.ProviderID})
-				}
+				d.settleAll(ctx, begun, func(store.Effect) store.Outcome {
+					return store.Outcome{State: store.Pending, RetryAt: now, PartsSent: part + 1, ProviderID: out.ProviderID}
+				})
 				live = begun
 				continue
 			}
-			for _, fx := range begun {
-				d.settle(ctx, fx.Key, store.Outcome{State: store.Completed, ProviderID: out.ProviderID, PartsSent: max(out.Parts, 1)})
+			d.settleAll(ctx, begun, func(fx store.Effect) store.Outcome {
 				d.o.Metrics.Latency.Observe(now.Sub(fx.CreatedAt).Seconds())
-			}
+				return store.Outcome{State: store.Completed, ProviderID: out.ProviderID, PartsSent: max(out.Parts, 1)}
+			})
 		case RetryAfter: // provably not sent: queue again, never block a worker
-			wait := max(out.After, time.Second)
-			for _, fx := range begun {
-				d.settle(ctx, fx.Key, store.Outcome{State: store.Pending, RetryAt: now.Add(wait), Error: out.Reason, PartsSent: part})
-			}
+			at := now.Add(max(out.After, time.Second))
+			d.settleAll(ctx, begun, func(fx store.Effect) store.Outcome {
+				// A retry is never scheduled past the effect's expiry: it
+				// comes back at ExpiresAt and ends there, unsent.
+				return store.Outcome{State: store.Pending, RetryAt: notAfter(at, fx.ExpiresAt), Error: out.Reason, PartsSent: part}
+			})
 		case Failed:
-			for _, fx := range begun {
-				d.settle(ctx, fx.Key, store.Outcome{State: store.Failed, Error: out.Reason, PartsSent: part})
-			}
+			d.settleAll(ctx, begun, func(store.Effect) store.Outcome {
+				return store.Outcome{State: store.Failed, Error: out.Reason, PartsSent: part}
+			})
 			if out.Unreachable && d.o.Hooks.Unreachable != nil {
 				d.o.Hooks.Unreachable(ctx, taskID, recipient, out.Reason)
 			}
 		default: // Unknown: replay only where the provider dedups by the key (I3)
+			// The group is replayed whole or not at all, so the replay
+			// carries the same delivery key and the provider can drop it.
+			tries := partAttempts(first, part)
+			at := now.Add(backoff(tries))
+			replay := route.Dedups && tries < d.o.MaxIdempotentAttempts
 			for _, fx := range begun {
-				o := store.Outcome{State: store.Unknown, Error: out.Reason, PartsSent: part}
-				if route.Dedups && len(fx.Attempts) < d.o.MaxIdempotentAttempts {
-					o = store.Outcome{State: store.Pending, RetryAt: now.Add(backoff(len(fx.Attempts))), Error: out.Reason, PartsSent: part}
-				}
-				d.settle(ctx, fx.Key, o)
+				// A replay must fit before expiry: an expired effect ends
+				// failed, which would misreport an attempt that may have
+				// arrived.
+				replay = replay && (fx.ExpiresAt.IsZero() || at.Before(fx.ExpiresAt))
 			}
+			d.settleAll(ctx, begun, func(store.Effect) store.Outcome {
+				if replay {
+					return store.Outcome{State: store.Pending, RetryAt: at, Error: out.Reason, PartsSent: part}
+				}
+				return store.Outcome{State: store.Unknown, Error: out.Reason, PartsSent: part}
+			})
 		}
 		return
 	}
+}
+
+// begin records a new attempt on each effect of a group, concurrently so
+// the store can commit them together, and returns the ones this worker
+// won, in group order (the first one's key is the message's delivery key).
+func (d *Dispatcher) begin(ctx context.Context, fxs []store.Effect) []store.Effect {
+	won := make([]store.Effect, len(fxs))
+	ok := make([]bool, len(fxs))
+	now := d.o.Now()
+	d.each(len(fxs), func(i int) {
+		b, err := d.o.Ledger.Begin(ctx, fxs[i].Key, d.o.Worker, now)
+		if err != nil {
+			return // taken by another worker or replica, or no longer pending
+		}
+		won[i], ok[i] = b, true
+	})
+	out := won[:0]
+	for i, b := range won {
+		if ok[i] {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// settleAll records each effect's outcome, concurrently so the store can
+// commit them together.
+func (d *Dispatcher) settleAll(ctx context.Context, fxs []store.Effect, outcome func(store.Effect) store.Outcome) {
+	d.each(len(fxs), func(i int) { d.settle(ctx, fxs[i].Key, outcome(fxs[i])) })
+}
+
+// ledgerFanout bounds the concurrent ledger writes of one group.
+const ledgerFanout = 32
+
+// each runs fn(0..n-1) with at most ledgerFanout at once; a lone call runs
+// inline.
+func (d *Dispatcher) each(n int, fn func(i int)) {
+	if n <= 1 {
+		if n == 1 {
+			fn(0)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, ledgerFanout)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
+}
+
+// partAttempts counts the attempts recorded for part of fx since the last
+// human redelivery: the bound and the backoff of automatic replays are per
+// part, and a redelivery starts them afresh.
+func partAttempts(fx store.Effect, part int) int {
+	n := 0
+	for i := len(fx.Attempts) - 1; i >= 0; i-- {
+		a := fx.Attempts[i]
+		if strings.HasPrefix(a.Error, redeliveryMark) || a.Part != part {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// redeliveryMark starts the error of the attempt entry the ledger records
+// for an explicit human redelivery.
+const redeliveryMark = "redelivery requested"
+
+// notAfter returns t, or limit when limit is set and earlier.
+func notAfter(t, limit time.Time) time.Time {
+	if !limit.IsZero() && limit.Before(t) {
+		return limit
+	}
+	return t
 }
 
 // collapse keeps, for each item listed several times in one held batch,

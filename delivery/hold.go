@@ -92,7 +92,8 @@ func clock(s string) (time.Duration, error) {
 }
 
 // Hold implements Holder: a muted task is held until the mute ends; quiet
-// hours hold everything except deadline reminders due within UrgentWindow.
+// hours hold everything except deadline reminders due within UrgentWindow,
+// and hold a later reminder only until it comes within that window.
 func (s *PrefStore) Hold(ctx context.Context, recipient, taskID string, urgentDue, now time.Time) (time.Time, bool) {
 	p, err := s.Get(ctx, recipient)
 	if err != nil {
@@ -120,7 +121,13 @@ func (s *PrefStore) Hold(ctx context.Context, recipient, taskID string, urgentDu
 	if zone == nil {
 		zone = time.UTC
 	}
-	return quietUntil(now.In(zone), from, to)
+	until, held := quietUntil(now.In(zone), from, to)
+	if held && !urgentDue.IsZero() {
+		// A reminder is held only until it becomes urgent, so quiet hours
+		// never make it miss its deadline.
+		until = notAfter(until, urgentDue.Add(-UrgentWindow))
+	}
+	return until, held
 }
 
 // quietUntil reports whether local time now lies in [from, to) (which may

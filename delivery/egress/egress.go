@@ -141,8 +141,8 @@ func Transport(o Options) *http.Transport {
 		TLSHandshakeTimeout:   o.ConnectTimeout,
 		ResponseHeaderTimeout: o.Timeout,
 		ExpectContinueTimeout: time.Second,
-		MaxIdleConns:          16,
-		MaxIdleConnsPerHost:   2,
+		MaxIdleConns:          64,
+		MaxIdleConnsPerHost:   32, // at least the dispatcher's workers: reuse, don't redial
 		IdleConnTimeout:       90 * time.Second,
 	}
 }

@@ -83,16 +83,52 @@ func (p *pacer) prune() {
 	}
 }
 
-// wait blocks until one message to chat may be sent, or ctx ends.
+// maxPaceWait is the longest a send waits for its turn inside a worker;
+// a longer wait goes back to the ledger as retry_after, so a busy group
+// chat never ties up the dispatcher's workers (pushes wait durably).
+const maxPaceWait = time.Second
+
+// pacedError says the send must wait longer than maxPaceWait.
+type pacedError struct{ wait time.Duration }
+
+func (e *pacedError) Error() string { return "rate limit pacing: retry in " + e.wait.String() }
+
+// wait blocks until one message to chat may be sent (at most maxPaceWait),
+// or ctx ends. A longer wait returns *pacedError without using a token.
 func (p *pacer) wait(ctx context.Context, chat int64) error {
 	c := p.limiter(chat)
-	if err := c.chat.Wait(ctx); err != nil {
-		return err
-	}
+	now := time.Now()
+	rs := []*rate.Reservation{c.chat.ReserveN(now, 1), p.global.ReserveN(now, 1)}
 	if c.group != nil {
-		if err := c.group.Wait(ctx); err != nil {
-			return err
+		rs = append(rs, c.group.ReserveN(now, 1))
+	}
+	var delay time.Duration
+	for _, r := range rs {
+		if !r.OK() {
+			delay = maxPaceWait + time.Minute
+			break
+		}
+		delay = max(delay, r.DelayFrom(now))
+	}
+	cancel := func() {
+		for _, r := range rs {
+			r.CancelAt(now)
 		}
 	}
-	return p.global.Wait(ctx)
+	if delay > maxPaceWait {
+		cancel()
+		return &pacedError{wait: delay}
+	}
+	if delay <= 0 {
+		return nil
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		cancel()
+		return ctx.Err()
+	}
 }

@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -24,11 +25,9 @@ func TestPacing(t *testing.T) {
 				p := newPacer(DefaultLimits)
 				start := time.Now()
 				for range c.n {
-					if err := p.wait(context.Background(), c.chat); err != nil {
-						t.Fatal(err)
-					}
+					waitRetrying(t, p, c.chat)
 				}
-				if got := time.Since(start); got != c.want {
+				if got := time.Since(start); got < c.want-time.Millisecond || got > c.want+time.Millisecond {
 					t.Errorf("%d sends took %v, want %v", c.n, got, c.want)
 				}
 			})
@@ -60,6 +59,42 @@ func TestPacingHonoursContext(t *testing.T) {
 		cancel()
 		if err := p.wait(ctx, 7); err == nil {
 			t.Error("wait ignored a cancelled context")
+		}
+	})
+}
+
+// waitRetrying waits for a turn the way the dispatcher does: a long
+// pacing wait comes back as retry_after and the send is tried again then.
+func waitRetrying(t *testing.T, p *pacer, chat int64) {
+	t.Helper()
+	for {
+		err := p.wait(context.Background(), chat)
+		var paced *pacedError
+		if errors.As(err, &paced) {
+			time.Sleep(paced.wait)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+}
+
+func TestLongPacingWaitReturnsInsteadOfBlocking(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPacer(DefaultLimits)
+		for range 8 { // the burst, then one every 3 s
+			waitRetrying(t, p, -42)
+		}
+		start := time.Now()
+		err := p.wait(context.Background(), -42)
+		var paced *pacedError
+		if !errors.As(err, &paced) || paced.wait <= maxPaceWait {
+			t.Fatalf("err %v, want a pacing wait over %v", err, maxPaceWait)
+		}
+		if time.Since(start) != 0 {
+			t.Fatal("a long pacing wait blocked the worker")
 		}
 	})
 }

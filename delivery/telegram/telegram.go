@@ -156,6 +156,10 @@ type attempt struct {
 func (s *Sink) send(ctx context.Context, chat int64, text string) attempt {
 	if err := s.pace.wait(ctx, chat); err != nil {
 		// Nothing was sent yet.
+		var paced *pacedError
+		if errors.As(err, &paced) {
+			return attempt{delivery.Outcome{Result: delivery.RetryAfter, After: paced.wait, Reason: "paced"}, nil}
+		}
 		return attempt{delivery.Outcome{Result: delivery.RetryAfter, After: time.Second, Reason: "canceled"}, err}
 	}
 	msg, err := s.bot.SendMessage(ctx, &bot.SendMessageParams{

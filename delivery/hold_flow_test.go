@@ -1,0 +1,168 @@
+package delivery_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/store"
+)
+
+const chat = "telegram:chat:42"
+
+// prefs is the real PrefStore on the rig's channel-state object.
+func (r *rig) prefs() *delivery.PrefStore {
+	return &delivery.PrefStore{KV: r.st.Channels(), Zone: time.UTC}
+}
+
+func (r *rig) setPrefs(address string, fn func(*delivery.Prefs)) {
+	r.t.Helper()
+	if err := r.prefs().Update(context.Background(), address, fn); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func withHolder(h delivery.Holder) func(*delivery.Options) {
+	return func(o *delivery.Options) { o.Holder = h }
+}
+
+// nextMorning is 07:00 after t0 (23:00), when 22:00-07:00 quiet hours end.
+var nextMorning = time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
+
+// TestQuietHoursHoldDurablyThenDeliverOnce: a push during quiet hours is
+// held by moving its NotBefore (no attempt recorded), survives a restart
+// held, and is delivered once when the quiet hours end.
+func TestQuietHoursHoldDurablyThenDeliverOnce(t *testing.T) {
+	r := newRig(t)
+	api := newFakeBotAPI(t)
+	r.setPrefs(chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
+	key := r.admit("hook:ci", "d-1", chat, inbound("deploy"), 0)
+	stop := r.start(telegramRoute(t, api.URL), "w", withHolder(r.prefs()))
+
+	waitFor(t, func() bool { return r.effect(key).NotBefore.Equal(nextMorning) }, "the push to be held until 07:00")
+	if fx := r.effect(key); fx.State != store.Pending || len(fx.Attempts) != 0 {
+		t.Fatalf("held push: state %s with %d attempts; want pending with none", fx.State, len(fx.Attempts))
+	}
+	stop()
+	r.crash()
+
+	r.open()
+	r.start(telegramRoute(t, api.URL), "w", withHolder(r.prefs()))
+	r.advance(nextMorning.Sub(t0) - time.Minute)
+	if got := len(api.sent()); got != 0 {
+		t.Fatalf("%d messages during quiet hours, want none", got)
+	}
+	r.advance(time.Minute)
+	fx := r.settled(key, store.Completed)
+	if len(fx.Attempts) != 1 || !fx.Attempts[0].Start.Equal(nextMorning) {
+		t.Errorf("attempts %+v; want one, at 07:00", fx.Attempts)
+	}
+	r.advance(time.Hour)
+	if got := len(api.sent()); got != 1 {
+		t.Errorf("%d messages after quiet hours, want 1", got)
+	}
+}
+
+// TestMuteHoldsOneTaskUntilTheMuteEnds: /mute defers one task's pushes
+// to the chat, durably and once; other tasks still go out.
+func TestMuteHoldsOneTaskUntilTheMuteEnds(t *testing.T) {
+	r := newRig(t)
+	api := newFakeBotAPI(t)
+	until := t0.Add(30 * time.Minute)
+	r.setPrefs(chat, func(p *delivery.Prefs) { p.Mutes = map[string]time.Time{"t-news": until} })
+	muted := r.admit("t-news", "n1@v1", chat, changed("t-news", "n1", "Library hours changed"), 0)
+	other := r.admit("t-grades", "g1@v1", chat, changed("t-grades", "g1", "Grades posted"), 0)
+	r.start(telegramRoute(t, api.URL), "w", withHolder(r.prefs()))
+
+	r.settled(other, store.Completed)
+	waitFor(t, func() bool { return r.effect(muted).NotBefore.Equal(until) }, "the muted push to be held")
+	if fx := r.effect(muted); len(fx.Attempts) != 0 {
+		t.Fatalf("muted push has %d attempts, want none", len(fx.Attempts))
+	}
+	r.advance(29 * time.Minute)
+	if got := len(api.sent()); got != 1 {
+		t.Fatalf("%d messages while muted, want only the other task's", got)
+	}
+	r.advance(time.Minute)
+	r.settled(muted, store.Completed)
+	r.advance(time.Hour)
+	if got := len(api.sent()); got != 2 {
+		t.Errorf("%d messages, want 2", got)
+	}
+}
+
+// TestQuietHoursLetUrgentDeadlinesThrough: a reminder due within 2 h is
+// sent during quiet hours; one due later is held only until it is 2 h
+// from due, never past its deadline.
+func TestQuietHoursLetUrgentDeadlinesThrough(t *testing.T) {
+	r := newRig(t)
+	api := newFakeBotAPI(t)
+	r.setPrefs(chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
+	urgent := r.commitReminder("hw-cs", "hw-4", chat, t0.Add(90*time.Minute))
+	later := r.commitReminder("hw-math", "ps-9", chat, t0.Add(5*time.Hour))
+	r.start(telegramRoute(t, api.URL), "w", withHolder(r.prefs()))
+
+	fx := r.settled(urgent, store.Completed)
+	if !fx.Attempts[0].Start.Equal(t0) {
+		t.Errorf("urgent reminder sent at %s, want at once (%s)", fx.Attempts[0].Start, t0)
+	}
+	wake := t0.Add(3 * time.Hour) // 02:00: due 04:00 minus the urgent window
+	waitFor(t, func() bool { return r.effect(later).NotBefore.Equal(wake) }, "the later reminder to be held until 02:00")
+	r.advance(3*time.Hour - time.Second)
+	if got := len(api.sent()); got != 1 {
+		t.Fatalf("%d messages before 02:00, want only the urgent one", got)
+	}
+	r.advance(time.Second)
+	fx = r.settled(later, store.Completed)
+	if len(fx.Attempts) != 1 || !fx.Attempts[0].Start.Equal(wake) {
+		t.Errorf("later reminder attempts %+v; want one at %s", fx.Attempts, wake)
+	}
+}
+
+// TestHeldChangesCollapseToTheLatest: one item changing A→B→C while held
+// yields one message saying C; the superseded pushes complete as
+// collapsed into it and are never sent.
+func TestHeldChangesCollapseToTheLatest(t *testing.T) {
+	r := newRig(t)
+	api := newFakeBotAPI(t)
+	r.setPrefs(chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
+	r.start(telegramRoute(t, api.URL), "w", withHolder(r.prefs()))
+
+	var keys []string
+	for i, room := range []string{"A101", "B202", "C303"} {
+		if i > 0 {
+			r.advance(10 * time.Minute)
+		}
+		k := r.admit("t-news", "exam@"+room, chat, changed("t-news", "exam", "Exam moved to room "+room), 0)
+		waitFor(t, func() bool { return r.effect(k).NotBefore.Equal(nextMorning) }, "change %s to be held", room)
+		keys = append(keys, k)
+	}
+	r.advance(time.Minute) // the worker that held C is done with it
+	r.advance(nextMorning.Sub(r.clock.Now()))
+	last := r.settled(keys[2], store.Completed)
+	for _, k := range keys[:2] {
+		fx := r.settled(k, store.Completed)
+		if fx.ProviderID != "collapsed:"+keys[2] {
+			t.Errorf("superseded push ended with provider id %q, want collapsed into the latest", fx.ProviderID)
+		}
+	}
+	r.advance(time.Hour)
+	sent := api.sent()
+	if len(sent) != 1 {
+		t.Fatalf("%d messages, want 1", len(sent))
+	}
+	if !strings.Contains(sent[0], "C303") || strings.Contains(sent[0], "A101") || strings.Contains(sent[0], "B202") {
+		t.Errorf("the message says %q; want only the latest state, C303", sent[0])
+	}
+	if last.ProviderID == "" || strings.HasPrefix(last.ProviderID, "collapsed:") {
+		t.Errorf("the sent push has provider id %q, want Telegram's message id", last.ProviderID)
+	}
+}
+
+// changed is a one-item change notice of a task.
+func changed(taskID, itemID, title string) delivery.Message {
+	return delivery.Message{Kind: delivery.KindChanged, TaskID: taskID, TaskName: taskID,
+		Items: []delivery.Item{{ID: itemID, Title: title, URL: "https://news.example.edu/" + itemID, Change: delivery.ChangeChanged}}}
+}

@@ -406,7 +406,7 @@ func partAttempts(fx store.Effect, part int) int {
 
 // redeliveryMark starts the error of the attempt entry the ledger records
 // for an explicit human redelivery.
-const redeliveryMark = "redelivery requested"
+const redeliveryMark = store.RedeliveryMark
 
 // notAfter returns t, or limit when limit is set and earlier.
 func notAfter(t, limit time.Time) time.Time {

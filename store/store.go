@@ -96,6 +96,10 @@ const (
 	Unknown   EffectState = "unknown"
 )
 
+// RedeliveryMark starts the Error of the attempt entry a backend records
+// for an explicit human redelivery (Ledger.Redeliver).
+const RedeliveryMark = "redelivery requested"
+
 // Attempt is one recorded delivery attempt of an effect.
 type Attempt struct {
 	N       int         `json:"n"`

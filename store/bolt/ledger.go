@@ -357,7 +357,7 @@ func (l *ledger) Redeliver(ctx context.Context, key, who string, now time.Time) 
 		}
 		r.Attempts = append(r.Attempts, store.Attempt{
 			N: len(r.Attempts) + 1, Start: now, End: now, Part: r.PartsSent, By: who,
-			Outcome: store.Pending, Error: "redelivery requested",
+			Outcome: store.Pending, Error: store.RedeliveryMark,
 		})
 		r.State, r.Error, r.NotBefore, r.ExpiresAt, r.UpdatedAt = store.Pending, "", now, time.Time{}, now
 		return enqueue(tx, *r)

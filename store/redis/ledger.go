@@ -250,8 +250,51 @@ func (l *ledger) swap(ctx context.Context, op, key string,
 	}
 }
 
+// Begin and Settle ride out a short store outage (see outageRetries): an
+// attempt whose start or outcome is lost in flight would otherwise leave
+// its effect pending and in flight under a live worker, where neither the
+// dispatcher nor recovery would ever look at it again. A retry after a
+// lost reply finds its own write already published (same worker and start
+// time, or same outcome and end time) and returns it as done.
+
+// outageRetries bounds the retries of Begin and Settle while the store is
+// unavailable: with the backoff below, about two minutes.
+const outageRetries = 64
+
+func outageBackoff(try int) time.Duration {
+	return min(50*time.Millisecond<<min(try, 6), 2*time.Second)
+}
+
+// throughOutage runs op until it succeeds, fails for a reason other than
+// store.ErrUnavailable, ctx ends or the retries run out. op is told
+// whether an earlier try may have been published.
+func throughOutage(ctx context.Context, op func(retry bool) (store.Effect, error)) (store.Effect, error) {
+	for try := 0; ; try++ {
+		e, err := op(try > 0)
+		if err == nil || !errors.Is(err, store.ErrUnavailable) || try >= outageRetries {
+			return e, err
+		}
+		t := time.NewTimer(outageBackoff(try))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return e, err
+		case <-t.C:
+		}
+	}
+}
+
 func (l *ledger) Begin(ctx context.Context, key, worker string, now time.Time) (store.Effect, error) {
+	return throughOutage(ctx, func(retry bool) (store.Effect, error) { return l.begin(ctx, key, worker, now, retry) })
+}
+
+func (l *ledger) begin(ctx context.Context, key, worker string, now time.Time, retry bool) (store.Effect, error) {
 	return l.swap(ctx, "begin", key, func(e *store.Effect) (string, string, error) {
+		if retry && e.InFlight && e.Worker == worker {
+			if n := len(e.Attempts); n > 0 && e.Attempts[n-1].Start.Equal(now) {
+				return "", "", errNoChange // the earlier try was published
+			}
+		}
 		if e.State != store.Pending || e.InFlight {
 			return "", "", fmt.Errorf("begin %s effect (in flight %t): %w", e.State, e.InFlight, store.ErrIllegalTransition)
 		}
@@ -269,7 +312,21 @@ func (l *ledger) Settle(ctx context.Context, key string, o store.Outcome, now ti
 	default:
 		return store.Effect{}, fmt.Errorf("redis store: settle with outcome %q: %w", o.State, store.ErrIllegalTransition)
 	}
+	return throughOutage(ctx, func(retry bool) (store.Effect, error) { return l.settle(ctx, key, o, now, retry) })
+}
+
+func (l *ledger) settle(ctx context.Context, key string, o store.Outcome, now time.Time, retry bool) (store.Effect, error) {
 	return l.swap(ctx, "settle", key, func(e *store.Effect) (string, string, error) {
+		if retry {
+			// The earlier try may have been published and, for a Pending
+			// outcome, the effect begun again since: look for our
+			// outcome among all attempts, never settle someone else's.
+			for _, a := range e.Attempts {
+				if a.End.Equal(now) && a.Outcome == o.State {
+					return "", "", errNoChange
+				}
+			}
+		}
 		if e.State != store.Pending || !e.InFlight {
 			return "", "", fmt.Errorf("settle %s effect not in flight: %w", e.State, store.ErrIllegalTransition)
 		}
@@ -323,7 +380,7 @@ func (l *ledger) Redeliver(ctx context.Context, key, who string, now time.Time) 
 		}
 		e.Attempts = append(e.Attempts, store.Attempt{
 			N: len(e.Attempts) + 1, Start: now, End: now, By: who, Outcome: store.Pending,
-			Error: "redelivery requested after " + string(e.State),
+			Error: store.RedeliveryMark + " after " + string(e.State),
 		})
 		e.State, e.InFlight, e.Worker = store.Pending, false, ""
 		e.NotBefore, e.UpdatedAt, e.Error = now, now, ""

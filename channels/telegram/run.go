@@ -1,0 +1,200 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/herald-bridge/herald/store"
+)
+
+// allowedUpdates are the update kinds the bot asks for; callback_query is
+// not in Telegram's default set.
+var allowedUpdates = []string{"message", "callback_query"}
+
+// Run takes updates until ctx is done: by long polling under the poller
+// lease (a replica that does not hold it stands by), or by registering
+// the webhook. Both register the command menu. Failures are retried with
+// backoff up to MaxBackoff and shown by Status; Run returns nil once ctx
+// is done, never an error that would stop other components.
+func (c *Channel) Run(ctx context.Context) error {
+	defer c.setStatus("stopped")
+	b := c.backoff()
+	for {
+		_, err := c.identity(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		c.retrying(err)
+		if !b.wait(ctx) {
+			return nil
+		}
+	}
+	c.setCommands(ctx)
+	if c.o.Mode == ModeWebhook {
+		c.runWebhook(ctx)
+	} else {
+		c.runPolling(ctx)
+	}
+	return nil
+}
+
+// retrying records a failure in the status and the log (once per class).
+func (c *Channel) retrying(err error) {
+	class := classify(err)
+	if c.Status() != "retrying: "+class {
+		c.log.Warn().Str("class", class).Str("error", c.scrub(err.Error())).Msg("telegram channel failing")
+	}
+	c.setStatus("retrying: " + class)
+}
+
+// runWebhook registers the webhook, retrying until Telegram accepts it,
+// then waits for ctx.
+func (c *Channel) runWebhook(ctx context.Context) {
+	b := c.backoff()
+	for {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		_, err := c.bot.SetWebhook(cctx, &bot.SetWebhookParams{
+			URL:            c.o.PublicURL + WebhookPath,
+			SecretToken:    c.o.WebhookSecret,
+			AllowedUpdates: allowedUpdates,
+		})
+		cancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		c.retrying(c.wrap("setWebhook", err))
+		if !b.waitAtLeast(ctx, retryAfter(err)) {
+			return
+		}
+	}
+	c.setStatus("webhook")
+	<-ctx.Done()
+}
+
+// setCommands registers the command menu in English and Chinese. A
+// failure is logged: the menu is a convenience.
+func (c *Channel) setCommands(ctx context.Context) {
+	for _, l := range []struct {
+		code string
+		cmds []models.BotCommand
+	}{{"", commandsEN}, {"zh", commandsZH}} {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		_, err := c.bot.SetMyCommands(cctx, &bot.SetMyCommandsParams{Commands: l.cmds, LanguageCode: l.code})
+		cancel()
+		if err != nil {
+			c.log.Warn().Str("error", c.wrap("setMyCommands", err).Error()).Msg("telegram command menu")
+			return
+		}
+	}
+}
+
+var commandsEN = []models.BotCommand{
+	{Command: "help", Description: "Commands and examples"},
+	{Command: "watch", Description: "Watch a feed, calendar or page: /watch <url> every 1h"},
+	{Command: "remind", Description: "Deadline reminders: /remind <url> before 24h"},
+	{Command: "tasks", Description: "My tasks"},
+	{Command: "task", Description: "Details of a task: /task <id>"},
+	{Command: "pause", Description: "Pause a task"},
+	{Command: "resume", Description: "Resume a task"},
+	{Command: "delete", Description: "Delete a task"},
+	{Command: "run", Description: "Check a task now"},
+	{Command: "approve", Description: "Approve a request (admins)"},
+	{Command: "reject", Description: "Reject a request (admins)"},
+	{Command: "inbox", Description: "My inbox"},
+	{Command: "read", Description: "Mark inbox items read"},
+	{Command: "mute", Description: "Mute a task here for a while"},
+	{Command: "quiet", Description: "Quiet hours for this chat"},
+	{Command: "cancel", Description: "Cancel what is in progress"},
+}
+
+var commandsZH = []models.BotCommand{
+	{Command: "help", Description: "命令与示例"},
+	{Command: "watch", Description: "关注订阅源、日历或网页：/watch <网址> every 1h"},
+	{Command: "remind", Description: "截止提醒：/remind <网址> before 24h"},
+	{Command: "tasks", Description: "我的任务"},
+	{Command: "task", Description: "任务详情：/task <id>"},
+	{Command: "pause", Description: "暂停任务"},
+	{Command: "resume", Description: "恢复任务"},
+	{Command: "delete", Description: "删除任务"},
+	{Command: "run", Description: "立即检查任务"},
+	{Command: "approve", Description: "批准请求（管理员）"},
+	{Command: "reject", Description: "拒绝请求（管理员）"},
+	{Command: "inbox", Description: "我的收件箱"},
+	{Command: "read", Description: "标记收件箱已读"},
+	{Command: "mute", Description: "在此聊天暂时静音某任务"},
+	{Command: "quiet", Description: "此聊天的免打扰时段"},
+	{Command: "cancel", Description: "取消进行中的操作"},
+}
+
+// classify names a failure for Status and logs.
+func classify(err error) string {
+	var tooMany *bot.TooManyRequestsError
+	switch {
+	case errors.Is(err, errStore), errors.Is(err, store.ErrUnavailable):
+		return "store"
+	case errors.As(err, &tooMany):
+		return "rate_limited"
+	case errors.Is(err, bot.ErrorUnauthorized), errors.Is(err, bot.ErrorNotFound):
+		return "unauthorized"
+	case errors.Is(err, bot.ErrorConflict):
+		return "conflict"
+	case errors.Is(err, bot.ErrorForbidden), errors.Is(err, bot.ErrorBadRequest):
+		return "refused"
+	case errors.Is(err, errServer):
+		return "server_error"
+	case errors.Is(err, errBadResponse):
+		return "bad_response"
+	}
+	return "network"
+}
+
+// retryAfter is the wait Telegram asked for, if any.
+func retryAfter(err error) time.Duration {
+	var tooMany *bot.TooManyRequestsError
+	if errors.As(err, &tooMany) && tooMany.RetryAfter > 0 {
+		return time.Duration(tooMany.RetryAfter) * time.Second
+	}
+	return 0
+}
+
+// backoff doubles a wait from base up to MaxBackoff.
+type backoff struct {
+	base, next time.Duration
+}
+
+func (c *Channel) backoff() *backoff { return &backoff{base: c.o.Backoff, next: c.o.Backoff} }
+
+func (b *backoff) reset() { b.next = b.base }
+
+// wait sleeps for the current step and doubles it; false when ctx ended.
+func (b *backoff) wait(ctx context.Context) bool { return b.waitAtLeast(ctx, 0) }
+
+func (b *backoff) waitAtLeast(ctx context.Context, min time.Duration) bool {
+	d := max(b.next, min)
+	b.next = max(b.next*2, b.base)
+	if b.next > MaxBackoff {
+		b.next = MaxBackoff
+	}
+	return sleep(ctx, d)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -135,7 +135,7 @@ func (t *Task) displayName() string {
 // ownerAddress is where notices for the owner go: the chat the request
 // came from, else the owner's inbox.
 func (t *Task) ownerAddress() string {
-	if t.ReplyTo != "" {
+	if _, err := delivery.ParseAddress(t.ReplyTo); err == nil {
 		return t.ReplyTo
 	}
 	return "inbox:" + t.Owner

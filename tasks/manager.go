@@ -373,6 +373,8 @@ func (m *Manager) Submit(ctx context.Context, s Submission) (*Task, error) {
 		err = m.approveInto(t, s.Principal, "admin", false, now)
 	case p.autoApproved(s.Principal, host):
 		err = m.approveInto(t, s.Principal, "auto_approve", true, now)
+	case p.HostAllowed(host):
+		err = m.approveInto(t, s.Principal, "allowed_hosts", true, now)
 	}
 	if err != nil {
 		return nil, err

@@ -279,18 +279,24 @@ func TestI7_250NewItemsArePushedAcrossRunsNoneLost(t *testing.T) {
 func TestI8_ResumeAfterPolicyNarrowedIsRefused(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
+	// A host outside the allowed list waits for an admin.
+	other, err := r.m.Submit(ctx, Submission{Principal: "console:alice", URL: "https://example.org/feed.xml", Schedule: "every 1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.State != PendingApproval {
+		t.Fatalf("state %s, want pending approval", other.State)
+	}
+	if _, err := r.m.Approve(ctx, "console:alice", other.Request.ID); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("a non-admin approved: %v", err)
+	}
+	// A host in the allowed list needs no admin; its grant rests on the list.
 	tk, err := r.m.Submit(ctx, Submission{Principal: "console:alice", URL: "https://news.example.edu/feed.xml", Schedule: "every 1h"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tk.State != PendingApproval {
-		t.Fatalf("state %s, want pending approval", tk.State)
-	}
-	if _, err := r.m.Approve(ctx, "console:alice", tk.Request.ID); !errors.Is(err, ErrForbidden) {
-		t.Fatalf("a non-admin approved: %v", err)
-	}
-	if _, err := r.m.Approve(ctx, "console:admin", tk.Request.ID); err != nil {
-		t.Fatal(err)
+	if tk.State != Active || tk.Grant.Basis != "allowed_hosts" {
+		t.Fatalf("state %s basis %+v, want active on allowed_hosts", tk.State, tk.Grant)
 	}
 	if _, err := r.m.Pause(ctx, "console:alice", tk.ID); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 
+	"github.com/herald-bridge/herald/channels/console"
+	"github.com/herald-bridge/herald/conversation"
 	hook "github.com/herald-bridge/herald/webhook"
 )
 
@@ -11,6 +13,7 @@ import (
 // lifecycle and never stops the task manager or delivery.
 type channelSet struct {
 	s        *service
+	core     *conversation.Core
 	mu       sync.Mutex
 	statuses map[string]string
 	runners  map[string]func(context.Context) error
@@ -18,6 +21,21 @@ type channelSet struct {
 
 func newChannelSet(ctx context.Context, s *service) (*channelSet, error) {
 	c := &channelSet{s: s, statuses: map[string]string{}, runners: map[string]func(context.Context) error{}}
+	core, err := conversation.New(conversation.Options{
+		Tasks:  s.manager,
+		Store:  s.store,
+		Prefs:  s.prefs,
+		Tokens: hook.InboxTokens{KV: s.store.Channels()},
+		Zone:   s.cfg.Location,
+		Lang:   s.cfg.Language,
+		Log:    s.log.With().Str("component", "conversation").Logger(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.core = core
+	core.AddSender("console", console.New(s.store.Channels()))
+	c.runners["conversation"] = core.Run
 	if !s.cfg.Channels.Telegram.Enabled {
 		c.statuses["telegram"] = "off"
 	}
@@ -44,4 +62,7 @@ func (c *channelSet) status() map[string]string {
 	return out
 }
 
-func (c *channelSet) mountAdmin(a *hook.Admin) {}
+// mountAdmin registers the channels' admin operations (chat.send, chat.poll).
+func (c *channelSet) mountAdmin(a *hook.Admin) {
+	console.Mount(a, c.core, c.s.store.Channels())
+}

@@ -1,11 +1,202 @@
 package main
 
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mattn/go-isatty"
+
+	"github.com/herald-bridge/herald/channels/console"
+)
+
+// Chat timeouts: a turn may check a source (/run), a poll only reads.
+const (
+	chatSendTimeout = 2 * time.Minute
+	chatPollTimeout = 10 * time.Second
+	chatPollEvery   = 2 * time.Second
+)
+
+// chatAnswer is the result of chat.send and chat.poll.
+type chatAnswer struct {
+	Replies []console.Reply `json:"replies"`
+}
+
+// chatSession is one `herald chat` as console:NAME.
+type chatSession struct {
+	e    *env
+	c    *client
+	name string
+	mu   sync.Mutex // one writer to stdout at a time
+}
+
 func cmdChat(e *env, args []string) int {
 	au, sum := summaryOf("chat")
 	fs := e.flags("chat", "")
-	_ = fs.String("as", "", "talk as console:NAME")
-	if _, code, ok := e.parse(fs, "chat", au, sum, args); !ok {
+	as := fs.String("as", "", "talk as console:NAME (default $USER, else admin)")
+	rest, code, ok := e.parse(fs, "chat", au, sum, args)
+	if !ok {
 		return code
 	}
-	return usageErr(e, "chat", "the console channel is not available in this build")
+	if len(rest) > 0 {
+		return usageErr(e, "chat", "unexpected argument "+rest[0])
+	}
+	name := *as
+	if name == "" {
+		name = os.Getenv("USER")
+		if !console.ValidName(name) {
+			name = "admin"
+		}
+	}
+	if !console.ValidName(name) {
+		return usageErr(e, "chat", "a name has 1-32 letters, digits, '-', '_' or '.'")
+	}
+	c, err := dial(e)
+	if err != nil {
+		return e.fail(err)
+	}
+	s := &chatSession{e: e, c: c, name: name}
+	if f, ok := e.stdin.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		return s.interactive(f)
+	}
+	return s.script(e.stdin)
+}
+
+// script answers each line in order, then collects what waits in the
+// outbox once and exits.
+func (s *chatSession) script(in io.Reader) int {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if err := s.send(sc.Text()); err != nil {
+			return s.e.fail(err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		fmt.Fprintf(s.e.stderr, "herald chat: read input: %v\n", err)
+		return exitFailure
+	}
+	if err := s.poll(); err != nil {
+		return s.e.fail(err)
+	}
+	return exitOK
+}
+
+// interactive shows a prompt and prints what herald says on its own
+// (approval prompts, decisions) as it arrives.
+func (s *chatSession) interactive(in io.Reader) int {
+	// Fail fast, with the hint, when nothing is running.
+	if err := s.poll(); err != nil {
+		return s.e.fail(err)
+	}
+	fmt.Fprintf(s.e.stdout, "Talking to herald as console:%s. /help lists the commands; Ctrl-D ends.\n", s.name)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(chatPollEvery):
+			}
+			ans, err := s.call("chat.poll", map[string]string{"as": s.name}, chatPollTimeout)
+			if err != nil || len(ans.Replies) == 0 {
+				continue
+			}
+			s.mu.Lock()
+			fmt.Fprint(s.e.stdout, "\r")
+			s.print(ans.Replies)
+			fmt.Fprint(s.e.stdout, "> ")
+			s.mu.Unlock()
+		}
+	}()
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	code := exitOK
+	for {
+		s.mu.Lock()
+		fmt.Fprint(s.e.stdout, "> ")
+		s.mu.Unlock()
+		if !sc.Scan() {
+			break
+		}
+		if err := s.send(sc.Text()); err != nil {
+			code = s.e.fail(err)
+			break
+		}
+	}
+	cancel()
+	wg.Wait()
+	s.mu.Lock()
+	fmt.Fprintln(s.e.stdout)
+	s.mu.Unlock()
+	if code == exitOK {
+		if err := s.poll(); err != nil {
+			return s.e.fail(err)
+		}
+	}
+	return code
+}
+
+func (s *chatSession) send(line string) error {
+	line = strings.TrimRight(line, "\r")
+	ans, err := s.call("chat.send", map[string]string{"as": s.name, "text": line}, chatSendTimeout)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.print(ans.Replies)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *chatSession) poll() error {
+	ans, err := s.call("chat.poll", map[string]string{"as": s.name}, chatPollTimeout)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.print(ans.Replies)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *chatSession) call(op string, in any, timeout time.Duration) (chatAnswer, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var ans chatAnswer
+	err := s.c.call(ctx, op, in, &ans)
+	return ans, err
+}
+
+// print writes replies; the caller holds s.mu. Buttons print as the
+// command that presses them: [Approve → /approve r-7f3a].
+func (s *chatSession) print(replies []console.Reply) {
+	w := s.e.stdout
+	for _, r := range replies {
+		if s.e.json {
+			b, _ := json.Marshal(r)
+			fmt.Fprintln(w, string(b))
+			continue
+		}
+		if r.Text != "" {
+			fmt.Fprintln(w, r.Text)
+		}
+		if len(r.Buttons) > 0 {
+			parts := make([]string, 0, len(r.Buttons))
+			for _, b := range r.Buttons {
+				parts = append(parts, fmt.Sprintf("[%s → /%s %s]", b.Label, b.Action, b.Arg))
+			}
+			fmt.Fprintln(w, strings.Join(parts, "  "))
+		}
+	}
 }

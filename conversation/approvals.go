@@ -1,0 +1,177 @@
+package conversation
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/herald-bridge/herald/tasks"
+)
+
+// Run follows the manager's changes until ctx ends: each new pending
+// request is put to every admin, in the admin's own chat, with Approve and
+// Reject buttons; each decision is told to the requesting chat. Both
+// happen once per request (remembered in the store's dedup object, so a
+// restart does not repeat them). Requests that were pending before Run
+// started get their prompts too.
+func (c *Core) Run(ctx context.Context) error {
+	changes, cancel := c.o.Tasks.Subscribe()
+	defer cancel()
+	if list, err := c.o.Tasks.List(ctx, ""); err == nil {
+		for _, tk := range list {
+			if tk.State == tasks.PendingApproval {
+				c.prompt(ctx, tk)
+			}
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ch, ok := <-changes:
+			if !ok {
+				return nil
+			}
+			c.follow(ctx, ch)
+		}
+	}
+}
+
+// follow reacts to one change signal; the record is re-read.
+func (c *Core) follow(ctx context.Context, ch tasks.Change) {
+	switch ch.What {
+	case "requested", "approved", "rejected":
+	default:
+		return
+	}
+	tk, err := c.o.Tasks.Get(ctx, ch.TaskID)
+	if err != nil {
+		return
+	}
+	switch {
+	case tk.State == tasks.PendingApproval:
+		c.prompt(ctx, tk)
+	case tk.Decision != nil && (ch.What == "approved" || ch.What == "rejected"):
+		c.tellDecision(ctx, tk)
+	}
+}
+
+// once reports whether ns/id is marked for the first time now.
+func (c *Core) once(ctx context.Context, ns, id string) bool {
+	first, err := c.o.Store.Dedup().Mark(ctx, ns, id, noticeWindow)
+	if err != nil {
+		c.log.Warn().Err(err).Msg("notice dedup unavailable; not sending")
+		return false
+	}
+	return first
+}
+
+// prompt asks every admin to decide tk's request.
+func (c *Core) prompt(ctx context.Context, tk *tasks.Task) {
+	p := c.o.Tasks.Policy()
+	for _, admin := range p.Admins {
+		chat := ChatOf(admin)
+		if chat == "" || c.sender(chat) == nil || admin == tk.Owner {
+			continue
+		}
+		if !c.once(ctx, "approval-prompt", tk.Request.ID+"|"+admin) {
+			continue
+		}
+		t := &turn{c: c, ctx: ctx, m: Message{Chat: chat, Principal: admin}, lang: c.chatLang(ctx, chat)}
+		r := Reply{Text: t.promptText(tk, p), Buttons: []Button{
+			{Label: t.tr("Approve", "批准"), Action: "approve", Arg: tk.Request.ID},
+			{Label: t.tr("Reject", "拒绝"), Action: "reject", Arg: tk.Request.ID},
+		}}
+		if err := c.say(ctx, chat, r); err != nil {
+			c.log.Warn().Str("request", tk.Request.ID).Str("channel", channelOf(chat)).Err(err).Msg("approval prompt not sent")
+		}
+	}
+}
+
+func (t *turn) promptText(tk *tasks.Task, p tasks.Policy) string {
+	var b strings.Builder
+	what := t.tr("watch", "关注")
+	if len(tk.RemindBefore) > 0 {
+		what = t.tr("deadline reminders from", "截止提醒：")
+	}
+	host := ""
+	if u, err := url.Parse(tk.Source.URL); err == nil {
+		host = u.Hostname()
+	}
+	from := tk.Owner
+	if n, err := t.c.o.Store.Dialogs().Get(t.ctx, requesterKey(tk.Owner)); err == nil && len(n) > 0 {
+		from = string(n) + " (" + tk.Owner + ")"
+	}
+	fmt.Fprintf(&b, t.tr("Request %s from %s: %s %s (host %s), %s.\n", "申请 %s，来自 %s：%s %s（主机 %s），%s。\n"),
+		tk.Request.ID, from, what, ShowURL(tk.Source.URL), host, t.schedule(tk.Schedule))
+	fmt.Fprintf(&b, t.tr("Pushes go to: %s.\n", "推送到：%s。\n"), t.notifyKinds(tk))
+	if host != "" && !p.HostAllowed(host) {
+		b.WriteString(t.tr("The host is not in the allowed list.\n", "该主机不在允许列表中。\n"))
+	}
+	fmt.Fprintf(&b, t.tr("/approve %s or /reject %s [reason]", "/approve %s 或 /reject %s [原因]"), tk.Request.ID, tk.Request.ID)
+	return b.String()
+}
+
+// notifyKinds names the recipients for an admin without their addresses.
+func (t *turn) notifyKinds(tk *tasks.Task) string {
+	parts := make([]string, 0, len(tk.Notify))
+	for _, r := range tk.Notify {
+		switch {
+		case r == tk.ReplyTo && r != "":
+			parts = append(parts, t.tr("the requester's chat", "申请人的聊天"))
+		case r == "inbox:"+tk.Owner:
+			parts = append(parts, t.tr("the requester's inbox", "申请人的收件箱"))
+		case strings.HasPrefix(r, "inbox:"):
+			parts = append(parts, t.tr("an inbox", "一个收件箱"))
+		case strings.Contains(r, ":"):
+			parts = append(parts, t.tr("another chat", "另一个聊天"))
+		default:
+			parts = append(parts, r)
+		}
+	}
+	return strings.Join(parts, t.tr(", ", "、"))
+}
+
+// tellDecision tells the requesting chat who decided its request.
+func (c *Core) tellDecision(ctx context.Context, tk *tasks.Task) {
+	d := tk.Decision
+	chat := tk.ReplyTo
+	if chat == "" && tk.Origin == tasks.OriginChat {
+		chat = ChatOf(tk.Owner)
+	}
+	if chat == "" || d.Auto || (d.By != "" && d.By == tk.Owner) || c.sender(chat) == nil {
+		return // the requester already heard it in the reply to the request
+	}
+	if !c.once(ctx, "decision", tk.Request.ID) {
+		return
+	}
+	lang := normLang(tk.Lang)
+	if lang == "" {
+		lang = c.chatLang(ctx, chat)
+	}
+	t := &turn{c: c, ctx: ctx, m: Message{Chat: chat, Principal: tk.Owner}, lang: lang}
+	var text string
+	if d.Approved {
+		text = t.tr(fmt.Sprintf("Your request %s was approved by %s: task %s (%s) is active; the first check sets a baseline.", tk.Request.ID, who(d.By, t), tk.ID, name(tk)),
+			fmt.Sprintf("你的申请 %s 已由 %s 批准：任务 %s（%s）已启用，第一次检查只建立基线。", tk.Request.ID, who(d.By, t), tk.ID, name(tk)))
+	} else {
+		text = t.tr(fmt.Sprintf("Your request %s (%s) was rejected by %s", tk.Request.ID, name(tk), who(d.By, t)),
+			fmt.Sprintf("你的申请 %s（%s）已被 %s 拒绝", tk.Request.ID, name(tk), who(d.By, t)))
+		if d.Reason != "" {
+			text += t.tr(": "+d.Reason, "："+d.Reason)
+		}
+		text += t.tr(".", "。")
+	}
+	if err := c.say(ctx, chat, Reply{Text: text}); err != nil {
+		c.log.Warn().Str("request", tk.Request.ID).Str("channel", channelOf(chat)).Err(err).Msg("decision notice not sent")
+	}
+}
+
+// chatLang is the language remembered for a chat, else the default.
+func (c *Core) chatLang(ctx context.Context, chat string) string {
+	if p, err := c.o.Prefs.Get(ctx, chat); err == nil && normLang(p.Lang) != "" {
+		return normLang(p.Lang)
+	}
+	return c.o.Lang
+}

@@ -1,0 +1,262 @@
+package conversation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/rs/zerolog"
+
+	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/store"
+	"github.com/herald-bridge/herald/tasks"
+)
+
+// Tasks is the part of the task manager the conversation uses; every
+// decision (policy, scope, state) is the manager's.
+type Tasks interface {
+	Submit(ctx context.Context, s tasks.Submission) (*tasks.Task, error)
+	Approve(ctx context.Context, who, id string) (*tasks.Task, error)
+	Reject(ctx context.Context, who, id, reason string) (*tasks.Task, error)
+	Pause(ctx context.Context, who, id string) (*tasks.Task, error)
+	Resume(ctx context.Context, who, id string) (*tasks.Task, error)
+	Delete(ctx context.Context, who, id string) (*tasks.Task, error)
+	RunNow(ctx context.Context, who, id string) (tasks.RunRecord, error)
+	List(ctx context.Context, who string) ([]*tasks.Task, error)
+	Get(ctx context.Context, id string) (*tasks.Task, error)
+	Runs(ctx context.Context, id string, limit int) ([]tasks.RunRecord, error)
+	Subscribe() (<-chan tasks.Change, func())
+	Policy() tasks.Policy
+}
+
+// TokenIssuer issues inbox API tokens (webhook.InboxTokens).
+type TokenIssuer interface {
+	Issue(ctx context.Context, principal string) (string, error)
+}
+
+var _ Tasks = (*tasks.Manager)(nil)
+
+// Dedup windows.
+const (
+	// MessageWindow is how long a message id is remembered: a channel that
+	// redelivers an update within it gets no second answer.
+	MessageWindow = 24 * time.Hour
+	// DialogTTL is how long a follow-up question waits for its answer.
+	DialogTTL = 10 * time.Minute
+	// noticeWindow is how long an approval prompt or decision notice is
+	// remembered as sent.
+	noticeWindow = 30 * 24 * time.Hour
+)
+
+// Options configure a Core.
+type Options struct {
+	Tasks  Tasks
+	Store  store.Store         // Dialogs() for dialog state, Dedup() for message ids, Inbox()
+	Prefs  *delivery.PrefStore // /mute, /quiet and the chat's language; default: over Store.Channels()
+	Tokens TokenIssuer         // /inbox token; nil: not offered
+	// Zone is the default zone for schedules and shown times (default UTC).
+	Zone *time.Location
+	// Lang is the reply language when a chat has none: "en" (default) or "zh".
+	Lang string
+	// BotName is our own username (/cmd@BotName); "" accepts any.
+	BotName string
+	Log     zerolog.Logger
+	Now     func() time.Time
+}
+
+func (o *Options) validate() error {
+	if o.Tasks == nil {
+		return errors.New("conversation: Options.Tasks is required")
+	}
+	if o.Store == nil {
+		return errors.New("conversation: Options.Store is required")
+	}
+	if o.Zone == nil {
+		o.Zone = time.UTC
+	}
+	if o.Prefs == nil {
+		o.Prefs = &delivery.PrefStore{KV: o.Store.Channels(), Zone: o.Zone}
+	}
+	switch o.Lang {
+	case "":
+		o.Lang = "en"
+	case "en", "zh":
+	default:
+		return fmt.Errorf("conversation: language %q: want en or zh", o.Lang)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return nil
+}
+
+// Core turns chat messages into manager calls and answers. It is shared
+// by every channel; each channel adapts its platform to Message and Reply.
+type Core struct {
+	o   Options
+	log zerolog.Logger
+
+	mu      sync.Mutex
+	senders map[string]Sender
+	chats   map[string]*chatLock
+}
+
+type chatLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// New returns a Core.
+func New(o Options) (*Core, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	return &Core{o: o, log: o.Log, senders: map[string]Sender{}, chats: map[string]*chatLock{}}, nil
+}
+
+// AddSender registers the Sender for a channel's chat addresses; channel
+// is the address prefix: "telegram", "feishu" or "console".
+func (c *Core) AddSender(channel string, s Sender) {
+	c.mu.Lock()
+	c.senders[channel] = s
+	c.mu.Unlock()
+}
+
+func (c *Core) sender(chat string) Sender {
+	prefix, _, _ := strings.Cut(chat, ":")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.senders[prefix]
+}
+
+// say starts a message in chat through its channel's Sender.
+func (c *Core) say(ctx context.Context, chat string, r Reply) error {
+	s := c.sender(chat)
+	if s == nil {
+		return fmt.Errorf("no channel for %s addresses", channelOf(chat))
+	}
+	return s.Say(ctx, chat, r)
+}
+
+func channelOf(chat string) string {
+	prefix, _, _ := strings.Cut(chat, ":")
+	return prefix
+}
+
+// lock serialises the turns of one chat: dialogs and approvals depend on
+// the order people typed in.
+func (c *Core) lock(chat string) func() {
+	c.mu.Lock()
+	l := c.chats[chat]
+	if l == nil {
+		l = &chatLock{}
+		c.chats[chat] = l
+	}
+	l.refs++
+	c.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		c.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(c.chats, chat)
+		}
+		c.mu.Unlock()
+	}
+}
+
+// Handle answers one message. Turns of the same chat run one at a time,
+// in arrival order. A message id seen before (per channel, within
+// MessageWindow) and a group message not addressed to us (other than a
+// press of our own button) get no answer.
+func (c *Core) Handle(ctx context.Context, m Message) []Reply {
+	if m.Group && !m.Addressed && m.Button == nil { // our own buttons are always for us
+		return nil
+	}
+	if m.Chat == "" || m.Principal == "" {
+		return nil
+	}
+	unlock := c.lock(m.Chat)
+	defer unlock()
+	if ctx.Err() != nil {
+		return nil // a cancelled turn does nothing (I9)
+	}
+	if m.ID != "" {
+		first, err := c.o.Store.Dedup().Mark(ctx, "msg:"+m.Channel, m.ID, MessageWindow)
+		if err != nil {
+			c.log.Warn().Str("channel", m.Channel).Err(err).Msg("message dedup unavailable")
+		} else if !first {
+			return nil
+		}
+	}
+	t := &turn{c: c, ctx: ctx, m: m, lang: c.langOf(ctx, m)}
+	return t.run()
+}
+
+// langOf picks the reply language: the message's, else Chinese typing,
+// else the chat's remembered language, else the default.
+func (c *Core) langOf(ctx context.Context, m Message) string {
+	lang := normLang(m.Lang)
+	if lang == "" && hasHan(m.Text) {
+		lang = "zh"
+	}
+	if lang != "" {
+		p, err := c.o.Prefs.Get(ctx, m.Chat)
+		if err == nil && p.Lang != lang {
+			_ = c.o.Prefs.Update(ctx, m.Chat, func(p *delivery.Prefs) { p.Lang = lang })
+		}
+		return lang
+	}
+	if p, err := c.o.Prefs.Get(ctx, m.Chat); err == nil && normLang(p.Lang) != "" {
+		return normLang(p.Lang)
+	}
+	return c.o.Lang
+}
+
+func normLang(s string) string {
+	s = strings.ToLower(s)
+	switch {
+	case strings.HasPrefix(s, "zh"):
+		return "zh"
+	case strings.HasPrefix(s, "en"):
+		return "en"
+	}
+	return ""
+}
+
+// hasHan reports whether s has Chinese characters outside a URL.
+func hasHan(s string) bool {
+	for _, f := range strings.Fields(s) {
+		if strings.Contains(f, "://") {
+			continue
+		}
+		for _, r := range f {
+			if unicode.Is(unicode.Han, r) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ChatOf returns the private chat address of a principal, where herald
+// can start a conversation with it ("" when there is none).
+func ChatOf(principal string) string {
+	kind, id, ok := strings.Cut(principal, ":")
+	if !ok || id == "" {
+		return ""
+	}
+	switch kind {
+	case "telegram":
+		return "telegram:chat:" + id
+	case "feishu":
+		return "feishu:user:" + id
+	case "console":
+		return "console:" + id
+	}
+	return ""
+}

@@ -12,6 +12,8 @@ require (
 	github.com/go-resty/resty/v2 v2.17.2 // indirect
 	github.com/go-telegram/bot v1.19.0 // indirect
 	github.com/goccy/go-yaml v1.19.2 // indirect
+	github.com/gogo/protobuf v1.3.2 // indirect
+	github.com/gorilla/websocket v1.5.0 // indirect
 	github.com/larksuite/oapi-sdk-go/v3 v3.5.3 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect

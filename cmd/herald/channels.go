@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/herald-bridge/herald/channels/console"
+	fschan "github.com/herald-bridge/herald/channels/feishu"
+	tgchan "github.com/herald-bridge/herald/channels/telegram"
 	"github.com/herald-bridge/herald/conversation"
 	hook "github.com/herald-bridge/herald/webhook"
 )
@@ -17,10 +19,11 @@ type channelSet struct {
 	mu       sync.Mutex
 	statuses map[string]string
 	runners  map[string]func(context.Context) error
+	live     map[string]func() string // channels that report their own status
 }
 
 func newChannelSet(ctx context.Context, s *service) (*channelSet, error) {
-	c := &channelSet{s: s, statuses: map[string]string{}, runners: map[string]func(context.Context) error{}}
+	c := &channelSet{s: s, statuses: map[string]string{}, runners: map[string]func(context.Context) error{}, live: map[string]func() string{}}
 	core, err := conversation.New(conversation.Options{
 		Tasks:  s.manager,
 		Store:  s.store,
@@ -36,10 +39,38 @@ func newChannelSet(ctx context.Context, s *service) (*channelSet, error) {
 	c.core = core
 	core.AddSender("console", console.New(s.store.Channels()))
 	c.runners["conversation"] = core.Run
-	if !s.cfg.Channels.Telegram.Enabled {
+	if tg := s.cfg.Channels.Telegram; tg.Enabled && tg.Token != "" {
+		ch, err := tgchan.New(tgchan.Options{
+			Token: tg.Token, APIURL: tg.APIURL, Mode: tg.Mode, WebhookSecret: tg.WebhookSecret,
+			PublicURL: s.cfg.Server.PublicURL, Handler: core, Store: s.store, Holder: s.holder,
+			Log: s.log.With().Str("component", "telegram").Logger(),
+		})
+		if err != nil {
+			return nil, err
+		}
+		core.AddSender("telegram", ch)
+		c.runners["telegram"] = ch.Run
+		c.live["telegram"] = ch.Status
+		s.server.HandleHTTP("POST "+tgchan.WebhookPath, ch.WebhookHandler())
+	} else {
 		c.statuses["telegram"] = "off"
 	}
-	if !s.cfg.Channels.Feishu.Enabled {
+	if f := s.cfg.Channels.Feishu; f.Enabled && f.AppID != "" && f.AppSecret != "" {
+		ch, err := fschan.New(fschan.Options{
+			AppID: f.AppID, AppSecret: f.AppSecret, Mode: f.Mode, VerificationToken: f.VerificationToken,
+			EncryptKey: f.EncryptKey, BaseURL: f.BaseURL, Handler: core, Store: s.store,
+			Log: s.log.With().Str("component", "feishu").Logger(),
+		})
+		if err != nil {
+			return nil, err
+		}
+		core.AddSender("feishu", ch)
+		c.runners["feishu"] = ch.Run
+		c.live["feishu"] = ch.Status
+		if f.Mode == "webhook" {
+			s.server.HandleHTTP("POST /feishu/events", ch.EventHandler())
+		}
+	} else {
 		c.statuses["feishu"] = "off"
 	}
 	c.statuses["console"] = "on"
@@ -58,6 +89,9 @@ func (c *channelSet) status() map[string]string {
 	out := make(map[string]string, len(c.statuses))
 	for k, v := range c.statuses {
 		out[k] = v
+	}
+	for k, f := range c.live {
+		out[k] = f()
 	}
 	return out
 }

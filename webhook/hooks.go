@@ -13,6 +13,7 @@ import (
 	"sync"
 	"text/template"
 	"time"
+	"unicode/utf8"
 
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/store"
@@ -202,13 +203,30 @@ func (h *Hooks) message(hk *compiledHook, event string, payload any) delivery.Me
 	}
 	if hk.Format == "github" {
 		m.Title, m.Text = githubSummary(event, obj)
-		return m
+	} else {
+		m.Text = genericSummary(obj)
+		if t := str(obj, "title"); t != "" {
+			m.Title = t
+		}
 	}
-	m.Text = genericSummary(obj)
-	if t := str(obj, "title"); t != "" {
-		m.Title = t
-	}
+	// The summary quotes the payload, which may be up to MaxHookBody: bound
+	// it like a template's output.
+	m.Title, m.Text = clip(m.Title, maxTitle), clip(m.Text, maxRendered)
 	return m
+}
+
+// maxTitle caps a default summary's title.
+const maxTitle = 256
+
+// clip cuts s to at most n bytes at a UTF-8 character boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func githubSummary(event string, obj map[string]any) (string, string) {
@@ -227,7 +245,8 @@ func githubSummary(event string, obj map[string]any) (string, string) {
 			title, link = str(hc, "message"), str(hc, "url")
 		}
 	}
-	head := strings.TrimSpace(strings.Join([]string{"GitHub", event, action}, " "))
+	// The event header is not JSON-decoded: keep it valid UTF-8.
+	head := strings.TrimSpace(strings.Join([]string{"GitHub", strings.ToValidUTF8(event, ""), action}, " "))
 	if repo != "" {
 		head += " · " + repo
 	}
@@ -306,9 +325,15 @@ type limitWriter struct {
 	n int
 }
 
+// Write passes p on while it fits; the write that would overflow is cut
+// at the last whole UTF-8 character that fits and ends the output.
 func (l *limitWriter) Write(p []byte) (int, error) {
 	if len(p) > l.n {
-		l.w.Write(p[:l.n])
+		cut := l.n
+		for cut > 0 && !utf8.RuneStart(p[cut]) {
+			cut--
+		}
+		_, _ = l.w.Write(p[:cut])
 		l.n = 0
 		return 0, errLimit
 	}

@@ -122,7 +122,7 @@ func (s *Server) protect(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rw := &statusWriter{ResponseWriter: w}
-		if n := s.inflight.Add(1); n > int64(s.o.MaxInFlight) {
+		if n := s.inflight.Add(1); n > int64(s.o.MaxInFlight) && !probe(r) {
 			s.inflight.Add(-1)
 			rw.Header().Set("Retry-After", "1")
 			writeError(rw, &Error{Status: http.StatusServiceUnavailable, Code: "busy", Msg: "too many requests in flight; retry shortly"})
@@ -144,6 +144,14 @@ func (s *Server) protect(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rw, r)
 	})
+}
+
+// probe reports whether r is a liveness or readiness probe: cheap, and
+// answered even at the concurrency cap, so an overloaded server is not
+// mistaken for a dead one.
+func probe(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+		(r.URL.Path == "/healthz" || r.URL.Path == "/readyz")
 }
 
 func (s *Server) access(r *http.Request, rw *statusWriter, start time.Time) {

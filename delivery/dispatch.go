@@ -48,7 +48,7 @@ type Options struct {
 	Holder  Holder // nil: nothing is held
 	Hooks   Hooks
 	Worker  string // this replica's worker id (recorded on each attempt)
-	Workers int    // concurrent sends (default 16)
+	Workers int    // concurrent sends (default 64: each waits on two store commits per push)
 	Now     func() time.Time
 	// Poll is how often the queue is looked at without a wake-up (other
 	// replicas may queue work). Default 1 s.
@@ -95,7 +95,7 @@ func NewDispatcher(o Options) (*Dispatcher, error) {
 		return nil, errors.New("delivery: Ledger and Router are required")
 	}
 	if o.Workers <= 0 {
-		o.Workers = 16
+		o.Workers = 64
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -163,10 +163,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		if len(groups) > 0 {
 			continue
 		}
+		// Sleep until the next effect falls due. When the earliest due
+		// effects are already in workers' hands, a finishing worker wakes
+		// the loop (release) rather than the loop re-reading the queue.
 		wait := d.o.Poll
 		if at, ok, err := d.o.Ledger.NextDue(ctx); err == nil && ok {
-			if w := at.Sub(d.o.Now()); w < wait {
-				wait = max(w, time.Millisecond)
+			if w := at.Sub(d.o.Now()); w > 0 && w < wait {
+				wait = w
 			}
 		}
 		t := time.NewTimer(wait)
@@ -187,6 +190,7 @@ func (d *Dispatcher) release(g group) {
 		delete(d.taken, fx.Key)
 	}
 	d.mu.Unlock()
+	d.Wake()
 }
 
 // take reads due effects not already handed out and groups them: watch

@@ -197,7 +197,8 @@ func (h *Hooks) message(hk *compiledHook, event string, payload any) delivery.Me
 		var buf bytes.Buffer
 		lw := &limitWriter{w: &buf, n: maxRendered}
 		if err := hk.tmpl.Execute(lw, payload); err == nil || errors.Is(err, errLimit) {
-			m.Text = buf.String()
+			// A missing key renders empty, not as text/template's "<no value>".
+			m.Text = strings.ReplaceAll(buf.String(), "<no value>", "")
 			return m
 		}
 	}

@@ -73,8 +73,11 @@ func (a *InboxAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	limit, _ := strconv.Atoi(q.Get("limit"))
-	if limit <= 0 || limit > 200 {
+	switch {
+	case limit <= 0:
 		limit = 50
+	case limit > 200:
+		limit = 200
 	}
 	items, err := a.Inbox.List(r.Context(), principal, store.InboxQuery{Before: q.Get("before"), Limit: limit, UnreadOnly: q.Get("unread") == "1"})
 	if err != nil {

@@ -156,7 +156,7 @@ func probe(r *http.Request) bool {
 
 func (s *Server) access(r *http.Request, rw *statusWriter, start time.Time) {
 	ev := s.o.Log.Debug()
-	if rw.status >= 500 {
+	if rw.status >= 500 && rw.status != http.StatusServiceUnavailable { // 503s come in floods under load: debug
 		ev = s.o.Log.Warn()
 	}
 	// The path only: queries may carry tokens (I10).

@@ -40,6 +40,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/conversation"
+	sink "github.com/herald-bridge/herald/delivery/feishu"
 	"github.com/herald-bridge/herald/store"
 )
 
@@ -165,7 +166,7 @@ type Channel struct {
 	o      Options
 	log    zerolog.Logger
 	lark   *lark.Client
-	tokens *tokens
+	tokens *sink.TokenSource
 	bot    *botInfo
 	chats  *chats
 
@@ -198,7 +199,7 @@ func New(o Options) (*Channel, error) {
 	}
 	c := &Channel{o: o, log: o.Log.With().Str("channel", "feishu").Logger(), cardWait: CardWait}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.tokens = &tokens{base: o.BaseURL, appID: o.AppID, appSecret: o.AppSecret, client: o.HTTPClient, now: o.Now}
+	c.tokens = sink.NewTokenSource(o.AppID, o.AppSecret, o.BaseURL, o.HTTPClient, o.Now)
 	c.bot = &botInfo{}
 	c.chats = newChats(c.ctx, c.turn, c.log)
 	c.lark = lark.NewClient(o.AppID, o.AppSecret,

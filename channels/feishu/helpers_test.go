@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/conversation"
+	sink "github.com/herald-bridge/herald/delivery/feishu"
 	"github.com/herald-bridge/herald/store/bolt"
 )
 
@@ -86,7 +87,7 @@ func (f *fakeFeishu) bearer(r *http.Request) bool {
 
 func (f *fakeFeishu) handle(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
-	case tokenPath:
+	case sink.TokenPath:
 		var in map[string]string
 		_ = json.NewDecoder(r.Body).Decode(&in)
 		f.mu.Lock()

@@ -1,7 +1,6 @@
 package feishu
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,7 +11,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/herald-bridge/herald/conversation"
 	"github.com/herald-bridge/herald/delivery"
+	sink "github.com/herald-bridge/herald/delivery/feishu"
 )
 
 // Send errors. Errors never quote the chat id, the token or the secret.
@@ -34,9 +33,9 @@ var (
 	// ErrSend: the platform refused the message for another reason.
 	ErrSend = errors.New("feishu: message refused")
 	// ErrTokenRejected: the platform refused the app's credentials.
-	ErrTokenRejected = errors.New("feishu: tenant token request rejected")
+	ErrTokenRejected = sink.ErrTokenRejected
 	// ErrTokenUnavailable: the token endpoint failed or answered garbage.
-	ErrTokenUnavailable = errors.New("feishu: tenant token unavailable")
+	ErrTokenUnavailable = sink.ErrTokenUnavailable
 )
 
 // maxText bounds the text of one message (the platform takes 150 KB for
@@ -45,24 +44,11 @@ const maxText = 8000
 
 // Platform codes acted on.
 const (
-	codeRateLimited        = 99991400
-	codeTenantTokenInvalid = 99991663
-	codeAppTokenInvalid    = 99991664
-	codeTokenInvalid       = 99991671
-	codeTokenMissing       = 99991661
-	codeTokenExpired       = 99991668
-	codeBotNotInChat       = 230002
-	codeOutOfScope         = 230013
-	codeChatRateLimited    = 230020
+	codeRateLimited     = 99991400
+	codeBotNotInChat    = 230002
+	codeOutOfScope      = 230013
+	codeChatRateLimited = 230020
 )
-
-func isTokenInvalid(code int) bool {
-	switch code {
-	case codeTenantTokenInvalid, codeAppTokenInvalid, codeTokenInvalid, codeTokenMissing, codeTokenExpired:
-		return true
-	}
-	return false
-}
 
 // Say sends r to chat (feishu:chat:<chat_id> or feishu:user:<open_id>): an
 // interactive card when r has buttons, plain text otherwise. A token the
@@ -86,7 +72,7 @@ func (c *Channel) Say(ctx context.Context, chat string, r conversation.Reply) er
 	}
 	uuid := newUUID()
 	for attempt := 0; ; attempt++ {
-		tok, err := c.tokens.get(ctx)
+		tok, err := c.tokens.Token(ctx)
 		if err != nil {
 			return err
 		}
@@ -100,8 +86,8 @@ func (c *Channel) Say(ctx context.Context, chat string, r conversation.Reply) er
 		if resp.Success() {
 			return nil
 		}
-		if isTokenInvalid(resp.Code) {
-			c.tokens.drop(tok)
+		if sink.IsTokenInvalid(resp.Code) {
+			c.tokens.Drop(tok)
 			if attempt == 0 {
 				continue
 			}
@@ -191,82 +177,15 @@ func buildCard(r conversation.Reply) []byte {
 	return out
 }
 
-// ---------------------------------------------------------------- tokens
-
-// tokenPath is the self-built app's tenant_access_token endpoint.
-const tokenPath = "/open-apis/auth/v3/tenant_access_token/internal"
-
-// tokenMargin is how long before its stated expiry a token is replaced.
-const tokenMargin = 3 * time.Minute
-
-// tokens owns the app's tenant_access_token: the SDK's cache is
-// process-global, shared with the delivery sink of the same app, and
-// cannot drop a token the platform has declared invalid.
-type tokens struct {
-	base, appID, appSecret string
-	client                 *http.Client
-	now                    func() time.Time
-
-	mu      sync.Mutex
-	token   string
-	renewAt time.Time
-}
-
-func (t *tokens) get(ctx context.Context) (string, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.token != "" && t.now().Before(t.renewAt) {
-		return t.token, nil
-	}
-	var a struct {
-		Code   int    `json:"code"`
-		Token  string `json:"tenant_access_token"`
-		Expire int    `json:"expire"`
-	}
-	status, err := postJSON(ctx, t.client, t.base+tokenPath, "", map[string]string{"app_id": t.appID, "app_secret": t.appSecret}, &a)
-	switch {
-	case err != nil:
-		return "", fmt.Errorf("%w: %w", ErrTokenUnavailable, err)
-	case status >= 500 || status == http.StatusTooManyRequests:
-		return "", fmt.Errorf("%w: http %d", ErrTokenUnavailable, status)
-	case a.Code != 0:
-		return "", fmt.Errorf("%w: code %d", ErrTokenRejected, a.Code)
-	case a.Token == "" || a.Expire <= 0:
-		return "", fmt.Errorf("%w: answer without token", ErrTokenUnavailable)
-	}
-	ttl := max(time.Duration(a.Expire)*time.Second-tokenMargin, time.Second)
-	t.token, t.renewAt = a.Token, t.now().Add(ttl)
-	return t.token, nil
-}
-
-// drop forgets tok if it is still the cached token.
-func (t *tokens) drop(tok string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.token == tok {
-		t.token = ""
-	}
-}
-
-// postJSON sends in as JSON (GET when in is nil) and decodes the answer
-// into out. Transport errors are returned without the URL.
-func postJSON(ctx context.Context, client *http.Client, url, bearer string, in, out any) (int, error) {
-	method, body := http.MethodGet, io.Reader(nil)
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return 0, err
-		}
-		method, body = http.MethodPost, bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, body)
+// getJSON GETs url with the bearer token and decodes the answer into out.
+// Transport errors are returned without the URL.
+func getJSON(ctx context.Context, client *http.Client, url, bearer string, out any) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, errors.New("bad request url")
 	}
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
+	req.Header.Set("Authorization", "Bearer "+bearer)
 	resp, err := client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -303,7 +222,7 @@ func (c *Channel) botOpenID(ctx context.Context) (string, error) {
 	if c.bot.openID != "" {
 		return c.bot.openID, nil
 	}
-	tok, err := c.tokens.get(ctx)
+	tok, err := c.tokens.Token(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -313,13 +232,13 @@ func (c *Channel) botOpenID(ctx context.Context) (string, error) {
 			OpenID string `json:"open_id"`
 		} `json:"bot"`
 	}
-	status, err := postJSON(ctx, c.o.HTTPClient, c.o.BaseURL+botInfoPath, tok, nil, &a)
+	status, err := getJSON(ctx, c.o.HTTPClient, c.o.BaseURL+botInfoPath, tok, &a)
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("feishu: bot info: %w", err)
 	case a.Code != 0 || a.Bot.OpenID == "":
-		if isTokenInvalid(a.Code) {
-			c.tokens.drop(tok)
+		if sink.IsTokenInvalid(a.Code) {
+			c.tokens.Drop(tok)
 		}
 		return "", fmt.Errorf("feishu: bot info: http %d code %d", status, a.Code)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/herald-bridge/herald/conversation"
+	sink "github.com/herald-bridge/herald/delivery/feishu"
 )
 
 func TestSay(t *testing.T) {
@@ -105,9 +106,8 @@ func TestSayErrors(t *testing.T) {
 		}
 	}
 	// Wrong credentials: classified, without the secret.
-	r.ch.tokens.mu.Lock()
-	r.ch.tokens.appSecret, r.ch.tokens.token = "wrong-"+testSecret, ""
-	r.ch.tokens.mu.Unlock()
+	o := r.ch.o
+	r.ch.tokens = sink.NewTokenSource(o.AppID, "wrong-"+testSecret, o.BaseURL, o.HTTPClient, o.Now)
 	err := r.ch.Say(ctx, "feishu:chat:"+chatP2P, conversation.Reply{Text: "x"})
 	if !errors.Is(err, ErrTokenRejected) || strings.Contains(err.Error(), testSecret) {
 		t.Fatalf("err = %v", err)

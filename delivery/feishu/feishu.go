@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -23,7 +22,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/delivery"
-	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/delivery/render"
 )
 
@@ -39,17 +37,12 @@ const (
 
 // Platform codes the sink acts on.
 const (
-	codeRateLimited        = 99991400
-	codeTenantTokenInvalid = 99991663
-	codeAppTokenInvalid    = 99991664
-	codeTokenInvalid       = 99991671
-	codeTokenMissing       = 99991661
-	codeTokenExpired       = 99991668
-	codeNoPermission       = 99991672
-	codeBadReceiveID       = 230001
-	codeBotNotInChat       = 230002
-	codeOutOfScope         = 230013
-	codeChatRateLimited    = 230020
+	codeRateLimited     = 99991400
+	codeNoPermission    = 99991672
+	codeBadReceiveID    = 230001
+	codeBotNotInChat    = 230002
+	codeOutOfScope      = 230013
+	codeChatRateLimited = 230020
 )
 
 // ErrConfig is returned by New for missing or malformed settings.
@@ -58,7 +51,7 @@ var ErrConfig = errors.New("feishu: invalid configuration")
 // Sink sends deliveries through one Feishu app bot.
 type Sink struct {
 	lark   *lark.Client
-	tokens *tokens
+	tokens *TokenSource
 	log    zerolog.Logger
 	now    func() time.Time
 	secret string
@@ -109,7 +102,7 @@ func New(appID, appSecret, baseURL string, opts ...Option) (*Sink, error) {
 		c.client = &http.Client{Timeout: DefaultTimeout}
 	}
 	s := &Sink{
-		tokens: &tokens{base: baseURL, appID: appID, appSecret: appSecret, client: c.client, now: c.now},
+		tokens: NewTokenSource(appID, appSecret, baseURL, c.client, c.now),
 		log:    c.log,
 		now:    c.now,
 		secret: appSecret,
@@ -178,7 +171,7 @@ func (s *Sink) send(ctx context.Context, d delivery.Delivery) (delivery.Outcome,
 		return delivery.Outcome{Result: delivery.Failed, Reason: "too_large"}, ""
 	}
 
-	tok, err := s.tokens.get(ctx)
+	tok, err := s.tokens.Token(ctx)
 	if err != nil {
 		return classifyTokenError(err), err.Error()
 	}
@@ -206,8 +199,8 @@ func (s *Sink) send(ctx context.Context, d delivery.Delivery) (delivery.Outcome,
 		return delivery.Outcome{Result: delivery.Completed, ProviderID: id}, ""
 	}
 	out := classifyCode(resp.StatusCode, resp.Header, resp.Code)
-	if isTokenInvalid(resp.Code) {
-		s.tokens.drop(tok)
+	if IsTokenInvalid(resp.Code) {
+		s.tokens.Drop(tok)
 	}
 	return out, fmt.Sprintf("code %d: %s (log id %s)", resp.Code, resp.Msg, resp.RequestId())
 }
@@ -225,18 +218,10 @@ func receiveIDType(a delivery.Address) (string, bool) {
 	return "", false
 }
 
-func isTokenInvalid(code int) bool {
-	switch code {
-	case codeTenantTokenInvalid, codeAppTokenInvalid, codeTokenInvalid, codeTokenMissing, codeTokenExpired:
-		return true
-	}
-	return false
-}
-
 // classifyCode maps a platform error answer to an outcome.
 func classifyCode(status int, h http.Header, code int) delivery.Outcome {
 	switch {
-	case isTokenInvalid(code):
+	case IsTokenInvalid(code):
 		// Refused at the gate: nothing was sent. The token is dropped and
 		// the next attempt fetches a new one.
 		return delivery.Outcome{Result: delivery.RetryAfter, After: time.Second, Reason: "token_invalid"}
@@ -287,7 +272,7 @@ func classifyCallError(tr *trace, err error) delivery.Outcome {
 		// The SDK refused before any request (validation).
 		return delivery.Outcome{Result: delivery.Failed, Reason: "client_error"}
 	case terr != nil:
-		return classifyTransport(terr)
+		return delivery.ClassifyTransport(terr)
 	case status == http.StatusTooManyRequests:
 		return delivery.Outcome{Result: delivery.RetryAfter, After: resetAfter(tr.header), Reason: "rate_limited"}
 	case status >= 500:
@@ -296,24 +281,6 @@ func classifyCallError(tr *trace, err error) delivery.Outcome {
 		return delivery.Outcome{Result: delivery.Failed, Reason: "http_" + strconv.Itoa(status)}
 	}
 	return delivery.Outcome{Result: delivery.Unknown, Reason: "bad_response"}
-}
-
-// classifyTransport classifies a failed round trip: a failed dial or lookup
-// sent nothing; anything later may have reached the platform.
-func classifyTransport(err error) delivery.Outcome {
-	var dns *net.DNSError
-	var nerr net.Error
-	switch {
-	case errors.As(err, &dns):
-		return delivery.Outcome{Result: delivery.RetryAfter, After: 5 * time.Second, Reason: "dns"}
-	case egress.NotSent(err):
-		return delivery.Outcome{Result: delivery.RetryAfter, After: 5 * time.Second, Reason: "connect_failed"}
-	case errors.Is(err, context.Canceled):
-		return delivery.Outcome{Result: delivery.Unknown, Reason: "canceled"}
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
-		return delivery.Outcome{Result: delivery.Unknown, Reason: "timeout"}
-	}
-	return delivery.Outcome{Result: delivery.Unknown, Reason: "connection_lost"}
 }
 
 // scrub removes the app secret from s. Tokens never reach error strings:

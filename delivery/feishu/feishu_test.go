@@ -76,7 +76,7 @@ func (f *fakeFeishu) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch r.URL.Path {
-	case tokenPath:
+	case TokenPath:
 		var in struct{ AppID, AppSecret string }
 		var raw map[string]string
 		_ = json.NewDecoder(r.Body).Decode(&raw)

@@ -8,17 +8,20 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/herald-bridge/herald/delivery/egress"
 )
 
-// tokenPath is the self-built app's tenant_access_token endpoint.
-const tokenPath = "/open-apis/auth/v3/tenant_access_token/internal"
+// TokenPath is the self-built app's tenant_access_token endpoint.
+const TokenPath = "/open-apis/auth/v3/tenant_access_token/internal"
 
-// tokenMargin is how long before its stated expiry a token is replaced.
-const tokenMargin = 3 * time.Minute
+// TokenMargin is how long before its stated expiry a token is replaced.
+const TokenMargin = 3 * time.Minute
 
-// Token errors, classified by Send.
+// Token errors, for callers to classify (the sink: Failed or RetryAfter).
 var (
 	// ErrTokenRejected: the platform refused the app's credentials.
 	ErrTokenRejected = errors.New("feishu: tenant token request rejected")
@@ -26,10 +29,11 @@ var (
 	ErrTokenUnavailable = errors.New("feishu: tenant token unavailable")
 )
 
-// tokens owns the tenant_access_token of one app. The SDK's cache is
+// TokenSource owns the tenant_access_token of one app. The SDK's cache is
 // process-global and cannot drop a token the platform has declared
-// invalid, so the sink keeps its own.
-type tokens struct {
+// invalid, so herald keeps its own. It is safe for concurrent use; its
+// errors never carry the app secret or a token (I10).
+type TokenSource struct {
 	base, appID, appSecret string
 	client                 *http.Client
 	now                    func() time.Time
@@ -39,6 +43,22 @@ type tokens struct {
 	renewAt time.Time
 }
 
+// NewTokenSource returns the token source of app appID/appSecret on the
+// open platform at baseURL, fetching with client and timing expiry by now
+// (nil: a client with DefaultTimeout, time.Now). It makes no request.
+func NewTokenSource(appID, appSecret, baseURL string, client *http.Client, now func() time.Time) *TokenSource {
+	if client == nil {
+		client = &http.Client{Timeout: DefaultTimeout}
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &TokenSource{
+		base: strings.TrimRight(baseURL, "/"), appID: appID, appSecret: appSecret,
+		client: client, now: now,
+	}
+}
+
 type tokenAnswer struct {
 	Code   int    `json:"code"`
 	Msg    string `json:"msg"`
@@ -46,9 +66,10 @@ type tokenAnswer struct {
 	Expire int    `json:"expire"` // seconds
 }
 
-// get returns a valid token, fetching one when none is cached or the cached
-// one is within tokenMargin of expiry.
-func (t *tokens) get(ctx context.Context) (string, error) {
+// Token returns a valid token, fetching one when none is cached or the
+// cached one is within TokenMargin of expiry. Errors wrap ErrTokenRejected
+// or ErrTokenUnavailable.
+func (t *TokenSource) Token(ctx context.Context) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.token != "" && t.now().Before(t.renewAt) {
@@ -58,13 +79,14 @@ func (t *tokens) get(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	t.token, t.renewAt = tok, t.now().Add(ttl-tokenMargin)
+	t.token, t.renewAt = tok, t.now().Add(ttl-TokenMargin)
 	return tok, nil
 }
 
-// drop forgets tok if it is still the cached token, so the next get
-// fetches a fresh one.
-func (t *tokens) drop(tok string) {
+// Drop forgets tok if it is still the cached token, so the next Token
+// fetches a fresh one. Callers drop a token the platform answered with a
+// code for which IsTokenInvalid holds.
+func (t *TokenSource) Drop(tok string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.token == tok {
@@ -72,19 +94,21 @@ func (t *tokens) drop(tok string) {
 	}
 }
 
-func (t *tokens) fetch(ctx context.Context) (string, time.Duration, error) {
+func (t *TokenSource) fetch(ctx context.Context) (string, time.Duration, error) {
 	body, err := json.Marshal(map[string]string{"app_id": t.appID, "app_secret": t.appSecret})
 	if err != nil {
 		return "", 0, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.base+tokenPath, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.base+TokenPath, bytes.NewReader(body))
 	if err != nil {
 		return "", 0, fmt.Errorf("%w: %w", ErrTokenUnavailable, err)
 	}
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
 	resp, err := t.client.Do(req)
 	if err != nil {
-		return "", 0, fmt.Errorf("%w: %w", ErrTokenUnavailable, err)
+		// The cause stays reachable (cancellation, dial errors); the URL
+		// is left out of errors that callers may show.
+		return "", 0, fmt.Errorf("%w: %w", ErrTokenUnavailable, egress.Redact(err))
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -104,9 +128,29 @@ func (t *tokens) fetch(ctx context.Context) (string, time.Duration, error) {
 		return "", 0, fmt.Errorf("%w: answer without token", ErrTokenUnavailable)
 	}
 	ttl := time.Duration(a.Expire) * time.Second
-	if ttl <= tokenMargin {
+	if ttl <= TokenMargin {
 		// A token about to expire is still good for this request.
-		ttl = tokenMargin + time.Second
+		ttl = TokenMargin + time.Second
 	}
 	return a.Token, ttl, nil
+}
+
+// Platform codes for a token that is invalid, expired or missing: the call
+// was refused at the gate and nothing was sent.
+const (
+	codeTenantTokenInvalid = 99991663
+	codeAppTokenInvalid    = 99991664
+	codeTokenInvalid       = 99991671
+	codeTokenMissing       = 99991661
+	codeTokenExpired       = 99991668
+)
+
+// IsTokenInvalid reports whether code says the token used was invalid,
+// expired or missing; the token should be dropped and a new one fetched.
+func IsTokenInvalid(code int) bool {
+	switch code {
+	case codeTenantTokenInvalid, codeAppTokenInvalid, codeTokenInvalid, codeTokenMissing, codeTokenExpired:
+		return true
+	}
+	return false
 }

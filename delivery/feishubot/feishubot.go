@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -219,26 +218,14 @@ func classify(status int, raw []byte) delivery.Outcome {
 	return delivery.Outcome{Result: delivery.Failed, Reason: "code_" + strconv.Itoa(code)}
 }
 
-// classifyTransport classifies a failed round trip: a failed dial or lookup
-// sent nothing; anything later may have reached the hook.
+// classifyTransport classifies a failed round trip. A destination the
+// guard refused is final: nothing was sent, and nothing will be until the
+// configuration changes.
 func classifyTransport(err error) delivery.Outcome {
-	var dns *net.DNSError
-	var nerr net.Error
-	switch {
-	case errors.Is(err, egress.ErrBlocked), errors.Is(err, egress.ErrBadURL):
-		// The guard refused the destination: nothing was sent, and
-		// nothing will be until the configuration changes.
+	if errors.Is(err, egress.ErrBlocked) || errors.Is(err, egress.ErrBadURL) {
 		return delivery.Outcome{Result: delivery.Failed, Reason: "blocked_destination"}
-	case errors.As(err, &dns):
-		return delivery.Outcome{Result: delivery.RetryAfter, After: 5 * time.Second, Reason: "dns"}
-	case egress.NotSent(err):
-		return delivery.Outcome{Result: delivery.RetryAfter, After: 5 * time.Second, Reason: "connect_failed"}
-	case errors.Is(err, context.Canceled):
-		return delivery.Outcome{Result: delivery.Unknown, Reason: "canceled"}
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
-		return delivery.Outcome{Result: delivery.Unknown, Reason: "timeout"}
 	}
-	return delivery.Outcome{Result: delivery.Unknown, Reason: "connection_lost"}
+	return delivery.ClassifyTransport(err)
 }
 
 // redact renders err without the hook URL, whose path is a credential.

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -20,7 +19,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/delivery"
-	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/delivery/render"
 )
 
@@ -231,28 +229,12 @@ func Classify(err error) delivery.Outcome {
 		}
 		return delivery.Outcome{Result: delivery.Failed, Reason: "http_" + m[1]}
 	}
-	return classifyTransport(err)
-}
-
-// classifyTransport classifies an error below the API envelope: a failed
-// dial or lookup sent nothing; anything later may have reached Telegram.
-func classifyTransport(err error) delivery.Outcome {
-	var dns *net.DNSError
-	var nerr net.Error
-	switch {
-	case errors.As(err, &dns):
-		return delivery.Outcome{Result: delivery.RetryAfter, After: 5 * time.Second, Reason: "dns"}
-	case egress.NotSent(err):
-		return delivery.Outcome{Result: delivery.RetryAfter, After: 5 * time.Second, Reason: "connect_failed"}
-	case errors.Is(err, context.Canceled):
-		return delivery.Outcome{Result: delivery.Unknown, Reason: "canceled"}
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
-		return delivery.Outcome{Result: delivery.Unknown, Reason: "timeout"}
+	out := delivery.ClassifyTransport(err)
+	if out.Reason == delivery.ReasonConnLost && strings.Contains(err.Error(), "error decode response body") {
+		// The request went through; Telegram's answer was unreadable.
+		out.Reason = "bad_response"
 	}
-	if strings.Contains(err.Error(), "error decode response body") {
-		return delivery.Outcome{Result: delivery.Unknown, Reason: "bad_response"}
-	}
-	return delivery.Outcome{Result: delivery.Unknown, Reason: "connection_lost"}
+	return out
 }
 
 func forbiddenReason(desc string) string {

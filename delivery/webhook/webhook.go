@@ -31,7 +31,7 @@ const (
 	DefaultRetryAfter = 30 * time.Second
 	// NotSentRetryAfter is the least wait after an attempt that provably
 	// never left (connection refused, DNS failure).
-	NotSentRetryAfter = 5 * time.Second
+	NotSentRetryAfter = delivery.NotSentWait
 )
 
 // Sentinel errors of New.
@@ -46,10 +46,10 @@ const (
 	ReasonRedirect      = "redirect"
 	ReasonGone          = "gone"
 	ReasonRateLimited   = "rate_limited"
-	ReasonTimeout       = "timeout"
-	ReasonCanceled      = "canceled"
-	ReasonConnLost      = "connection_lost"
-	ReasonConnectFailed = "connect_failed"
+	ReasonTimeout       = delivery.ReasonTimeout
+	ReasonCanceled      = delivery.ReasonCanceled
+	ReasonConnLost      = delivery.ReasonConnLost
+	ReasonConnectFailed = delivery.ReasonConnectFailed
 	ReasonDNS           = "dns_failed"
 	ReasonBadKind       = "unsupported_kind"
 	ReasonEncode        = "encode_failed"
@@ -165,6 +165,9 @@ func knownKind(k string) bool {
 
 // classifyError sorts a transport error by whether the request may have
 // reached the receiver. The error text is never reported: it carries the URL.
+// The webhook sink's own reasons for what never left (guard, DNS, dial,
+// cancelled before the dial) are decided here; the rest is
+// delivery.ClassifyTransport's.
 func classifyError(ctx context.Context, err error) delivery.Outcome {
 	switch {
 	case errors.Is(err, egress.ErrBlocked):
@@ -179,15 +182,10 @@ func classifyError(ctx context.Context, err error) delivery.Outcome {
 			reason = ReasonCanceled
 		}
 		return delivery.Outcome{Result: delivery.RetryAfter, After: NotSentRetryAfter, Reason: reason}
-	}
-	var netErr net.Error
-	switch {
-	case errors.Is(err, context.Canceled) || errors.Is(ctx.Err(), context.Canceled):
+	case errors.Is(ctx.Err(), context.Canceled):
 		return delivery.Outcome{Result: delivery.Unknown, Reason: ReasonCanceled}
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return delivery.Outcome{Result: delivery.Unknown, Reason: ReasonTimeout}
 	}
-	return delivery.Outcome{Result: delivery.Unknown, Reason: ReasonConnLost}
+	return delivery.ClassifyTransport(err)
 }
 
 func classifyStatus(resp *http.Response, now time.Time) delivery.Outcome {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -61,8 +62,13 @@ func cmdStatus(e *env, args []string) int {
 		owner = fmt.Sprintf("yes (epoch %d)", st.Epoch)
 	}
 	fmt.Fprintf(e.stdout, "herald %s listening on %s\nreplica:  %s\nowner:    %s\nstore:    %s (ok: %v)\ntasks:    %d\n", st.Version, st.Listen, st.Holder, owner, st.Store, st.StoreOK, st.Tasks)
-	for name, s := range st.Channels {
-		fmt.Fprintf(e.stdout, "channel:  %s %s\n", name, s)
+	names := make([]string, 0, len(st.Channels))
+	for name := range st.Channels {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(e.stdout, "channel:  %s %s\n", name, st.Channels[name])
 	}
 	return exitOK
 }
@@ -155,6 +161,9 @@ func cmdTasks(e *env, args []string) int {
 		}
 		if e.json {
 			e.printJSON(r)
+			if r.Outcome == "failed" {
+				return exitFailure
+			}
 			return exitOK
 		}
 		if *noWait {

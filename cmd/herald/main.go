@@ -51,15 +51,16 @@ func commands() []command {
 		{"ledger", "show TASK | redeliver EFFECT-ID [--yes]", "read the effect ledger; replay an effect explicitly", cmdLedger},
 		{"inbox", "list PRINCIPAL | read PRINCIPAL ID|all | token PRINCIPAL", "read inboxes; issue an inbox API token", cmdInbox},
 		{"send-test", "RECIPIENT", "send one test push through the whole path and print its outcome", cmdSendTest},
-		{"version", "", "print the version", func(e *env, _ []string) int { fmt.Fprintln(e.stdout, "herald", version); return exitOK }},
+		{"version", "", "print the version", cmdVersion},
 	}
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(runCLI(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// runCLI runs one command line and returns its exit code.
+func runCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		w := stdout
 		if len(args) == 0 {
@@ -76,8 +77,22 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return c.run(&env{stdin: stdin, stdout: stdout, stderr: stderr}, args[1:])
 		}
 	}
+	if strings.HasPrefix(args[0], "-") {
+		fmt.Fprintf(stderr, "herald: unknown flag %s before the command\nRun 'herald --help' for the list of commands; flags follow the command.\n", args[0])
+		return exitUsage
+	}
 	fmt.Fprintf(stderr, "herald: unknown command %q\nRun 'herald --help' for the list of commands.\n", args[0])
 	return exitUsage
+}
+
+func cmdVersion(e *env, args []string) int {
+	au, sum := summaryOf("version")
+	fs := e.flags("version", "")
+	if _, code, ok := e.parse(fs, "version", au, sum, args); !ok {
+		return code
+	}
+	fmt.Fprintln(e.stdout, "herald", version)
+	return exitOK
 }
 
 func usage(w io.Writer) {

@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/herald-bridge/herald/configs"
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/render"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks"
 	hook "github.com/herald-bridge/herald/webhook"
@@ -22,6 +26,7 @@ const consoleAdmin = ""
 func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 	a := hook.NewAdmin(token)
 	m := s.manager
+	shutdown := newShutdownWatch()
 	type idIn struct {
 		ID     string `json:"id"`
 		NoWait bool   `json:"no_wait"`
@@ -36,7 +41,10 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 	a.Register("status", func(ctx context.Context, _ json.RawMessage) (any, error) {
 		owner, epoch := m.Owner()
 		list, _ := m.List(ctx, consoleAdmin)
-		st := statusView{Version: version, Holder: s.holder, Owner: owner, Epoch: epoch, Store: s.cfg.Store.Driver,
+		s.mu.Lock()
+		driver := s.cfg.Store.Driver
+		s.mu.Unlock()
+		st := statusView{Version: version, Holder: s.holder, Owner: owner, Epoch: epoch, Store: driver,
 			StoreOK: s.store.Ping(ctx) == nil, Channels: s.channels.status(), Tasks: len(list), Listen: s.server.Addr()}
 		return st, nil
 	})
@@ -105,9 +113,16 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 				defer cancel()
 				_, _ = m.RunNow(rctx, consoleAdmin, in.ID)
 			}()
-			return tasks.RunRecord{TaskID: in.ID, Outcome: "started"}, nil
+			return tasks.RunRecord{TaskID: in.ID, Start: time.Now().UTC(), Outcome: "started"}, nil
 		}
-		return m.RunNow(ctx, consoleAdmin, in.ID)
+		stopping := shutdown.from(ctx)
+		ctx, cancel := untilStopping(ctx, stopping)
+		defer cancel()
+		rec, err := m.RunNow(ctx, consoleAdmin, in.ID)
+		if err != nil && isClosed(stopping) {
+			return nil, errStopping("the check was cancelled")
+		}
+		return rec, err
 	})
 	a.Register("requests.approve", func(ctx context.Context, raw json.RawMessage) (any, error) {
 		var in idIn
@@ -139,7 +154,7 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 		if err := decode(raw, &in); err != nil {
 			return nil, err
 		}
-		fxs, err := m.Effects(ctx, in.Task, in.Limit)
+		fxs, err := m.Effects(ctx, s.ledgerSource(ctx, in.Task), in.Limit)
 		if err != nil {
 			return nil, err
 		}
@@ -175,11 +190,12 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 		if err != nil {
 			return nil, err
 		}
+		s.mu.Lock()
+		lang, zone := s.cfg.Language, s.cfg.Location
+		s.mu.Unlock()
 		out := make([]inboxView, 0, len(items))
 		for _, it := range items {
-			var msg delivery.Message
-			_ = json.Unmarshal(it.Body, &msg)
-			out = append(out, inboxView{ID: it.ID, Title: it.Title, Text: msg.Text, CreatedAt: it.CreatedAt, Read: it.Read})
+			out = append(out, viewInbox(it, lang, zone))
 		}
 		return out, nil
 	})
@@ -213,7 +229,15 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 		if err := decode(raw, &in); err != nil {
 			return nil, err
 		}
-		return s.sendTest(ctx, in.Recipient)
+		stopping := shutdown.from(ctx)
+		ctx, cancel := untilStopping(ctx, stopping)
+		defer cancel()
+		v, err := s.sendTest(ctx, in.Recipient)
+		settled := v.State == string(store.Completed) || v.State == string(store.Failed) || v.State == string(store.Unknown)
+		if isClosed(stopping) && (err != nil || !settled) {
+			return nil, errStopping("the test push was claimed; its outcome will be in the ledger")
+		}
+		return v, err
 	})
 	s.channels.mountAdmin(a)
 	s.server.Handle("/admin/v1/{op}", a.ServeHTTP)
@@ -255,4 +279,90 @@ func (s *service) sendTest(ctx context.Context, recipient string) (sendTestView,
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// ledgerSource maps what the operator typed for `ledger show` to the
+// ledger's source id: a task id or request id as is, an inbound hook's
+// name to its "hook:<name>" source.
+func (s *service) ledgerSource(ctx context.Context, name string) string {
+	if strings.Contains(name, ":") {
+		return name
+	}
+	if _, err := s.manager.Get(ctx, name); err == nil {
+		return name
+	}
+	s.mu.Lock()
+	_, isHook := s.cfg.Inbound[name]
+	s.mu.Unlock()
+	if isHook {
+		return "hook:" + name
+	}
+	return name
+}
+
+// viewInbox renders an inbox item the way a chat would show it: a change
+// notice carries items, not a title or text of its own.
+func viewInbox(it store.InboxItem, lang string, zone *time.Location) inboxView {
+	v := inboxView{ID: it.ID, Title: it.Title, CreatedAt: it.CreatedAt, Read: it.Read}
+	var msg delivery.Message
+	if err := json.Unmarshal(it.Body, &msg); err != nil {
+		return v
+	}
+	if v.Title == "" {
+		v.Title = render.Title(msg, lang, it.CreatedAt)
+	}
+	v.Text = msg.Text
+	if len(msg.Items) > 0 {
+		v.Text = render.Text(msg, lang, zone, it.CreatedAt)
+	}
+	return v
+}
+
+// shutdownWatch closes done when the HTTP server that serves the admin API
+// begins its graceful shutdown. The admin API's long waits — a check run to
+// its end, a test push to its outcome — end then, so the drain does not
+// wait on them; the work itself settles as any cancelled run does (I9).
+type shutdownWatch struct {
+	once sync.Once
+	done chan struct{}
+}
+
+func newShutdownWatch() *shutdownWatch { return &shutdownWatch{done: make(chan struct{})} }
+
+// from registers with the server of the request ctx belongs to (once) and
+// returns the channel closed at its shutdown.
+func (w *shutdownWatch) from(ctx context.Context) <-chan struct{} {
+	w.once.Do(func() {
+		if srv, ok := ctx.Value(http.ServerContextKey).(*http.Server); ok {
+			srv.RegisterOnShutdown(func() { close(w.done) })
+		}
+	})
+	return w.done
+}
+
+// untilStopping derives a context from ctx that also ends when stopping closes.
+func untilStopping(ctx context.Context, stopping <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// errStopping answers a wait the shutdown ended.
+func errStopping(what string) error {
+	return &hook.Error{Status: http.StatusServiceUnavailable, Code: "shutting_down", Msg: "the service is shutting down; " + what}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/render"
 	"github.com/herald-bridge/herald/store"
 )
 
@@ -60,6 +61,7 @@ func (s *Sink) Dedups(delivery.Address) bool { return true }
 
 // Send appends the message to the inbox of the principal d.To names
 // (an inbox:<principal> address). The item's title is the message title
+// (rendered in the recipient's language when the message has none)
 // and its body the message JSON. Completed carries the stored item id; a
 // store that is unreachable gives RetryAfter, any other store error Unknown.
 func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
@@ -73,10 +75,14 @@ func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
 	if err != nil {
 		return delivery.Outcome{Result: delivery.Failed, Reason: ReasonEncode}
 	}
+	title := d.Message.Title
+	if title == "" { // change notices carry no title of their own: render it
+		title = render.Title(d.Message, d.Lang, s.now())
+	}
 	item, err := s.in.Append(ctx, store.InboxItem{
 		Principal: d.To.ID,
 		EffectKey: d.Key,
-		Title:     d.Message.Title,
+		Title:     title,
 		Body:      body,
 		CreatedAt: s.now().UTC(),
 	})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,5 +168,16 @@ func TestSendCanceledBeforeAppend(t *testing.T) {
 	deliverytest.Outcome(t, New(in).Send(ctx, testDelivery()), delivery.RetryAfter, ReasonCanceled)
 	if len(in.items) != 0 {
 		t.Error("stored an item after cancellation")
+	}
+}
+
+func TestUntitledChangeNoticeGetsItsRenderedTitle(t *testing.T) {
+	in := newMemInbox()
+	d := testDelivery()
+	d.Message.Title = ""
+	deliverytest.Outcome(t, New(in).Send(context.Background(), d), delivery.Completed, "")
+	items, _ := in.List(context.Background(), "telegram:123456", store.InboxQuery{})
+	if len(items) != 1 || !strings.Contains(items[0].Title, "CS101 notices") {
+		t.Fatalf("stored title %q, want the rendered one naming the task", items[0].Title)
 	}
 }

@@ -230,22 +230,51 @@ func holderID() string {
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
 }
 
+// shared reports whether replicas may share this store (Redis).
+func (s *service) shared() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg.Store.Driver == configs.DriverRedis
+}
+
 // workerLease names the liveness lease of a delivery worker.
 func workerLease(holder string) string { return "worker:" + holder }
 
+// workerLeaseTTL is the lifetime of a replica's worker lease, renewed
+// every quarter of it. It is shorter than the scheduling lease (15 s,
+// renewed every 5 s) by more than one renewal period of either, so when an
+// owner dies its worker lease has always expired by the time its
+// scheduling lease does: the replica that takes over sees the dead
+// worker's in-flight attempts as interrupted and settles them unknown
+// (I3) instead of waiting on them forever. The 2 s left over absorb a late
+// renewal; both expiries are written by the dead replica's clock and read
+// by the new owner's, so clock skew between hosts cancels out.
+const workerLeaseTTL = 8 * time.Second
+
 // keepAlive holds this replica's worker lease so other replicas can tell
-// its in-flight attempts from a dead one's (I3).
+// its in-flight attempts from a dead one's (I3), and publishes whether
+// this replica owns scheduling (herald_scheduler_owner).
 func (s *service) keepAlive(ctx context.Context) error {
-	const ttl = 15 * time.Second
 	for {
-		if _, err := s.store.Leases().Acquire(ctx, workerLease(s.holder), s.holder, ttl); err != nil && ctx.Err() == nil {
+		if _, err := s.store.Leases().Acquire(ctx, workerLease(s.holder), s.holder, workerLeaseTTL); err != nil && ctx.Err() == nil {
 			s.log.Warn().Err(err).Msg("cannot renew the worker lease")
 		}
+		s.publishOwner()
 		select {
 		case <-ctx.Done():
+			s.ownerG.Set(0)
 			return nil
-		case <-time.After(ttl / 3):
+		case <-time.After(workerLeaseTTL / 4):
 		}
+	}
+}
+
+// publishOwner sets the ownership gauge from the manager's fence.
+func (s *service) publishOwner() {
+	if owner, _ := s.manager.Owner(); owner {
+		s.ownerG.Set(1)
+	} else {
+		s.ownerG.Set(0)
 	}
 }
 
@@ -255,7 +284,7 @@ func (s *service) alive(worker string) bool {
 	if worker == s.holder {
 		return true
 	}
-	if s.cfg.Store.Driver != configs.DriverRedis {
+	if !s.shared() {
 		return false // the data-dir lock makes this process the only one
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -281,23 +310,40 @@ func (s *service) routes() {
 	srv.Handle("/api/v1/inbox", inboxAPI.ServeHTTP)
 }
 
+// readyz reports whether this replica can take traffic: its store answers.
+// Scheduling ownership is reported but does not decide readiness when
+// replicas share Redis: while an owner's lease runs out after it died, the
+// standbys still accept inbound events and deliver, and a load balancer
+// must not take them all out of rotation for that window. A single
+// process (bolt) is ready once it owns scheduling, which it takes at
+// start.
 func (s *service) readyz(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	detail := map[string]any{}
 	ready := true
-	if err := s.store.Ping(ctx); err != nil {
-		detail["store"], ready = "unreachable", false
-	} else {
+	storeOK := s.store.Ping(ctx) == nil
+	if storeOK {
 		detail["store"] = "ok"
+	} else {
+		detail["store"], ready = "unreachable", false
 	}
 	owner, epoch := s.manager.Owner()
-	if owner {
+	s.publishOwner()
+	switch {
+	case owner:
 		detail["owner"] = fmt.Sprintf("this replica (epoch %d)", epoch)
-	} else if l, err := s.store.Leases().Current(ctx, tasks.SchedulerLease); err == nil && time.Now().Before(l.Expires) {
-		detail["owner"] = "another replica"
-	} else {
-		detail["owner"], ready = "unknown", false
+	case !storeOK:
+		detail["owner"] = "unknown"
+	default:
+		if l, err := s.store.Leases().Current(ctx, tasks.SchedulerLease); err == nil && time.Now().Before(l.Expires) {
+			detail["owner"] = "another replica"
+		} else {
+			detail["owner"] = "none (takeover pending)"
+			if !s.shared() {
+				ready = false
+			}
+		}
 	}
 	detail["channels"] = s.channels.status()
 	status := http.StatusOK

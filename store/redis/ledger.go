@@ -266,12 +266,13 @@ func outageBackoff(try int) time.Duration {
 }
 
 // throughOutage runs op until it succeeds, fails for a reason other than
-// store.ErrUnavailable, ctx ends or the retries run out. op is told
-// whether an earlier try may have been published.
+// store.ErrUnavailable, the client is closed (that never heals), ctx ends
+// or the retries run out. op is told whether an earlier try may have been
+// published.
 func throughOutage(ctx context.Context, op func(retry bool) (store.Effect, error)) (store.Effect, error) {
 	for try := 0; ; try++ {
 		e, err := op(try > 0)
-		if err == nil || !errors.Is(err, store.ErrUnavailable) || try >= outageRetries {
+		if err == nil || !errors.Is(err, store.ErrUnavailable) || errors.Is(err, goredis.ErrClosed) || try >= outageRetries {
 			return e, err
 		}
 		t := time.NewTimer(outageBackoff(try))

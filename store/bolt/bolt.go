@@ -8,6 +8,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
+	"strconv"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -54,9 +56,9 @@ var (
 	bktMeta        = []byte("meta")
 	bktCatalog     = []byte("catalog")
 	bktSnapshots   = []byte("snapshots")
-	bktEffects     = []byte("effects")      // key -> effect record (JSON)
-	bktQueue       = []byte("effect_queue") // notBefore(8) seq(8) key -> nil: queued effects only
-	bktByTask      = []byte("effect_task")  // task 0x00 seq(8) -> key
+	bktEffects     = []byte("effects")      // schema 1: key -> effect record (JSON); see effects.go for schema 2
+	bktQueue       = []byte("effect_queue") // schema 1: notBefore(8) seq(8) key -> nil
+	bktByTask      = []byte("effect_task")  // schema 1: task 0x00 seq(8) -> key
 	bktInFlight    = []byte("effect_inflight")
 	bktLeases      = []byte("leases")
 	bktLeaseEpochs = []byte("lease_epochs") // name -> last epoch; never decreases
@@ -81,7 +83,20 @@ var migrations = []func(tx *bbolt.Tx) error{
 		}
 		return nil
 	},
+	// 1 -> 2: effects split into an immutable body and a small mutable
+	// state, both keyed by claim sequence (effects.go).
+	migrateSplitEffects,
 }
+
+// initialMmapSize is the address space mapped at open (not memory used):
+// 1 GiB on 64-bit Unix. Windows sizes the file to the mapping and 32-bit
+// platforms lack the address space, so they keep bbolt's own growth.
+var initialMmapSize = func() int {
+	if strconv.IntSize < 64 || runtime.GOOS == "windows" {
+		return 0
+	}
+	return 1 << 30
+}()
 
 // SchemaVersion is the schema version this binary writes.
 var SchemaVersion = uint64(len(migrations))
@@ -104,7 +119,18 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: opts.LockTimeout, NoSync: opts.NoSync})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
+		Timeout: opts.LockTimeout,
+		NoSync:  opts.NoSync,
+		// The freelist is rebuilt from the pages on open instead of being
+		// written by every commit: one page run less per transaction.
+		NoFreelistSync: true,
+		FreelistType:   bbolt.FreelistMapType,
+		// Map well ahead of the file so a growing file rarely remaps; a
+		// remap waits for every open read transaction and stalls the
+		// committer behind readers (and new readers behind it).
+		InitialMmapSize: initialMmapSize,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}

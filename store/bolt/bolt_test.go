@@ -94,7 +94,7 @@ func TestSchemaRecordedAndBucketsDistinct(t *testing.T) {
 		if v := tx.Bucket(bktMeta).Get(keySchema); binaryU64(v) != SchemaVersion {
 			t.Errorf("schema = %d, want %d", binaryU64(v), SchemaVersion)
 		}
-		for _, b := range [][]byte{bktCatalog, bktSnapshots, bktEffects, bktLeases, bktDedup, bktInbox, bktRuns, bktDialogs, bktChannels} {
+		for _, b := range [][]byte{bktCatalog, bktSnapshots, bktFxClaim, bktFxBody, bktFxState, bktFxQueue, bktFxTask, bktFxFlight, bktLeases, bktDedup, bktInbox, bktRuns, bktDialogs, bktChannels} {
 			if tx.Bucket(b) == nil {
 				t.Errorf("bucket %s missing", b)
 			}

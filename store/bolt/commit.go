@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"go.etcd.io/bbolt"
 
@@ -23,6 +25,14 @@ type committer struct {
 	closed bool
 	calls  chan *call
 	done   chan struct{}
+
+	stats commitStats
+}
+
+// commitStats counts the committer's work, for benchmarks.
+type commitStats struct {
+	txs, calls atomic.Int64
+	busy       atomic.Int64 // nanoseconds inside transactions
 }
 
 type call struct {
@@ -88,6 +98,12 @@ func (c *committer) loop() {
 // the others commit; any other failure rolls the transaction back and
 // every function runs again on its own.
 func (c *committer) run(batch []*call) {
+	start := time.Now()
+	defer func() {
+		c.stats.txs.Add(1)
+		c.stats.calls.Add(int64(len(batch)))
+		c.stats.busy.Add(int64(time.Since(start)))
+	}()
 	errs := make([]error, len(batch))
 	err := c.db.Update(func(tx *bbolt.Tx) error {
 		for i, cl := range batch {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -14,66 +12,39 @@ import (
 	"github.com/herald-bridge/herald/store"
 )
 
-// effectRecord is an effect as stored: the effect plus its creation
-// sequence, which orders the per-task index and breaks NotBefore ties in
-// the queue (first claimed, first sent).
-type effectRecord struct {
-	store.Effect
-	Seq uint64 `json:"seq"`
-}
-
 type ledger Store
 
 var _ store.Ledger = (*ledger)(nil)
-
-func queueKey(notBefore time.Time, seq uint64, key string) []byte {
-	k := make([]byte, 16+len(key))
-	binary.BigEndian.PutUint64(k, nanos(notBefore))
-	binary.BigEndian.PutUint64(k[8:], seq)
-	copy(k[16:], key)
-	return k
-}
-
-func taskKey(task string, seq uint64) []byte {
-	k := make([]byte, 0, len(task)+9)
-	k = append(k, task...)
-	k = append(k, 0)
-	return binary.BigEndian.AppendUint64(k, seq)
-}
-
-func getEffect(tx *bbolt.Tx, key string) (effectRecord, error) {
-	v := tx.Bucket(bktEffects).Get([]byte(key))
-	if v == nil {
-		return effectRecord{}, store.ErrNotFound
-	}
-	var r effectRecord
-	if err := json.Unmarshal(v, &r); err != nil {
-		return effectRecord{}, fmt.Errorf("corrupt effect record: %w", err)
-	}
-	return r, nil
-}
-
-func putEffect(tx *bbolt.Tx, r effectRecord) error {
-	v, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	return tx.Bucket(bktEffects).Put([]byte(r.Key), v)
-}
-
-func enqueue(tx *bbolt.Tx, r effectRecord) error {
-	return tx.Bucket(bktQueue).Put(queueKey(r.NotBefore, r.Seq, r.Key), nil)
-}
-
-func dequeue(tx *bbolt.Tx, r effectRecord) error {
-	return tx.Bucket(bktQueue).Delete(queueKey(r.NotBefore, r.Seq, r.Key))
-}
 
 func (l *ledger) Commit(ctx context.Context, c store.RunCommit) (store.CommitResult, error) {
 	if err := ctx.Err(); err != nil {
 		return store.CommitResult{}, err
 	}
 	s := (*Store)(l)
+	// Everything that does not depend on the file is prepared here, outside
+	// the shared write transaction.
+	now := s.now()
+	prepared := make([]encoded, len(c.Effects))
+	for i, e := range c.Effects {
+		if e.Key == "" {
+			return store.CommitResult{}, fmt.Errorf("bolt: ledger commit for task %q: effect without key", c.TaskID)
+		}
+		if e.TaskID == "" {
+			e.TaskID = c.TaskID
+		}
+		e.State, e.InFlight, e.Worker = store.Pending, false, ""
+		if e.CreatedAt.IsZero() {
+			e.CreatedAt = now
+		}
+		if e.NotBefore.IsZero() {
+			e.NotBefore = now
+		}
+		e.UpdatedAt = now
+		var err error
+		if prepared[i], err = encodeEffect(e); err != nil {
+			return store.CommitResult{}, fmt.Errorf("bolt: ledger commit for task %q: %w", c.TaskID, err)
+		}
+	}
 	var res store.CommitResult
 	err := s.update(func(tx *bbolt.Tx) error {
 		res = store.CommitResult{}
@@ -85,49 +56,25 @@ func (l *ledger) Commit(ctx context.Context, c store.RunCommit) (store.CommitRes
 				return fmt.Errorf("task revision %d, run saw %d: %w", got, c.TaskRevision, store.ErrConflict)
 			}
 		}
-		for _, e := range c.Effects {
-			if e.Key == "" {
-				return errors.New("effect without key")
-			}
-		}
 		if c.Snapshot != nil {
 			if err := tx.Bucket(bktSnapshots).Put([]byte(c.TaskID), c.Snapshot); err != nil {
 				return err
 			}
 		}
-		now := s.now()
-		effects := tx.Bucket(bktEffects)
-		for _, e := range c.Effects {
-			if effects.Get([]byte(e.Key)) != nil {
-				res.Duplicates = append(res.Duplicates, e.Key)
+		claims, bodies := tx.Bucket(bktFxClaim), tx.Bucket(bktFxBody)
+		for _, e := range prepared {
+			if claims.Get([]byte(e.key)) != nil {
+				res.Duplicates = append(res.Duplicates, e.key)
 				continue
 			}
-			seq, err := effects.NextSequence()
+			seq, err := bodies.NextSequence()
 			if err != nil {
 				return err
 			}
-			r := effectRecord{Effect: e, Seq: seq}
-			if r.TaskID == "" {
-				r.TaskID = c.TaskID
-			}
-			r.State, r.InFlight, r.Worker = store.Pending, false, ""
-			if r.CreatedAt.IsZero() {
-				r.CreatedAt = now
-			}
-			if r.NotBefore.IsZero() {
-				r.NotBefore = now
-			}
-			r.UpdatedAt = now
-			if err := putEffect(tx, r); err != nil {
+			if err := insert(tx, seq, e); err != nil {
 				return err
 			}
-			if err := enqueue(tx, r); err != nil {
-				return err
-			}
-			if err := tx.Bucket(bktByTask).Put(taskKey(r.TaskID, seq), []byte(r.Key)); err != nil {
-				return err
-			}
-			res.Claimed = append(res.Claimed, e.Key)
+			res.Claimed = append(res.Claimed, e.key)
 		}
 		return nil
 	})
@@ -141,16 +88,16 @@ func (l *ledger) Get(ctx context.Context, key string) (store.Effect, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Effect{}, err
 	}
-	var r effectRecord
+	var f fx
 	err := (*Store)(l).view(func(tx *bbolt.Tx) error {
 		var err error
-		r, err = getEffect(tx, key)
+		f, err = loadKey(tx, key)
 		return err
 	})
 	if err != nil {
 		return store.Effect{}, fmt.Errorf("bolt: ledger get %q: %w", key, err)
 	}
-	return r.Effect, nil
+	return f.effect(), nil
 }
 
 func (l *ledger) List(ctx context.Context, taskID string, limit int) ([]store.Effect, error) {
@@ -160,17 +107,18 @@ func (l *ledger) List(ctx context.Context, taskID string, limit int) ([]store.Ef
 	var out []store.Effect
 	prefix := append([]byte(taskID), 0)
 	err := (*Store)(l).view(func(tx *bbolt.Tx) error {
-		c := tx.Bucket(bktByTask).Cursor()
-		k, v := c.Seek(taskKey(taskID, ^uint64(0)))
-		if k == nil || !bytes.Equal(k, taskKey(taskID, ^uint64(0))) {
-			k, v = c.Prev()
+		c := tx.Bucket(bktFxTask).Cursor()
+		last := taskKey(taskID, ^uint64(0))
+		k, _ := c.Seek(last)
+		if k == nil || !bytes.Equal(k, last) {
+			k, _ = c.Prev()
 		}
-		for ; k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8; k, v = c.Prev() {
-			r, err := getEffect(tx, string(v))
+		for ; k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8; k, _ = c.Prev() {
+			f, err := load(tx, binary.BigEndian.Uint64(k[len(prefix):]))
 			if err != nil {
 				return err
 			}
-			out = append(out, r.Effect)
+			out = append(out, f.effect())
 			if limit > 0 && len(out) >= limit {
 				break
 			}
@@ -190,16 +138,19 @@ func (l *ledger) Due(ctx context.Context, now time.Time, limit int) ([]store.Eff
 	var out []store.Effect
 	until := nanos(now)
 	err := (*Store)(l).view(func(tx *bbolt.Tx) error {
-		c := tx.Bucket(bktQueue).Cursor()
+		c := tx.Bucket(bktFxQueue).Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			if len(k) != 16 {
+				return fmt.Errorf("%w: queue entry of %d bytes", errCorruptEffect, len(k))
+			}
 			if binary.BigEndian.Uint64(k) > until {
 				break
 			}
-			r, err := getEffect(tx, string(k[16:]))
+			f, err := load(tx, binary.BigEndian.Uint64(k[8:]))
 			if err != nil {
 				return err
 			}
-			out = append(out, r.Effect)
+			out = append(out, f.effect())
 			if limit > 0 && len(out) >= limit {
 				break
 			}
@@ -221,15 +172,18 @@ func (l *ledger) NextDue(ctx context.Context) (time.Time, bool, error) {
 		ok bool
 	)
 	err := (*Store)(l).view(func(tx *bbolt.Tx) error {
-		k, _ := tx.Bucket(bktQueue).Cursor().First()
+		k, _ := tx.Bucket(bktFxQueue).Cursor().First()
 		if k == nil {
 			return nil
 		}
-		r, err := getEffect(tx, string(k[16:]))
+		if len(k) != 16 {
+			return fmt.Errorf("%w: queue entry of %d bytes", errCorruptEffect, len(k))
+		}
+		st, err := getState(tx, binary.BigEndian.Uint64(k[8:]))
 		if err != nil {
 			return err
 		}
-		at, ok = r.NotBefore, true
+		at, ok = st.NotBefore, true
 		return nil
 	})
 	if err != nil {
@@ -238,111 +192,133 @@ func (l *ledger) NextDue(ctx context.Context) (time.Time, bool, error) {
 	return at, ok, nil
 }
 
-// transition loads key, lets fn check and change it (fn must not write),
-// stores the result and reports it.
-func (l *ledger) transition(ctx context.Context, op, key string, fn func(tx *bbolt.Tx, r *effectRecord) error) (store.Effect, error) {
+// transition loads key's state, lets fn check and change it (fn may
+// refuse before writing, or write index entries and succeed), stores the
+// new state and reports the whole effect. Only the small state record is
+// rewritten; the body is read for the answer.
+func (l *ledger) transition(ctx context.Context, op, key string, fn func(tx *bbolt.Tx, seq uint64, st *effectState) error) (store.Effect, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Effect{}, err
 	}
-	var out effectRecord
+	var (
+		st      effectState
+		rawBody []byte
+	)
 	err := (*Store)(l).update(func(tx *bbolt.Tx) error {
-		r, err := getEffect(tx, key)
+		seq, err := lookup(tx, key)
 		if err != nil {
 			return err
 		}
-		if err := fn(tx, &r); err != nil {
+		if st, err = getState(tx, seq); err != nil {
 			return err
 		}
-		out = r
-		return putEffect(tx, r)
+		if err := fn(tx, seq, &st); err != nil {
+			return err
+		}
+		if err := putState(tx, seq, st); err != nil {
+			return err
+		}
+		// The body is copied here and decoded after the transaction.
+		v := tx.Bucket(bktFxBody).Get(seqKey(seq))
+		if v == nil {
+			return fmt.Errorf("%w: no body for sequence %d", errCorruptEffect, seq)
+		}
+		rawBody = append(rawBody[:0], v...)
+		return nil
 	})
 	if err != nil {
 		return store.Effect{}, fmt.Errorf("bolt: ledger %s %q: %w", op, key, err)
 	}
-	return out.Effect, nil
+	f := fx{st: st}
+	if f.body, f.payload, err = decodeBody(rawBody); err != nil {
+		return store.Effect{}, fmt.Errorf("bolt: ledger %s %q: %w", op, key, err)
+	}
+	return f.effect(), nil
 }
 
-func illegal(r *effectRecord, op string) error {
-	return fmt.Errorf("%s from %s (in flight %t): %w", op, r.State, r.InFlight, store.ErrIllegalTransition)
+func illegal(st *effectState, op string) error {
+	return fmt.Errorf("%s from %s (in flight %t): %w", op, st.State, st.InFlight, store.ErrIllegalTransition)
 }
 
 func (l *ledger) Begin(ctx context.Context, key, worker string, now time.Time) (store.Effect, error) {
-	return l.transition(ctx, "begin", key, func(tx *bbolt.Tx, r *effectRecord) error {
-		if r.State != store.Pending || r.InFlight {
-			return illegal(r, "begin")
+	return l.transition(ctx, "begin", key, func(tx *bbolt.Tx, seq uint64, st *effectState) error {
+		if st.State != store.Pending || st.InFlight {
+			return illegal(st, "begin")
 		}
-		if err := dequeue(tx, *r); err != nil {
+		if err := dequeue(tx, seq, st.NotBefore); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bktInFlight).Put([]byte(r.Key), []byte(worker)); err != nil {
+		fl := tx.Bucket(bktFxFlight)
+		fl.FillPercent = fillState
+		if err := fl.Put(seqKey(seq), []byte(worker)); err != nil {
 			return err
 		}
-		r.InFlight, r.Worker, r.UpdatedAt = true, worker, now
-		r.Attempts = append(r.Attempts, store.Attempt{
-			N: len(r.Attempts) + 1, Start: now, Part: r.PartsSent, By: worker, Outcome: store.Pending,
+		st.InFlight, st.Worker, st.UpdatedAt = true, worker, now
+		st.Attempts = append(st.Attempts, store.Attempt{
+			N: len(st.Attempts) + 1, Start: now, Part: st.PartsSent, By: worker, Outcome: store.Pending,
 		})
 		return nil
 	})
 }
 
 func (l *ledger) Settle(ctx context.Context, key string, o store.Outcome, now time.Time) (store.Effect, error) {
-	return l.transition(ctx, "settle", key, func(tx *bbolt.Tx, r *effectRecord) error {
-		if r.State != store.Pending || !r.InFlight {
-			return illegal(r, "settle")
+	return l.transition(ctx, "settle", key, func(tx *bbolt.Tx, seq uint64, st *effectState) error {
+		if st.State != store.Pending || !st.InFlight {
+			return illegal(st, "settle")
 		}
 		switch o.State {
 		case store.Pending, store.Completed, store.Failed, store.Unknown:
 		default:
 			return fmt.Errorf("settle to %q: %w", o.State, store.ErrIllegalTransition)
 		}
-		if err := tx.Bucket(bktInFlight).Delete([]byte(r.Key)); err != nil {
+		if err := tx.Bucket(bktFxFlight).Delete(seqKey(seq)); err != nil {
 			return err
 		}
-		if n := len(r.Attempts); n > 0 {
-			a := &r.Attempts[n-1]
+		if n := len(st.Attempts); n > 0 {
+			a := &st.Attempts[n-1]
 			a.End, a.Outcome, a.Error = now, o.State, o.Error
 		}
-		r.State, r.InFlight, r.Worker, r.UpdatedAt, r.Error = o.State, false, "", now, o.Error
+		st.State, st.InFlight, st.Worker, st.UpdatedAt, st.Error = o.State, false, "", now, o.Error
 		if o.ProviderID != "" {
-			r.ProviderID = o.ProviderID
+			st.ProviderID = o.ProviderID
 		}
-		r.PartsSent = max(r.PartsSent, o.PartsSent)
+		st.PartsSent = max(st.PartsSent, o.PartsSent)
 		if o.State == store.Pending {
-			r.NotBefore = o.RetryAt
-			if r.NotBefore.IsZero() {
-				r.NotBefore = now
+			st.NotBefore = o.RetryAt
+			if st.NotBefore.IsZero() {
+				st.NotBefore = now
 			}
-			return enqueue(tx, *r)
+			return enqueue(tx, seq, st.NotBefore)
 		}
 		return nil
 	})
 }
 
 func (l *ledger) Defer(ctx context.Context, key string, until time.Time, now time.Time) (store.Effect, error) {
-	return l.transition(ctx, "defer", key, func(tx *bbolt.Tx, r *effectRecord) error {
-		if r.State != store.Pending || r.InFlight {
-			return illegal(r, "defer")
+	return l.transition(ctx, "defer", key, func(tx *bbolt.Tx, seq uint64, st *effectState) error {
+		if st.State != store.Pending || st.InFlight {
+			return illegal(st, "defer")
 		}
-		if err := dequeue(tx, *r); err != nil {
+		if err := dequeue(tx, seq, st.NotBefore); err != nil {
 			return err
 		}
 		if until.IsZero() {
 			until = now
 		}
-		r.NotBefore, r.UpdatedAt = until, now
-		return enqueue(tx, *r)
+		st.NotBefore, st.UpdatedAt = until, now
+		return enqueue(tx, seq, st.NotBefore)
 	})
 }
 
 func (l *ledger) Expire(ctx context.Context, key, reason string, now time.Time) (store.Effect, error) {
-	return l.transition(ctx, "expire", key, func(tx *bbolt.Tx, r *effectRecord) error {
-		if r.State != store.Pending || r.InFlight {
-			return illegal(r, "expire")
+	return l.transition(ctx, "expire", key, func(tx *bbolt.Tx, seq uint64, st *effectState) error {
+		if st.State != store.Pending || st.InFlight {
+			return illegal(st, "expire")
 		}
-		if err := dequeue(tx, *r); err != nil {
+		if err := dequeue(tx, seq, st.NotBefore); err != nil {
 			return err
 		}
-		r.State, r.Error, r.UpdatedAt = store.Failed, reason, now
+		st.State, st.Error, st.UpdatedAt = store.Failed, reason, now
 		return nil
 	})
 }
@@ -351,16 +327,16 @@ func (l *ledger) Expire(ctx context.Context, key, reason string, now time.Time) 
 // gains an entry by who. ExpiresAt is cleared: a human replay is not bound
 // by the original deadline.
 func (l *ledger) Redeliver(ctx context.Context, key, who string, now time.Time) (store.Effect, error) {
-	return l.transition(ctx, "redeliver", key, func(tx *bbolt.Tx, r *effectRecord) error {
-		if r.State == store.Pending || r.InFlight {
-			return illegal(r, "redeliver")
+	return l.transition(ctx, "redeliver", key, func(tx *bbolt.Tx, seq uint64, st *effectState) error {
+		if st.State == store.Pending || st.InFlight {
+			return illegal(st, "redeliver")
 		}
-		r.Attempts = append(r.Attempts, store.Attempt{
-			N: len(r.Attempts) + 1, Start: now, End: now, Part: r.PartsSent, By: who,
+		st.Attempts = append(st.Attempts, store.Attempt{
+			N: len(st.Attempts) + 1, Start: now, End: now, Part: st.PartsSent, By: who,
 			Outcome: store.Pending, Error: store.RedeliveryMark,
 		})
-		r.State, r.Error, r.NotBefore, r.ExpiresAt, r.UpdatedAt = store.Pending, "", now, time.Time{}, now
-		return enqueue(tx, *r)
+		st.State, st.Error, st.NotBefore, st.ExpiresAt, st.UpdatedAt = store.Pending, "", now, time.Time{}, now
+		return enqueue(tx, seq, st.NotBefore)
 	})
 }
 
@@ -374,11 +350,17 @@ func (l *ledger) Recover(ctx context.Context, alive func(worker string) bool, no
 		return nil, err
 	}
 	s := (*Store)(l)
-	type flight struct{ key, worker string }
+	type flight struct {
+		seq    uint64
+		worker string
+	}
 	var flights []flight
 	err := s.view(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bktInFlight).ForEach(func(k, v []byte) error {
-			flights = append(flights, flight{string(k), string(v)})
+		return tx.Bucket(bktFxFlight).ForEach(func(k, v []byte) error {
+			if len(k) != 8 {
+				return fmt.Errorf("%w: in-flight entry of %d bytes", errCorruptEffect, len(k))
+			}
+			flights = append(flights, flight{binary.BigEndian.Uint64(k), string(v)})
 			return nil
 		})
 	})
@@ -397,27 +379,28 @@ func (l *ledger) Recover(ctx context.Context, alive func(worker string) bool, no
 	var out []store.Effect
 	err = s.update(func(tx *bbolt.Tx) error {
 		out = nil
-		inflight := tx.Bucket(bktInFlight)
-		for _, f := range dead {
-			if w := inflight.Get([]byte(f.key)); w == nil || string(w) != f.worker {
+		inflight := tx.Bucket(bktFxFlight)
+		for _, d := range dead {
+			k := seqKey(d.seq)
+			if w := inflight.Get(k); w == nil || string(w) != d.worker {
 				continue // settled, or a new attempt began, since the scan
 			}
-			r, err := getEffect(tx, f.key)
+			f, err := load(tx, d.seq)
 			if err != nil {
 				return err
 			}
-			if n := len(r.Attempts); n > 0 {
-				a := &r.Attempts[n-1]
+			if n := len(f.st.Attempts); n > 0 {
+				a := &f.st.Attempts[n-1]
 				a.End, a.Outcome, a.Error = now, store.Unknown, interrupted
 			}
-			r.State, r.InFlight, r.Worker, r.Error, r.UpdatedAt = store.Unknown, false, "", interrupted, now
-			if err := putEffect(tx, r); err != nil {
+			f.st.State, f.st.InFlight, f.st.Worker, f.st.Error, f.st.UpdatedAt = store.Unknown, false, "", interrupted, now
+			if err := putState(tx, d.seq, f.st); err != nil {
 				return err
 			}
-			if err := inflight.Delete([]byte(f.key)); err != nil {
+			if err := inflight.Delete(k); err != nil {
 				return err
 			}
-			out = append(out, r.Effect)
+			out = append(out, f.effect())
 		}
 		return nil
 	})

@@ -28,7 +28,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		ownerCtx, cancel := context.WithCancel(ctx)
 		m.mu.Lock()
 		m.fence = store.Fence{Lease: SchedulerLease, Epoch: lease.Epoch}
-		m.ownerCtx = ownerCtx
+		m.ownerCtx, m.ownerCancel = ownerCtx, cancel
 		m.mu.Unlock()
 		m.log.Info().Uint64("epoch", lease.Epoch).Msg("owning scheduling")
 		renewDone := make(chan struct{})
@@ -41,7 +41,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		cancel()
 		<-renewDone
 		m.mu.Lock()
-		m.fence, m.ownerCtx = store.Fence{}, nil
+		m.fence, m.ownerCtx, m.ownerCancel = store.Fence{}, nil, nil
 		m.mu.Unlock()
 		m.waitRuns()
 		if ctx.Err() != nil {
@@ -97,6 +97,22 @@ func (m *Manager) renew(ctx context.Context, lost context.CancelFunc, l store.Le
 		}
 		m.log.Warn().Err(err).Msg("lease renewal failed; retrying")
 	}
+}
+
+// relinquish stops owning scheduling at once when a commit under f was
+// refused for a stale epoch: another replica owns it now (I5), and this
+// one must not keep running checks until its next renewal notices.
+func (m *Manager) relinquish(f store.Fence) {
+	m.mu.Lock()
+	var cancel context.CancelFunc
+	if !f.IsZero() && m.fence == f {
+		m.fence, cancel = store.Fence{}, m.ownerCancel
+	}
+	m.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	m.log.Warn().Uint64("epoch", f.Epoch).Msg("scheduling epoch is stale; stopped owning")
 }
 
 // recover turns interrupted attempts into unknown (I3) and records the
@@ -226,7 +242,7 @@ func (m *Manager) loop(ctx context.Context) {
 			m.planTask(ctx, p, t)
 		}
 		for _, w := range p.due(m.clock.Now()) {
-			m.startRun(ctx, w.task, w.kind, nil)
+			m.startRun(ctx, w.task, w.kind, true)
 		}
 		var timer <-chan time.Time
 		if at, ok := p.next(); ok {

@@ -109,15 +109,21 @@ type Manager struct {
 	fence  store.Fence // zero when not owner
 	// ownerCtx lives while this replica owns scheduling (nil otherwise).
 	ownerCtx context.Context
-	subs     []chan Change
+	// ownerCancel ends ownerCtx when a commit shows the epoch is stale.
+	ownerCancel context.CancelFunc
+	subs        []chan Change
 
 	wake    chan struct{}
 	dirtyMu sync.Mutex
 	dirty   map[string]bool
 
+	// createMu makes counting live tasks and creating one a single step,
+	// so requests arriving together respect the task limit (I7).
+	createMu sync.Mutex
+
 	runMu    sync.Mutex
 	running  map[string]*runSlot
-	sessions map[string]*sync.Mutex
+	sessions map[string]chan struct{} // one slot per source session (I7)
 	sem      chan struct{}
 }
 
@@ -130,7 +136,7 @@ func New(o Options) (*Manager, error) {
 	return &Manager{
 		o: o, store: o.Store, clock: o.Clock, log: o.Log, policy: o.Policy,
 		wake: make(chan struct{}, 1), dirty: map[string]bool{},
-		running: map[string]*runSlot{}, sessions: map[string]*sync.Mutex{},
+		running: map[string]*runSlot{}, sessions: map[string]chan struct{}{},
 		sem: make(chan struct{}, o.Policy.Limits.Concurrency),
 	}, nil
 }
@@ -355,6 +361,8 @@ func (m *Manager) Submit(ctx context.Context, s Submission) (*Task, error) {
 			return nil, err
 		}
 	}
+	m.createMu.Lock()
+	defer m.createMu.Unlock()
 	if n, err := m.countLive(ctx); err != nil {
 		return nil, err
 	} else if n >= p.Limits.MaxTasks {

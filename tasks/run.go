@@ -11,7 +11,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/herald-bridge/herald/store"
@@ -25,8 +24,12 @@ const failingAfter = 3
 type runSlot struct {
 	done   chan struct{}
 	rec    RunRecord
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 }
+
+// errRunCancelled is the cause of a run cancelled on request (Cancel), as
+// opposed to one stopped because this replica stopped owning scheduling.
+var errRunCancelled = errors.New("run cancelled on request")
 
 func (m *Manager) isRunning(id string) bool {
 	m.runMu.Lock()
@@ -36,19 +39,21 @@ func (m *Manager) isRunning(id string) bool {
 }
 
 // startRun starts a run of task id unless one is already going, and
-// returns its slot. One run at a time per task.
-func (m *Manager) startRun(ctx context.Context, id string, kind wakeKind, _ chan struct{}) *runSlot {
+// returns its slot. One run at a time per task. A scheduled run (from the
+// loop's plan) happens only while the task is still active; a requested
+// one (RunNow) was checked by its caller.
+func (m *Manager) startRun(ctx context.Context, id string, kind wakeKind, scheduled bool) *runSlot {
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
 	if s, ok := m.running[id]; ok {
 		return s
 	}
-	rctx, cancel := context.WithCancel(ctx)
+	rctx, cancel := context.WithCancelCause(ctx)
 	s := &runSlot{done: make(chan struct{}), cancel: cancel}
 	m.running[id] = s
 	go func() {
-		defer cancel()
-		s.rec = m.runTask(rctx, id, kind)
+		defer cancel(nil)
+		s.rec = m.run(rctx, id, kind, scheduled)
 		m.runMu.Lock()
 		delete(m.running, id)
 		m.runMu.Unlock()
@@ -87,13 +92,18 @@ func (m *Manager) RunNow(ctx context.Context, who, id string) (RunRecord, error)
 	if t.State != Active && t.State != Errored && t.State != Paused {
 		return RunRecord{}, userErr(ErrState, "task %s is %s", t.ID, stateWord(t.State))
 	}
+	if t.State != Active { // running a stopped task is resuming it once: recheck the scope (I8)
+		if err := m.Policy().checkScope(t); err != nil {
+			return RunRecord{}, err
+		}
+	}
 	m.mu.Lock()
 	owner := m.ownerCtx
 	m.mu.Unlock()
 	if owner == nil {
 		return RunRecord{}, userErr(ErrNotOwner, "this herald does not own scheduling right now; try again shortly")
 	}
-	s := m.startRun(owner, t.ID, wakeCheck, nil)
+	s := m.startRun(owner, t.ID, wakeCheck, false)
 	select {
 	case <-s.done:
 		return s.rec, nil
@@ -107,13 +117,15 @@ func (m *Manager) Cancel(id string) bool {
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
 	if s, ok := m.running[normalizeID(id)]; ok {
-		s.cancel()
+		s.cancel(errRunCancelled)
 		return true
 	}
 	return false
 }
 
-func (m *Manager) session(t *Task) *sync.Mutex {
+// session returns the one-slot semaphore of t's source session
+// (host+credential): one run at a time per session (I7).
+func (m *Manager) session(t *Task) chan struct{} {
 	host := ""
 	if u, err := url.Parse(t.Source.URL); err == nil {
 		host = strings.ToLower(u.Host)
@@ -130,22 +142,35 @@ func (m *Manager) session(t *Task) *sync.Mutex {
 	key := host + "|" + hex.EncodeToString(h.Sum(nil)[:8])
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
-	mu, ok := m.sessions[key]
+	sem, ok := m.sessions[key]
 	if !ok {
-		mu = &sync.Mutex{}
-		m.sessions[key] = mu
+		sem = make(chan struct{}, 1)
+		m.sessions[key] = sem
 	}
-	return mu
+	return sem
 }
 
 // runTask performs one run: fetch (with I6 retries), diff, and one atomic
 // commit of snapshot + claims carrying the captured revision and epoch (I5).
 func (m *Manager) runTask(ctx context.Context, id string, kind wakeKind) RunRecord {
+	return m.run(ctx, id, kind, false)
+}
+
+func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled bool) RunRecord {
 	start := m.clock.Now()
 	rec := RunRecord{ID: "run-" + randomID(4), TaskID: id, Start: start}
 	t, err := m.Get(ctx, id)
 	if err != nil {
 		rec.Outcome, rec.Error = OutcomeFailed, err.Error()
+		if ctx.Err() != nil {
+			rec.Outcome, rec.Class, rec.Error = OutcomeCancelled, watch.Cancelled, ""
+		}
+		return rec
+	}
+	if scheduled && t.State != Active {
+		// Paused, deleted or finished after it was planned: the commit
+		// would carry this very revision, so refuse here.
+		rec.Outcome, rec.Reason = OutcomeRejected, "task is "+stateWord(t.State)
 		return rec
 	}
 	m.mu.Lock()
@@ -157,16 +182,24 @@ func (m *Manager) runTask(ctx context.Context, id string, kind wakeKind) RunReco
 		return rec
 	}
 
-	select { // global concurrency cap
+	// The source session is taken before a slot of the global cap: a run
+	// waiting for a busy session must not hold a slot other sources need
+	// (I7), and both waits end when the run is cancelled (I9).
+	sess := m.session(t)
+	select {
+	case sess <- struct{}{}:
+		defer func() { <-sess }()
+	case <-ctx.Done():
+		rec.Outcome, rec.Class = OutcomeCancelled, watch.Cancelled
+		return m.finish(ctx, fence, t, rec, kind)
+	}
+	select {
 	case m.sem <- struct{}{}:
 		defer func() { <-m.sem }()
 	case <-ctx.Done():
 		rec.Outcome, rec.Class = OutcomeCancelled, watch.Cancelled
-		return m.finish(ctx, t, rec, kind)
+		return m.finish(ctx, fence, t, rec, kind)
 	}
-	sess := m.session(t) // one run at a time per source session (I7)
-	sess.Lock()
-	defer sess.Unlock()
 
 	var prev *watch.Snapshot
 	if b, err := m.store.Snapshots().Get(ctx, t.ID); err == nil {
@@ -177,13 +210,16 @@ func (m *Manager) runTask(ctx context.Context, id string, kind wakeKind) RunReco
 		}
 	} else if !errors.Is(err, store.ErrNotFound) {
 		rec.Outcome, rec.Class, rec.Error = OutcomeFailed, watch.Transient, "store: "+err.Error()
-		return m.finish(ctx, t, rec, kind)
+		return m.finish(ctx, fence, t, rec, kind)
 	}
 
+	if kind == wakeRemind && prev == nil {
+		kind = wakeCheck // nothing to remind from: read the source
+	}
 	opts := t.diffOptions(limits)
 	now := m.clock.Now()
 	var diff watch.Diff
-	if kind == wakeRemind && prev != nil {
+	if kind == wakeRemind {
 		diff = watch.Reminders(prev, now, opts)
 	} else {
 		res, attempts, err := m.fetch(ctx, t, prev)
@@ -193,7 +229,7 @@ func (m *Manager) runTask(ctx context.Context, id string, kind wakeKind) RunReco
 			if ctx.Err() != nil {
 				rec.Outcome, rec.Class = OutcomeCancelled, watch.Cancelled
 			}
-			return m.finish(ctx, t, rec, kind)
+			return m.finish(ctx, fence, t, rec, kind)
 		}
 		now = m.clock.Now()
 		if res.NotModified && prev != nil {
@@ -217,7 +253,7 @@ func (m *Manager) runTask(ctx context.Context, id string, kind wakeKind) RunReco
 	effects, err := eventEffects(t, rec.ID, diff.Events, now)
 	if err != nil {
 		rec.Outcome, rec.Error = OutcomeFailed, err.Error()
-		return m.finish(ctx, t, rec, kind)
+		return m.finish(ctx, fence, t, rec, kind)
 	}
 	switch {
 	case diff.Suspect:
@@ -241,7 +277,9 @@ func (m *Manager) runTask(ctx context.Context, id string, kind wakeKind) RunReco
 	default:
 		rec.Outcome = OutcomeOK
 	}
-	if t.FailingRun != "" { // the streak is over: one "recovered" notice
+	// Only a run that read the source ends a failing streak: one
+	// "recovered" notice per streak.
+	if kind == wakeCheck && t.FailingRun != "" {
 		title, text := t.say(noticeRecovered, t.displayName())
 		if fx, err := noticeEffect(t, "recovered|"+t.FailingRun, title, text, now); err == nil {
 			effects = append(effects, fx)
@@ -250,13 +288,13 @@ func (m *Manager) runTask(ctx context.Context, id string, kind wakeKind) RunReco
 
 	if ctx.Err() != nil { // I9: a cancelled run commits nothing
 		rec.Outcome, rec.Class = OutcomeCancelled, watch.Cancelled
-		return m.finish(ctx, t, rec, kind)
+		return m.finish(ctx, fence, t, rec, kind)
 	}
 	var snap []byte
 	if diff.Next != nil && !diff.Suspect {
 		if snap, err = diff.Next.Encode(); err != nil {
 			rec.Outcome, rec.Error = OutcomeFailed, err.Error()
-			return m.finish(ctx, t, rec, kind)
+			return m.finish(ctx, fence, t, rec, kind)
 		}
 	}
 	res, err := m.store.Ledger().Commit(ctx, store.RunCommit{
@@ -265,19 +303,20 @@ func (m *Manager) runTask(ctx context.Context, id string, kind wakeKind) RunReco
 	switch {
 	case errors.Is(err, store.ErrConflict):
 		rec.Outcome, rec.Reason = OutcomeRejected, "the task changed during the run; nothing was committed"
-		return m.finish(ctx, t, rec, kind)
+		return m.finish(ctx, fence, t, rec, kind)
 	case errors.Is(err, store.ErrStaleEpoch):
+		m.relinquish(fence)
 		rec.Outcome, rec.Reason = OutcomeRejected, "another replica took over scheduling; nothing was committed"
-		return m.finish(ctx, t, rec, kind)
+		return m.finish(ctx, fence, t, rec, kind)
 	case err != nil:
 		rec.Outcome, rec.Class, rec.Error = OutcomeFailed, watch.Transient, "store: "+err.Error()
-		return m.finish(ctx, t, rec, kind)
+		return m.finish(ctx, fence, t, rec, kind)
 	}
 	rec.Effects = len(res.Claimed)
 	if len(res.Claimed) > 0 {
 		m.wakeDelivery()
 	}
-	return m.finish(ctx, t, rec, kind)
+	return m.finish(ctx, fence, t, rec, kind)
 }
 
 // fetch reads the source, retrying transient failures (I6): at most 3
@@ -313,63 +352,82 @@ func (m *Manager) fetch(ctx context.Context, t *Task, prev *watch.Snapshot) (wat
 }
 
 // finish records the run in the history and the task's run state, handles
-// the failing/recovered notices, and plans the next check.
-func (m *Manager) finish(ctx context.Context, t *Task, rec RunRecord, kind wakeKind) RunRecord {
+// the failing/recovered notices, and plans the next check. fence is the
+// epoch the run was admitted under: a notice it decides commits under the
+// same fence, so a replica that lost ownership admits nothing (I5).
+func (m *Manager) finish(ctx context.Context, fence store.Fence, t *Task, rec RunRecord, kind wakeKind) RunRecord {
 	end := m.clock.Now()
 	rec.Duration = end.Sub(rec.Start)
-	if ctx.Err() != nil && rec.Outcome != OutcomeCancelled {
-		ctx = context.WithoutCancel(ctx)
-	}
 	wctx := context.WithoutCancel(ctx)
 	failed := rec.Outcome == OutcomeFailed
-	var notice *store.Effect
+	// Only a check reads the source; a reminder wake says nothing about
+	// the source's health or a pending mass change.
+	checked := kind == wakeCheck
+	notify := false
 	updated, err := m.update(wctx, t.ID, func(cur *Task) error {
 		if cur.State == Deleted {
 			return errSkip
 		}
+		notify = false
 		cur.LastOutcome = rec.Outcome
 		cur.LastError = ""
 		if failed {
 			cur.LastError = string(rec.Class)
 		}
-		if kind == wakeCheck || rec.Outcome != OutcomeOK {
+		if checked { // an every schedule counts from the end of the last check
 			cur.LastRunEnd = end
 		}
-		if rec.Outcome == OutcomeRejected || rec.Outcome == OutcomeCancelled {
+		sched, serr := schedule.Parse(cur.Schedule, m.o.Zone)
+		var next time.Time
+		if serr == nil {
+			next, serr = sched.Next(end)
+		}
+		final := errors.Is(serr, schedule.ErrNoMore)
+		switch rec.Outcome {
+		case OutcomeRejected:
+			cur.NextRun = time.Time{} // not the owner: the owner plans from the schedule
+			if m.owns(fence) {
+				// The task changed during the run and nothing was
+				// committed: check it again now.
+				cur.NextRun = end
+			}
+			return nil
+		case OutcomeCancelled:
+			if !errors.Is(context.Cause(ctx), errRunCancelled) {
+				// Stopped by shutdown or lost ownership, not by a person:
+				// the check is still owed, once (I4).
+				cur.NextRun = end
+				return nil
+			}
 			cur.NextRun = time.Time{} // plan from the schedule again
+			if final && cur.State == Active {
+				cur.State = Errored // the one run of an `at` task did not happen
+				cur.LastError = string(watch.Cancelled)
+			}
 			return nil
 		}
-		if failed {
-			cur.Failures++
-			if cur.Failures >= failingAfter && cur.FailingRun == "" {
-				cur.FailingRun = rec.ID
-				title, text := cur.say(noticeFailing, cur.displayName(), cur.Failures, rec.Class)
-				fx, err := noticeEffect(cur, "failing|"+rec.ID, title, text, end)
-				if err == nil {
-					notice = &fx
-				}
+		if checked {
+			if failed {
+				cur.Failures++
+				notify = cur.Failures >= failingAfter && cur.FailingRun == ""
+			} else {
+				cur.Failures, cur.FailingRun = 0, ""
+				cur.Suspect = rec.Outcome == OutcomeSuspect
 			}
-		} else {
-			cur.Failures, cur.FailingRun = 0, ""
-		}
-		cur.Suspect = rec.Outcome == OutcomeSuspect
-		if kind == wakeCheck {
 			cur.NextRun = time.Time{}
-			sched, err := schedule.Parse(cur.Schedule, m.o.Zone)
-			if err == nil {
-				next, err := sched.Next(end)
-				switch {
-				case errors.Is(err, schedule.ErrNoMore):
-					if !failed {
-						cur.State = Done
-					}
-				case err == nil:
-					cur.NextRun = next
-					// Events left over by the per-run bound (I7) go out
-					// soon, not a whole interval later.
-					if soon := end.Add(time.Minute); rec.Deferred > 0 && soon.Before(next) {
-						cur.NextRun = soon
-					}
+			switch {
+			case final && failed:
+				if cur.State == Active {
+					cur.State = Errored // resume or run it to try again
+				}
+			case final:
+				cur.State = Done
+			case serr == nil:
+				cur.NextRun = next
+				// Events left over by the per-run bound (I7) go out
+				// soon, not a whole interval later.
+				if soon := end.Add(time.Minute); rec.Deferred > 0 && soon.Before(next) {
+					cur.NextRun = soon
 				}
 			}
 		}
@@ -378,13 +436,8 @@ func (m *Manager) finish(ctx context.Context, t *Task, rec RunRecord, kind wakeK
 	if err != nil && !errors.Is(err, errSkip) {
 		m.log.Error().Str("task", t.ID).Err(err).Msg("cannot record run state")
 	}
-	if notice != nil && updated != nil {
-		m.mu.Lock()
-		fence := m.fence
-		m.mu.Unlock()
-		if _, err := m.store.Ledger().Commit(wctx, store.RunCommit{Fence: fence, TaskID: t.ID, Effects: []store.Effect{*notice}}); err == nil {
-			m.wakeDelivery()
-		}
+	if notify && updated != nil && !fence.IsZero() {
+		m.notifyFailing(wctx, fence, updated, rec, end)
 	}
 	m.appendRun(wctx, rec)
 	ev := m.log.Info()
@@ -394,6 +447,38 @@ func (m *Manager) finish(ctx context.Context, t *Task, rec RunRecord, kind wakeK
 	ev.Str("task", t.ID).Str("outcome", rec.Outcome).Int("items", rec.Items).Int("effects", rec.Effects).Dur("took", rec.Duration).Msg("run finished")
 	m.signal(t.ID, "run")
 	return rec
+}
+
+// owns reports whether f is still this replica's current, non-zero fence.
+func (m *Manager) owns(f store.Fence) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !f.IsZero() && m.fence == f
+}
+
+// notifyFailing claims the one "watch failing" notice of a streak under
+// the run's fence, and marks the streak notified only once it is claimed.
+func (m *Manager) notifyFailing(ctx context.Context, fence store.Fence, t *Task, rec RunRecord, now time.Time) {
+	title, text := t.say(noticeFailing, t.displayName(), t.Failures, rec.Class)
+	fx, err := noticeEffect(t, "failing|"+rec.ID, title, text, now)
+	if err != nil {
+		return
+	}
+	if _, err := m.store.Ledger().Commit(ctx, store.RunCommit{Fence: fence, TaskID: t.ID, Effects: []store.Effect{fx}}); err != nil {
+		m.log.Warn().Str("task", t.ID).Err(err).Msg("failing notice not admitted")
+		return
+	}
+	m.wakeDelivery()
+	_, err = m.update(ctx, t.ID, func(cur *Task) error {
+		if cur.State == Deleted || cur.Failures == 0 || cur.FailingRun != "" {
+			return errSkip
+		}
+		cur.FailingRun = rec.ID
+		return nil
+	})
+	if err != nil && !errors.Is(err, errSkip) {
+		m.log.Error().Str("task", t.ID).Err(err).Msg("cannot record the failing notice")
+	}
 }
 
 func (m *Manager) appendRun(ctx context.Context, rec RunRecord) {
@@ -416,6 +501,22 @@ func (m *Manager) Rebaseline(ctx context.Context, who, id string) (*Task, error)
 	if !m.mayManage(who, t) {
 		return nil, userErr(ErrForbidden, "only the task's owner or an admin can do that")
 	}
+	switch t.State {
+	case Active:
+	case Paused, Errored: // reading the source again is resuming it once (I8)
+		if err := m.Policy().checkScope(t); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, userErr(ErrState, "task %s is %s", t.ID, stateWord(t.State))
+	}
+	// A snapshot is written only under the scheduling owner's fence (I5).
+	m.mu.Lock()
+	fence := m.fence
+	m.mu.Unlock()
+	if fence.IsZero() {
+		return nil, userErr(ErrNotOwner, "this herald does not own scheduling right now; try again shortly")
+	}
 	var prev *watch.Snapshot
 	if b, err := m.store.Snapshots().Get(ctx, t.ID); err == nil {
 		prev, _ = watch.DecodeSnapshot(b)
@@ -430,7 +531,7 @@ func (m *Manager) Rebaseline(ctx context.Context, who, id string) (*Task, error)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := m.store.Ledger().Commit(ctx, store.RunCommit{TaskID: t.ID, TaskRevision: t.Revision, Snapshot: b}); err != nil {
+	if _, err := m.store.Ledger().Commit(ctx, store.RunCommit{Fence: fence, TaskID: t.ID, TaskRevision: t.Revision, Snapshot: b}); err != nil {
 		return nil, fmt.Errorf("rebaseline: %w", err)
 	}
 	return m.update(ctx, t.ID, func(cur *Task) error { cur.Suspect = false; return nil })
@@ -452,6 +553,8 @@ type Declared struct {
 // are created active, edited ones updated (their revision grows), removed
 // ones deleted.
 func (m *Manager) SetDeclared(ctx context.Context, decls []Declared) error {
+	m.createMu.Lock()
+	defer m.createMu.Unlock()
 	all, err := m.all(ctx)
 	if err != nil {
 		return err
@@ -498,7 +601,13 @@ func (m *Manager) SetDeclared(ctx context.Context, decls []Declared) error {
 			continue
 		}
 		_, err := m.update(ctx, d.ID, func(t *Task) error {
+			oldSchedule := t.Schedule
 			want(t)
+			if t.Schedule != oldSchedule && t.State != Deleted {
+				if err := m.replan(t, now); err != nil {
+					return err
+				}
+			}
 			g, err := grantFor(t, "config", "config")
 			if err != nil {
 				return err
@@ -524,4 +633,36 @@ func (m *Manager) SetDeclared(ctx context.Context, decls []Declared) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// replan applies an edited schedule at once: the next check is measured
+// from the end of the last run (or now, before the first), and a finished
+// task whose new schedule has more runs becomes active again.
+func (m *Manager) replan(t *Task, now time.Time) error {
+	sched, err := schedule.Parse(t.Schedule, m.o.Zone)
+	if err != nil {
+		return userErr(ErrInvalid, "the schedule %q cannot be read: %v", t.Schedule, err)
+	}
+	if t.LastRunEnd.IsZero() {
+		if t.State == Active {
+			t.NextRun = now // the first run (the baseline) is still owed
+		}
+		return nil
+	}
+	next, err := sched.Next(t.LastRunEnd)
+	switch {
+	case errors.Is(err, schedule.ErrNoMore):
+		t.NextRun = time.Time{}
+		if t.State == Active {
+			t.State = Done
+		}
+	case err != nil:
+		return fmt.Errorf("schedule %q: %w", t.Schedule, err)
+	default:
+		t.NextRun = next
+		if t.State == Done {
+			t.State = Active
+		}
+	}
+	return nil
 }

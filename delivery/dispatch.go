@@ -87,6 +87,7 @@ type Dispatcher struct {
 
 	mu    sync.Mutex
 	taken map[string]bool // keys handed to a worker in this process
+	done  <-chan struct{} // closed when Run's context ends
 }
 
 // NewDispatcher returns a dispatcher; call Run.
@@ -129,6 +130,9 @@ type group struct{ fx []store.Effect }
 // Run delivers until ctx ends; in-flight sends finish (bounded by the
 // sinks' own timeouts) before it returns.
 func (d *Dispatcher) Run(ctx context.Context) error {
+	d.mu.Lock()
+	d.done = ctx.Done()
+	d.mu.Unlock()
 	work := make(chan group)
 	var wg sync.WaitGroup
 	for range d.o.Workers {
@@ -452,9 +456,41 @@ func (d *Dispatcher) collapse(ctx context.Context, fxs []store.Effect, now time.
 	return keep
 }
 
+// stopping is closed once the dispatcher is shutting down.
+func (d *Dispatcher) stopping() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.done
+}
+
+// settleFor is how long an outcome is retried while the store does not
+// answer; past it the attempt stays in flight and reads as unknown once
+// recovered (I3) — never as "not sent".
+const settleFor = 10 * time.Minute
+
 func (d *Dispatcher) settle(ctx context.Context, key string, o store.Outcome) {
-	if _, err := d.o.Ledger.Settle(ctx, key, o, d.o.Now()); err != nil {
-		d.o.Log.Error().Err(err).Str("effect", key).Msg("cannot record a delivery outcome; it will read as unknown after a restart")
+	wait := 100 * time.Millisecond
+	deadline := time.Now().Add(settleFor)
+	for logged := false; ; {
+		_, err := d.o.Ledger.Settle(ctx, key, o, d.o.Now())
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, store.ErrUnavailable) || time.Now().After(deadline) {
+			d.o.Log.Error().Err(err).Str("effect", key).Msg("cannot record a delivery outcome; it will read as unknown after recovery")
+			return
+		}
+		if !logged {
+			d.o.Log.Warn().Err(err).Str("effect", key).Msg("store unavailable; keeping the outcome until it answers")
+			logged = true
+		}
+		select {
+		case <-time.After(wait):
+		case <-d.stopping(): // shutting down: the attempt stays in flight and recovers as unknown
+			d.o.Log.Error().Err(err).Str("effect", key).Msg("cannot record a delivery outcome before shutdown; it will read as unknown after recovery")
+			return
+		}
+		wait = min(wait*2, 5*time.Second)
 	}
 }
 

@@ -27,6 +27,9 @@ const MaxHookBody = 1 << 20
 // Tolerance is how far a Standard Webhooks timestamp may be from now, both ways.
 const Tolerance = 5 * time.Minute
 
+// admitTimeout bounds the durable accept of one inbound event.
+const admitTimeout = 5 * time.Second
+
 // maxRendered caps a template's output.
 const maxRendered = 4 << 10
 
@@ -177,7 +180,11 @@ func (h *Hooks) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
 		return ErrBadJSON
 	}
 	msg := h.message(hk, event, payload)
-	res, err := h.admit.Admit(r.Context(), tasks.Admission{
+	// A hung store must turn into a prompt 503, not a request that waits
+	// out the client's own timeouts.
+	actx, cancel := context.WithTimeout(r.Context(), admitTimeout)
+	defer cancel()
+	res, err := h.admit.Admit(actx, tasks.Admission{
 		Source: "hook:" + name, Identity: id, Recipients: hk.Route, Message: msg,
 	})
 	if err != nil {

@@ -83,6 +83,11 @@ func (m *Manager) renew(ctx context.Context, lost context.CancelFunc, l store.Le
 		nl, err := m.store.Leases().Renew(ctx, l, m.o.LeaseTTL)
 		if err == nil {
 			l = nl
+			// Replicas die while this one owns, too: their in-flight
+			// attempts become unknown now, not at the next takeover (I3).
+			if err := m.recover(ctx); err != nil && ctx.Err() == nil {
+				m.log.Warn().Err(err).Msg("periodic recovery failed; will retry")
+			}
 			continue
 		}
 		if ctx.Err() != nil {

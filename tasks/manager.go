@@ -213,16 +213,37 @@ func (m *Manager) wakeDelivery() { m.o.WakeDelivery() }
 // ---------------------------------------------------------------- reads
 
 // Get returns a task by task id ("t-…") or request id ("r-…").
+//
+// A request id names its task: "r-7f3a" is task "t-7f3a", and for a task
+// declared in config, "r-campus-news" is task "campus-news".
 func (m *Manager) Get(ctx context.Context, id string) (*Task, error) {
-	id = normalizeID(id)
-	rec, err := m.store.Catalog().Get(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, userErr(ErrNotFound, "there is no task or request %s", displayID(id))
+	typed := strings.TrimSpace(id)
+	for _, cand := range candidateIDs(typed) {
+		rec, err := m.store.Catalog().Get(ctx, cand)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read task: %w", err)
+		}
+		return decodeTask(rec.Value, rec.Revision)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read task: %w", err)
+	return nil, userErr(ErrNotFound, "there is no task or request %s", typed)
+}
+
+// taskID returns the task id that id names (see Get), or id itself.
+func (m *Manager) taskID(ctx context.Context, id string) string {
+	if t, err := m.Get(ctx, id); err == nil {
+		return t.ID
 	}
-	return decodeTask(rec.Value, rec.Revision)
+	return strings.TrimSpace(id)
+}
+
+func candidateIDs(id string) []string {
+	if rest, ok := strings.CutPrefix(id, "r-"); ok && rest != "" {
+		return []string{id, "t-" + rest, rest}
+	}
+	return []string{id}
 }
 
 // List returns the tasks visible to who (admins: all), not deleted.
@@ -264,7 +285,7 @@ func (m *Manager) all(ctx context.Context) ([]*Task, error) {
 
 // Runs returns a task's newest runs.
 func (m *Manager) Runs(ctx context.Context, id string, limit int) ([]RunRecord, error) {
-	raw, err := m.store.Runs().List(ctx, normalizeID(id), limit)
+	raw, err := m.store.Runs().List(ctx, m.taskID(ctx, id), limit)
 	if err != nil {
 		return nil, fmt.Errorf("read runs: %w", err)
 	}
@@ -280,7 +301,7 @@ func (m *Manager) Runs(ctx context.Context, id string, limit int) ([]RunRecord, 
 
 // Effects returns a task's (or hook's) ledger entries, newest first.
 func (m *Manager) Effects(ctx context.Context, source string, limit int) ([]store.Effect, error) {
-	return m.store.Ledger().List(ctx, normalizeID(source), limit)
+	return m.store.Ledger().List(ctx, m.taskID(ctx, source), limit)
 }
 
 // Redeliver makes a new recorded attempt of an ended effect on the same
@@ -473,12 +494,12 @@ func (m *Manager) approveInto(t *Task, by, basis string, auto bool, now time.Tim
 // update applies fn to the stored task with compare-and-swap, retrying
 // when someone else changed it in between.
 func (m *Manager) update(ctx context.Context, id string, fn func(t *Task) error) (*Task, error) {
-	id = normalizeID(id)
 	for range 8 {
 		t, err := m.Get(ctx, id)
 		if err != nil {
 			return nil, err
 		}
+		id = t.ID
 		if err := fn(t); err != nil {
 			return nil, err
 		}
@@ -657,16 +678,6 @@ func (m *Manager) MigrateRecipient(ctx context.Context, taskID, from, to string)
 }
 
 var errSkip = errors.New("nothing to change")
-
-func normalizeID(id string) string {
-	id = strings.TrimSpace(id)
-	if rest, ok := strings.CutPrefix(id, "r-"); ok {
-		return "t-" + rest
-	}
-	return id
-}
-
-func displayID(id string) string { return id }
 
 func stateWord(s State) string { return strings.ReplaceAll(string(s), "_", " ") }
 

@@ -395,3 +395,41 @@ func TestConfigDeclaredTasksFollowTheFile(t *testing.T) {
 		t.Fatalf("removed from the file but state %s", tk.State)
 	}
 }
+
+func TestI2_DeclaredTaskWithNewSourceStartsFromANewBaseline(t *testing.T) {
+	r := newRig(t)
+	r.own()
+	ctx := context.Background()
+	decl := Declared{ID: "news", Source: watch.Spec{Kind: "rss", URL: "https://news.example.edu/feed.xml"},
+		Schedule: "every 1h", Notify: []string{"inbox:console:admin"}, Owner: "console:admin"}
+	if err := r.m.SetDeclared(ctx, []Declared{decl}); err != nil {
+		t.Fatal(err)
+	}
+	r.src.push(items("a", 5), nil)
+	r.run("news")
+	decl.Source.URL = "https://news.example.edu/other.xml"
+	if err := r.m.SetDeclared(ctx, []Declared{decl}); err != nil {
+		t.Fatal(err)
+	}
+	r.src.push(items("b", 7), nil) // the other feed: all of it is new to us
+	if rec := r.run("news"); rec.Outcome != OutcomeBaseline || rec.Effects != 1 {
+		t.Fatalf("first run on the new source: %q with %d effects, want a baseline with its one confirmation", rec.Outcome, rec.Effects)
+	}
+}
+
+func TestRequestIDOfADeclaredTaskNamesIt(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	decl := Declared{ID: "campus-news", Source: watch.Spec{Kind: "rss", URL: "https://news.example.edu/feed.xml"},
+		Schedule: "every 1h", Notify: []string{"inbox:console:admin"}, Owner: "console:admin"}
+	if err := r.m.SetDeclared(ctx, []Declared{decl}); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := r.m.Get(ctx, "r-campus-news")
+	if err != nil || tk.ID != "campus-news" {
+		t.Fatalf("r-campus-news → %v, %v", tk, err)
+	}
+	if _, err := r.m.Get(ctx, "r-nope"); err == nil || !strings.Contains(err.Error(), "r-nope") {
+		t.Fatalf("unknown request: %v, want a message naming r-nope", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -116,9 +117,11 @@ func (m *Manager) RunNow(ctx context.Context, who, id string) (RunRecord, error)
 func (m *Manager) Cancel(id string) bool {
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
-	if s, ok := m.running[normalizeID(id)]; ok {
-		s.cancel(errRunCancelled)
-		return true
+	for _, cand := range candidateIDs(strings.TrimSpace(id)) {
+		if s, ok := m.running[cand]; ok {
+			s.cancel(errRunCancelled)
+			return true
+		}
 	}
 	return false
 }
@@ -268,7 +271,7 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 	case diff.Baseline:
 		rec.Outcome = OutcomeBaseline
 		title, text := t.say(noticeBaseline, t.displayName(), len(diff.Next.Items))
-		fx, err := noticeEffect(t, "baseline", title, text, now)
+		fx, err := noticeEffect(t, "baseline|"+t.Source.URL, title, text, now)
 		if err == nil {
 			effects = append(effects, fx)
 		}
@@ -600,9 +603,11 @@ func (m *Manager) SetDeclared(ctx context.Context, decls []Declared) error {
 		if string(same) == string(changed) && cur.State != Deleted {
 			continue
 		}
+		sourceChanged := false
 		_, err := m.update(ctx, d.ID, func(t *Task) error {
-			oldSchedule := t.Schedule
+			oldSchedule, oldSource := t.Schedule, t.Source
 			want(t)
+			sourceChanged = !reflect.DeepEqual(oldSource, t.Source)
 			if t.Schedule != oldSchedule && t.State != Deleted {
 				if err := m.replan(t, now); err != nil {
 					return err
@@ -622,6 +627,11 @@ func (m *Manager) SetDeclared(ctx context.Context, decls []Declared) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("config task %s: %w", d.ID, err))
 			continue
+		}
+		if sourceChanged { // a new source starts from a new baseline (I2), not a diff against the old one
+			if _, err := m.store.Ledger().Commit(ctx, store.RunCommit{TaskID: d.ID, Snapshot: []byte{}}); err != nil {
+				errs = append(errs, fmt.Errorf("config task %s: reset snapshot: %w", d.ID, err))
+			}
 		}
 		m.signal(d.ID, "updated")
 	}

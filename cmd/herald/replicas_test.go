@@ -1008,16 +1008,10 @@ func TestRedisOutageNoPushWithoutClaim(t *testing.T) {
 
 // TestI3_KilledStandbyAttemptsBecomeUnknown kills a replica that does not
 // own scheduling while its delivery workers have attempts in flight: the
-// owner must settle them unknown once the standby's worker lease lapses,
-// as it does for a dead owner's at takeover. Today the ledger is recovered
-// only when a replica takes the scheduling lease, so these attempts stay
-// pending until ownership next changes; the test runs once the manager
-// recovers periodically while it owns scheduling (set
-// HERALD_TEST_STANDBY_RECOVERY=1 to run it before that).
+// owner settles them unknown once the standby's worker lease lapses (it
+// recovers the ledger after every lease renewal), as it does for a dead
+// owner's at takeover.
 func TestI3_KilledStandbyAttemptsBecomeUnknown(t *testing.T) {
-	if os.Getenv("HERALD_TEST_STANDBY_RECOVERY") == "" {
-		t.Skip("the task manager recovers the ledger only at takeover; see the doc comment")
-	}
 	redisURL := replicaRedisURL(t)
 	sinkSecret := newSecret()
 	sink := newCountingSink(t, sinkSecret, 5*time.Millisecond)

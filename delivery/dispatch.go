@@ -237,7 +237,19 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 	log := d.o.Log.With().Str("task", taskID).Logger()
 
 	route, err := d.o.Router.Resolve(recipient)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrTransportOff):
+		// Waits durably for the transport to come back (config reload);
+		// expiry still ends it if that takes too long.
+		until := now.Add(offRetry)
+		d.each(len(g.fx), func(i int) {
+			if _, err := d.o.Ledger.Defer(ctx, g.fx[i].Key, until, now); err != nil {
+				log.Warn().Err(err).Msg("cannot hold a push")
+			}
+		})
+		log.Warn().Err(err).Msg("holding pushes while their transport is off")
+		return
+	case err != nil:
 		d.each(len(g.fx), func(i int) { d.expire(ctx, g.fx[i].Key, "recipient_unknown", now) })
 		log.Warn().Err(err).Msg("dropping pushes for a recipient that no longer exists")
 		return
@@ -297,7 +309,10 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 		case Completed:
 			if out.Parts > part+1 { // more parts: each its own recorded attempt
 				d.settleAll(ctx, begun, func(store.Effect) store.Outcome {
-					return store.Outcome{State: store.Pending, RetryAt: now, PartsSent: part + 1, ProviderID: out.ProviderID}
+					// This worker sends the next part at once; RetryAt only
+					// matters if it dies first, and keeps other replicas from
+					// taking the group apart in between.
+					return store.Outcome{State: store.Pending, RetryAt: now.Add(partHold), PartsSent: part + 1, ProviderID: out.ProviderID}
 				})
 				live = begun
 				continue
@@ -455,6 +470,13 @@ func (d *Dispatcher) collapse(ctx context.Context, fxs []store.Effect, now time.
 	}
 	return keep
 }
+
+// offRetry is how long pushes wait before looking again at a transport
+// that is switched off.
+const offRetry = time.Minute
+
+// partHold keeps a split message's group together between its parts.
+const partHold = 30 * time.Second
 
 // stopping is closed once the dispatcher is shutting down.
 func (d *Dispatcher) stopping() <-chan struct{} {

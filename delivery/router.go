@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -96,7 +97,7 @@ func (t *Table) Resolve(recipient string) (Route, error) {
 		if why == "" {
 			why = "not configured"
 		}
-		return Route{}, fmt.Errorf("%s delivery is off: %s", a.Kind, why)
+		return Route{}, fmt.Errorf("%s delivery is off: %s: %w", a.Kind, why, ErrTransportOff)
 	}
 	lang := t.lang
 	if t.langs != nil {
@@ -108,3 +109,7 @@ func (t *Table) Resolve(recipient string) (Route, error) {
 }
 
 var _ Router = (*Table)(nil)
+
+// ErrTransportOff means a recipient's transport is switched off (e.g. its
+// token is not set): its pushes wait rather than fail.
+var ErrTransportOff = errors.New("transport is off")

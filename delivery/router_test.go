@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/store"
 )
 
 // nopSink accepts everything; dedups says whether its provider
@@ -74,5 +75,33 @@ func TestTableResolve(t *testing.T) {
 	table.Swap(delivery.TableConfig{})
 	if _, err := table.Resolve("telegram:chat:42"); err == nil {
 		t.Error("after a reload without Telegram, a Telegram chat still resolves")
+	}
+}
+
+// A push whose transport is switched off (its token unset) waits durably
+// and goes out once the transport is back after a reload.
+func TestPushWaitsWhileItsTransportIsOff(t *testing.T) {
+	r := newRig(t)
+	api := newFakeBotAPI(t)
+	table := delivery.NewTable(delivery.TableConfig{Disabled: map[delivery.AddressKind]string{delivery.TelegramChat: "token not set"}})
+	key := r.admit("hook:ci", "d-1", "telegram:chat:42", inbound("deploy"), 0)
+	r.start(table, "w", nil)
+	waitFor(t, func() bool {
+		fx := r.effect(key)
+		return fx.State == store.Pending && len(fx.Attempts) == 0 && fx.NotBefore.After(r.clock.Now())
+	}, "the push to be held")
+	if n := len(api.sent()); n != 0 {
+		t.Fatalf("%d messages sent while the transport was off", n)
+	}
+	on := telegramRoute(t, api.URL)
+	route, err := on.Resolve("telegram:chat:42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table.Swap(delivery.TableConfig{Sinks: map[delivery.AddressKind]delivery.Sink{delivery.TelegramChat: route.Sink}})
+	r.advance(time.Minute)
+	r.settled(key, store.Completed)
+	if n := len(api.sent()); n != 1 {
+		t.Fatalf("%d messages after the transport came back, want 1", n)
 	}
 }

@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -46,9 +47,11 @@ func TestI10_DispatcherLogsAndMetricsNameNoRecipient(t *testing.T) {
 		return table.Resolve(recipient)
 	}), "w", func(o *delivery.Options) { o.Log = log; o.Metrics = delivery.NewMetrics(reg) })
 
-	if fx := r.settled(off, store.Failed); fx.Error != "recipient_unknown" {
-		t.Errorf("push to a transport that is off: %q, want recipient_unknown", fx.Error)
-	}
+	// A push to a transport that is off waits durably: held, no attempt.
+	waitFor(t, func() bool {
+		fx, err := r.st.Ledger().Get(context.Background(), off)
+		return err == nil && fx.State == store.Pending && len(fx.Attempts) == 0 && fx.NotBefore.After(r.clock.Now())
+	}, "the push to a transport that is off to be held")
 	r.settled(lost, store.Unknown)
 	if fx := r.settled(blocked, store.Failed); fx.Error != "blocked" {
 		t.Errorf("push to a chat that blocked the bot: %q, want blocked", fx.Error)
@@ -65,8 +68,8 @@ func TestI10_DispatcherLogsAndMetricsNameNoRecipient(t *testing.T) {
 		}
 	}
 	secrets := []string{"oc_9f8e7d6c5b4a", "-1009876543210", rv.URL, api.URL, botToken, hookSecret, "127.0.0.1"}
-	if !strings.Contains(logs.String(), "recipient that no longer exists") {
-		t.Errorf("the dropped push was not logged:\n%s", logs.String())
+	if !strings.Contains(logs.String(), "holding pushes while their transport is off") {
+		t.Errorf("the held push was not logged:\n%s", logs.String())
 	}
 	deliverytest.NoSecretInLogs(t, logs, secrets...)
 	for _, s := range secrets {

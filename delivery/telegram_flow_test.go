@@ -245,6 +245,7 @@ func TestI3_TelegramStopBetweenPartsResumesAutomatically(t *testing.T) {
 		t.Fatalf("recover: %v, %d interrupted; want none (nothing was on the wire)", err, len(rec))
 	}
 	r.start(telegramRoute(t, api.URL), "replica-a/2", nil)
+	r.advance(30 * time.Second) // the group is held together between parts for a while
 	fx := r.settled(key, store.Completed)
 	if got := api.sent(); !equalStrings(got, parts) {
 		t.Errorf("Telegram received %d messages; want the 3 parts once each, in order", len(got))

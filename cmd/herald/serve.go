@@ -73,6 +73,7 @@ func cmdServe(e *env, args []string) int {
 	log := newLogger(e.stderr)
 	if err := serve(e, log); err != nil {
 		log.Error().Err(err).Msg("herald stopped")
+		fmt.Fprintf(e.stderr, "herald: %v\n", err) // plainly, for people, beside the log line
 		return exitFailure
 	}
 	return exitOK
@@ -98,6 +99,12 @@ type service struct {
 }
 
 func serve(e *env, log zerolog.Logger) error {
+	// Signals are ours from the first moment: an early SIGHUP or SIGTERM
+	// waits for the loop below instead of killing a half-started process.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
 	coord := configs.NewCoordinator(e.config, log)
 	if err := coord.Load(); err != nil {
 		var ce *configs.Error
@@ -158,12 +165,9 @@ func serve(e *env, log zerolog.Logger) error {
 
 	srvCtx, stopServer := context.WithCancel(context.Background())
 	srvErr := make(chan error, 1)
-	go func() { srvErr <- s.server.Serve(srvCtx, drainTimeout) }()
+	go func() { srvErr <- s.server.Serve(srvCtx, drainTimeout/2) }()
 	log.Info().Str("listen", s.server.Addr()).Str("store", cfg.Store.Driver).Str("replica", s.holder).Msg("herald is serving")
 
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
 	for done := false; !done; {
 		select {
 		case sig := <-sigs:
@@ -184,8 +188,11 @@ func serve(e *env, log zerolog.Logger) error {
 			return err
 		}
 	}
-	// Stop accepting, drain in-flight requests, then stop the workers
-	// (in-flight sends finish within their own timeouts).
+	// One deadline for the whole shutdown: stop accepting and drain
+	// in-flight requests (at most half of it), then stop the workers with
+	// what is left. Work cut off here resumes on the next start; an attempt
+	// cut off mid-send recovers as unknown (I3).
+	deadline := time.Now().Add(drainTimeout)
 	stopServer()
 	<-srvErr
 	cancelRun()
@@ -193,7 +200,7 @@ func serve(e *env, log zerolog.Logger) error {
 	go func() { wg.Wait(); close(finished) }()
 	select {
 	case <-finished:
-	case <-time.After(drainTimeout):
+	case <-time.After(time.Until(deadline)):
 		log.Warn().Msg("some work did not finish in time; it resumes on the next start")
 	}
 	return nil

@@ -14,6 +14,19 @@ import (
 	"github.com/mattn/go-isatty"
 )
 
+// call runs an admin API operation. With --json it prints the result
+// itself; done says the command has nothing left to do but exit with code.
+func call[T any](e *env, op string, in any, timeout time.Duration) (out T, code int, done bool) {
+	if code := e.do(op, in, &out, timeout); code != exitOK {
+		return out, code, true
+	}
+	if e.json {
+		e.printJSON(out)
+		return out, exitOK, true
+	}
+	return out, exitOK, false
+}
+
 func (e *env) printJSON(v any) {
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")
@@ -49,13 +62,9 @@ func cmdStatus(e *env, args []string) int {
 	if _, code, ok := e.parse(fs, "status", au, sum, args); !ok {
 		return code
 	}
-	var st statusView
-	if code := e.do("status", struct{}{}, &st, 10*time.Second); code != exitOK {
+	st, code, done := call[statusView](e, "status", struct{}{}, 10*time.Second)
+	if done {
 		return code
-	}
-	if e.json {
-		e.printJSON(st)
-		return exitOK
 	}
 	owner := "no (standby)"
 	if st.Owner {
@@ -86,13 +95,9 @@ func cmdTasks(e *env, args []string) int {
 	}
 	sub := pos[0]
 	if sub == "list" {
-		var list []taskView
-		if code := e.do("tasks.list", struct{}{}, &list, 10*time.Second); code != exitOK {
+		list, code, done := call[[]taskView](e, "tasks.list", struct{}{}, 10*time.Second)
+		if done {
 			return code
-		}
-		if e.json {
-			e.printJSON(list)
-			return exitOK
 		}
 		rows := make([][]string, 0, len(list))
 		for _, t := range list {
@@ -107,13 +112,9 @@ func cmdTasks(e *env, args []string) int {
 	id := pos[1]
 	switch sub {
 	case "show":
-		var d taskDetail
-		if code := e.do("tasks.show", map[string]string{"id": id}, &d, 10*time.Second); code != exitOK {
+		d, code, done := call[taskDetail](e, "tasks.show", map[string]string{"id": id}, 10*time.Second)
+		if done {
 			return code
-		}
-		if e.json {
-			e.printJSON(d)
-			return exitOK
 		}
 		fmt.Fprintf(e.stdout, "%s  %s\nstate:     %s\nowner:     %s\nsource:    %s %s\nschedule:  %s (next %s)\nnotify:    %s\nrequest:   %s by %s at %s\n",
 			d.ID, dash(d.Name), d.State, d.Owner, dash(d.Kind), d.Source, d.Schedule, when(d.NextRun), strings.Join(d.Notify, ", "),
@@ -141,13 +142,9 @@ func cmdTasks(e *env, args []string) int {
 		}
 		return exitOK
 	case "pause", "resume", "delete", "rebaseline":
-		var t taskView
-		if code := e.do("tasks."+sub, map[string]string{"id": id}, &t, 30*time.Second); code != exitOK {
+		t, code, done := call[taskView](e, "tasks."+sub, map[string]string{"id": id}, 30*time.Second)
+		if done {
 			return code
-		}
-		if e.json {
-			e.printJSON(t)
-			return exitOK
 		}
 		fmt.Fprintf(e.stdout, "%s is now %s\n", t.ID, t.State)
 		return exitOK
@@ -217,13 +214,9 @@ func cmdLedger(e *env, args []string) int {
 	}
 	switch pos[0] {
 	case "show":
-		var fxs []effectView
-		if code := e.do("ledger.show", map[string]any{"task": pos[1], "limit": *limit}, &fxs, 30*time.Second); code != exitOK {
+		fxs, code, done := call[[]effectView](e, "ledger.show", map[string]any{"task": pos[1], "limit": *limit}, 30*time.Second)
+		if done {
 			return code
-		}
-		if e.json {
-			e.printJSON(fxs)
-			return exitOK
 		}
 		rows := make([][]string, 0, len(fxs))
 		for _, f := range fxs {
@@ -243,13 +236,9 @@ func cmdLedger(e *env, args []string) int {
 				return exitFailure
 			}
 		}
-		var f effectView
-		if code := e.do("ledger.redeliver", map[string]string{"key": pos[1]}, &f, 10*time.Second); code != exitOK {
+		f, code, done := call[effectView](e, "ledger.redeliver", map[string]string{"key": pos[1]}, 10*time.Second)
+		if done {
 			return code
-		}
-		if e.json {
-			e.printJSON(f)
-			return exitOK
 		}
 		fmt.Fprintf(e.stdout, "%s queued again (attempt %d will follow)\n", f.Key, f.Attempts+1)
 		return exitOK
@@ -270,13 +259,9 @@ func cmdInbox(e *env, args []string) int {
 	}
 	switch pos[0] {
 	case "list":
-		var items []inboxView
-		if code := e.do("inbox.list", map[string]any{"principal": pos[1], "unread": *unread}, &items, 10*time.Second); code != exitOK {
+		items, code, done := call[[]inboxView](e, "inbox.list", map[string]any{"principal": pos[1], "unread": *unread}, 10*time.Second)
+		if done {
 			return code
-		}
-		if e.json {
-			e.printJSON(items)
-			return exitOK
 		}
 		rows := make([][]string, 0, len(items))
 		for _, it := range items {

@@ -43,7 +43,7 @@ func (s *service) assemble(ctx context.Context) error {
 
 	var dispatch *delivery.Dispatcher
 	s.manager, err = tasks.New(tasks.Options{
-		Store: s.store, Sources: sourceOpener(cfg), Policy: policyOf(cfg), Zone: cfg.Location,
+		Store: s.store, Sources: s.sourceOpener(), Policy: policyOf(cfg), Zone: cfg.Location,
 		Log: s.log.With().Str("component", "tasks").Logger(), Holder: s.holder,
 		WakeDelivery: func() {
 			if dispatch != nil {
@@ -230,10 +230,12 @@ func hooksOf(cfg *configs.Config) []hook.Hook {
 	return out
 }
 
-func sourceOpener(cfg *configs.Config) tasks.SourceOpener {
-	allow := cfg.Policy.AllowPrivateNetworks
+// sourceOpener builds each run's source under the policy in force at that
+// moment, so a reload that changes allow_private_networks applies to the
+// next check.
+func (s *service) sourceOpener() tasks.SourceOpener {
 	return tasks.SourceOpenerFunc(func(spec watch.Spec, zone *time.Location) (tasks.Source, error) {
-		return source.New(spec, source.Options{AllowPrivate: allow, DefaultZone: zone})
+		return source.New(spec, source.Options{AllowPrivate: s.manager.Policy().AllowPrivate, DefaultZone: zone})
 	})
 }
 

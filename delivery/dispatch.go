@@ -88,6 +88,9 @@ type Dispatcher struct {
 	mu    sync.Mutex
 	taken map[string]bool // keys handed to a worker in this process
 	done  <-chan struct{} // closed when Run's context ends
+
+	direct   chan struct{}  // free slots for hand-offs (Reserve)
+	directWG sync.WaitGroup // hand-offs in progress
 }
 
 // NewDispatcher returns a dispatcher; call Run.
@@ -113,7 +116,7 @@ func NewDispatcher(o Options) (*Dispatcher, error) {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics(nil)
 	}
-	return &Dispatcher{o: o, wake: make(chan struct{}, 1), taken: map[string]bool{}}, nil
+	return &Dispatcher{o: o, wake: make(chan struct{}, 1), taken: map[string]bool{}, direct: make(chan struct{}, o.Workers)}, nil
 }
 
 // Wake tells the dispatcher new work was queued.
@@ -125,7 +128,10 @@ func (d *Dispatcher) Wake() {
 }
 
 // group is the effects sent as one message.
-type group struct{ fx []store.Effect }
+type group struct {
+	fx    []store.Effect
+	begun bool // claimed in flight for this worker already (Handoff)
+}
 
 // Run delivers until ctx ends; in-flight sends finish (bounded by the
 // sinks' own timeouts) before it returns.
@@ -145,7 +151,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	defer func() { close(work); wg.Wait() }()
+	defer func() { close(work); wg.Wait(); d.directWG.Wait() }()
 	for {
 		if ctx.Err() != nil {
 			return nil
@@ -237,6 +243,18 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 	log := d.o.Log.With().Str("task", taskID).Logger()
 
 	route, err := d.o.Router.Resolve(recipient)
+	if g.begun {
+		// Claimed in flight for this worker (Reserve/Handoff): the checks
+		// below were made at reservation; only the send is left.
+		if err != nil {
+			d.settleAll(ctx, g.fx, func(store.Effect) store.Outcome {
+				return store.Outcome{State: store.Failed, Error: "recipient_unknown"}
+			})
+			return
+		}
+		d.send(ctx, route, g.fx, g.fx)
+		return
+	}
 	switch {
 	case errors.Is(err, ErrTransportOff):
 		// Waits durably for the transport to come back (config reload);
@@ -283,9 +301,19 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 		}
 	}
 	live = d.collapse(ctx, live, now)
+	d.send(ctx, route, live, nil)
+}
 
+// send delivers live as one message, part by part: each part is begun in
+// the ledger (unless begun is given: already in flight for this worker),
+// sent, and settled.
+func (d *Dispatcher) send(ctx context.Context, route Route, live, begun []store.Effect) {
+	recipient, taskID := live[0].Recipient, live[0].TaskID
+	var now time.Time
 	for {
-		begun := d.begin(ctx, live)
+		if begun == nil {
+			begun = d.begin(ctx, live)
+		}
 		if len(begun) == 0 {
 			return
 		}
@@ -314,7 +342,7 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 					// taking the group apart in between.
 					return store.Outcome{State: store.Pending, RetryAt: now.Add(partHold), PartsSent: part + 1, ProviderID: out.ProviderID}
 				})
-				live = begun
+				live, begun = begun, nil
 				continue
 			}
 			d.settleAll(ctx, begun, func(fx store.Effect) store.Outcome {
@@ -477,6 +505,50 @@ const offRetry = time.Minute
 
 // partHold keeps a split message's group together between its parts.
 const partHold = 30 * time.Second
+
+// Reserve offers a free local worker for one push to recipient, so the
+// caller can claim it already in flight for that worker
+// (store.RunCommit.Worker) and hand it over with Handoff: one durable
+// round fewer than queueing it. It declines while the dispatcher is not
+// running, every slot is busy, the recipient cannot be resolved, or its
+// pushes are held (quiet hours, mute); the caller then queues as usual.
+// Every reservation ends with exactly one Handoff or release().
+func (d *Dispatcher) Reserve(ctx context.Context, recipient, taskID string) (worker string, release func(), ok bool) {
+	done := d.stopping()
+	if done == nil {
+		return "", nil, false // not running
+	}
+	select {
+	case <-done:
+		return "", nil, false
+	case d.direct <- struct{}{}:
+	default:
+		return "", nil, false
+	}
+	release = func() { <-d.direct }
+	if _, err := d.o.Router.Resolve(recipient); err != nil {
+		release()
+		return "", nil, false
+	}
+	if d.o.Holder != nil {
+		if _, held := d.o.Holder.Hold(ctx, recipient, taskID, time.Time{}, d.o.Now()); held {
+			release()
+			return "", nil, false
+		}
+	}
+	return d.o.Worker, release, true
+}
+
+// Handoff sends effects claimed in flight for this dispatcher's worker
+// (after Reserve) and records their outcome; release is called when done.
+func (d *Dispatcher) Handoff(fxs []store.Effect, release func()) {
+	d.directWG.Add(1)
+	go func() {
+		defer d.directWG.Done()
+		defer release()
+		d.deliver(context.Background(), group{fx: fxs, begun: true})
+	}()
+}
 
 // stopping is closed once the dispatcher is shutting down.
 func (d *Dispatcher) stopping() <-chan struct{} {

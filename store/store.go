@@ -143,6 +143,11 @@ type RunCommit struct {
 	TaskRevision uint64 // non-zero: refuse with ErrConflict unless the catalog record has this revision
 	Snapshot     []byte // non-nil: replaces the task's snapshot
 	Effects      []Effect
+	// Worker, when set, claims the effects already in flight for that
+	// worker, with their first attempt recorded, instead of queueing them:
+	// the caller hands them to a free local worker that sends at once. A
+	// crash before the send then reads as unknown, as for any attempt (I3).
+	Worker string
 }
 
 // CommitResult tells which keys this commit claimed and which were

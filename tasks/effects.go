@@ -66,7 +66,25 @@ func (m *Manager) Admit(ctx context.Context, a Admission) (store.CommitResult, e
 			NotBefore: now, ExpiresAt: now.Add(ttl), CreatedAt: now, UpdatedAt: now, RunID: run,
 		})
 	}
-	res, err := m.store.Ledger().Commit(ctx, store.RunCommit{TaskID: a.Source, Effects: effects})
+	var worker string
+	var release func()
+	if m.o.Direct != nil && len(effects) == 1 {
+		if w, rel, ok := m.o.Direct.Reserve(ctx, effects[0].Recipient, a.Source); ok {
+			worker, release = w, rel
+		}
+	}
+	res, err := m.store.Ledger().Commit(ctx, store.RunCommit{TaskID: a.Source, Effects: effects, Worker: worker})
+	if worker != "" {
+		if err != nil || len(res.Claimed) == 0 {
+			release()
+		} else {
+			fx := effects[0]
+			fx.InFlight, fx.Worker = true, worker
+			fx.Attempts = []store.Attempt{{N: 1, Start: now, By: worker, Outcome: store.Pending}}
+			m.o.Direct.Handoff([]store.Effect{fx}, release)
+			return res, nil
+		}
+	}
 	if err != nil {
 		return res, fmt.Errorf("admit: %w", err)
 	}

@@ -57,6 +57,16 @@ type Options struct {
 	Alive func(worker string) bool
 	// RetryWaits are the waits between source attempts (I6); default 1 s, 2 s.
 	RetryWaits []time.Duration
+	// Direct, when set, lets an admission for one recipient claim its push
+	// already in flight for a free local delivery worker and hand it over,
+	// instead of queueing it (one durable round fewer).
+	Direct Direct
+}
+
+// Direct hands pushes to free local delivery workers (delivery.Dispatcher).
+type Direct interface {
+	Reserve(ctx context.Context, recipient, taskID string) (worker string, release func(), ok bool)
+	Handoff(fxs []store.Effect, release func())
 }
 
 func (o *Options) validate() error {

@@ -41,21 +41,9 @@ func (s *service) assemble(ctx context.Context) error {
 	}
 	s.table = delivery.NewTable(tc)
 
-	var dispatch *delivery.Dispatcher
-	s.manager, err = tasks.New(tasks.Options{
-		Store: s.store, Sources: s.sourceOpener(), Policy: policyOf(cfg), Zone: cfg.Location,
-		Log: s.log.With().Str("component", "tasks").Logger(), Holder: s.holder,
-		WakeDelivery: func() {
-			if dispatch != nil {
-				dispatch.Wake()
-			}
-		},
-		Alive: s.alive,
-	})
-	if err != nil {
-		return err
-	}
-	dispatch, err = delivery.NewDispatcher(delivery.Options{
+	// Delivery first: the manager hands admissions straight to its free
+	// workers. Its hooks reach the manager only once both exist.
+	dispatch, err := delivery.NewDispatcher(delivery.Options{
 		Ledger: s.store.Ledger(), Router: s.table, Holder: s.prefs, Worker: s.holder,
 		Log: s.log.With().Str("component", "delivery").Logger(), Metrics: delivery.NewMetrics(s.registry),
 		Hooks: delivery.Hooks{
@@ -71,6 +59,14 @@ func (s *service) assemble(ctx context.Context) error {
 		return err
 	}
 	s.dispatch = dispatch
+	s.manager, err = tasks.New(tasks.Options{
+		Store: s.store, Sources: s.sourceOpener(), Policy: policyOf(cfg), Zone: cfg.Location,
+		Log: s.log.With().Str("component", "tasks").Logger(), Holder: s.holder,
+		WakeDelivery: dispatch.Wake, Direct: dispatch, Alive: s.alive,
+	})
+	if err != nil {
+		return err
+	}
 	if err := s.manager.SetDeclared(ctx, declared(cfg)); err != nil {
 		s.log.Error().Err(err).Msg("some config tasks could not be applied")
 	}
@@ -244,3 +240,6 @@ func writeJSONResponse(w http.ResponseWriter, status int, v any) error {
 	w.WriteHeader(status)
 	return json.NewEncoder(w).Encode(v)
 }
+
+// The dispatcher takes admissions directly from the manager.
+var _ tasks.Direct = (*delivery.Dispatcher)(nil)

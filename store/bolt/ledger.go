@@ -40,6 +40,10 @@ func (l *ledger) Commit(ctx context.Context, c store.RunCommit) (store.CommitRes
 			e.NotBefore = now
 		}
 		e.UpdatedAt = now
+		if c.Worker != "" {
+			e.InFlight, e.Worker = true, c.Worker
+			e.Attempts = []store.Attempt{{N: 1, Start: now, By: c.Worker, Outcome: store.Pending}}
+		}
 		var err error
 		if prepared[i], err = encodeEffect(e); err != nil {
 			return store.CommitResult{}, fmt.Errorf("bolt: ledger commit for task %q: %w", c.TaskID, err)

@@ -47,14 +47,18 @@ func (l *ledger) Commit(ctx context.Context, c store.RunCommit) (store.CommitRes
 	s := l.s
 	now := s.now()
 	ck, fenced, epoch := s.fenceArgs(c.Fence)
-	keys := make([]string, 0, 5+2*len(c.Effects))
-	keys = append(keys, ck, s.taskKey(c.TaskID), s.snapKey(c.TaskID), s.queueKey(), s.seqKey())
+	keys := make([]string, 0, 6+2*len(c.Effects))
+	keys = append(keys, ck, s.taskKey(c.TaskID), s.snapKey(c.TaskID), s.queueKey(), s.seqKey(), s.inflightKey())
 	setSnap, snap := "0", []byte(nil)
 	if c.Snapshot != nil {
 		setSnap, snap = "1", c.Snapshot
 	}
-	args := make([]any, 0, 5+3*len(c.Effects))
-	args = append(args, fenced, epoch, strconv.FormatUint(c.TaskRevision, 10), setSnap, snap)
+	inFlight := "0"
+	if c.Worker != "" {
+		inFlight = "1"
+	}
+	args := make([]any, 0, 6+3*len(c.Effects))
+	args = append(args, fenced, epoch, strconv.FormatUint(c.TaskRevision, 10), setSnap, snap, inFlight)
 	for _, e := range c.Effects {
 		if e.Key == "" {
 			return store.CommitResult{}, errors.New("redis store: commit: effect without key")
@@ -67,6 +71,10 @@ func (l *ledger) Commit(ctx context.Context, c store.RunCommit) (store.CommitRes
 			e.CreatedAt = now
 		}
 		e.UpdatedAt = now
+		if c.Worker != "" {
+			e.InFlight, e.Worker = true, c.Worker
+			e.Attempts = []store.Attempt{{N: 1, Start: now, By: c.Worker, Outcome: store.Pending}}
+		}
 		js, err := json.Marshal(e)
 		if err != nil {
 			return store.CommitResult{}, fmt.Errorf("redis store: commit: encode effect: %w", err)

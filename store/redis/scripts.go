@@ -49,10 +49,11 @@ return 0
 // check, snapshot write and claim-once of every effect with its queue entry,
 // all or nothing.
 //
-// KEYS: lease, task record, snapshot, queue, commit sequence, then per
-// effect its entry key and its task index key.
+// KEYS: lease, task record, snapshot, queue, commit sequence, in-flight
+// set, then per effect its entry key and its task index key.
 // ARGV: fenced, epoch, task revision ("0": unchecked), "1" to write the
-// snapshot, snapshot, then per effect: JSON, queue score, effect key.
+// snapshot, snapshot, "1" to claim in flight (not queued), then per
+// effect: JSON, queue score, effect key.
 // Reply {0, claimed flags...} (1 claimed, 0 duplicate) or {code}.
 var scriptCommit = goredis.NewScript(luaFence + `
 if ARGV[3] ~= '0' then
@@ -61,12 +62,16 @@ if ARGV[3] ~= '0' then
 end
 if ARGV[4] == '1' then redis.call('SET', KEYS[3], ARGV[5]) end
 local out = {0}
-local n = (#KEYS - 5) / 2
+local n = (#KEYS - 6) / 2
 for i = 1, n do
-  local ek, ik = KEYS[5 + 2*i - 1], KEYS[5 + 2*i]
-  local js, score, member = ARGV[5 + 3*i - 2], ARGV[5 + 3*i - 1], ARGV[5 + 3*i]
+  local ek, ik = KEYS[6 + 2*i - 1], KEYS[6 + 2*i]
+  local js, score, member = ARGV[6 + 3*i - 2], ARGV[6 + 3*i - 1], ARGV[6 + 3*i]
   if redis.call('SET', ek, js, 'NX') then
-    redis.call('ZADD', KEYS[4], score, member)
+    if ARGV[6] == '1' then
+      redis.call('SADD', KEYS[6], member)
+    else
+      redis.call('ZADD', KEYS[4], score, member)
+    end
     redis.call('ZADD', ik, redis.call('INCR', KEYS[5]), member)
     out[#out + 1] = 1
   else

@@ -580,6 +580,37 @@ func testLedger(t *testing.T, open Opener) {
 		wantKeys(t, must(l.Recover(ctx, alive, now.Add(2*time.Second)))(t))
 	})
 
+	t.Run("I3_CommitInFlightForAWorker", func(t *testing.T) {
+		s := open(t)
+		l := s.Ledger()
+		now := base()
+		res := must(l.Commit(ctx, store.RunCommit{TaskID: "t1", Worker: "w-1",
+			Effects: []store.Effect{effect("t1", "direct", now)}}))(t)
+		if len(res.Claimed) != 1 {
+			t.Fatalf("claimed %v", res.Claimed)
+		}
+		e := must(l.Get(ctx, "direct"))(t)
+		if e.State != store.Pending || !e.InFlight || e.Worker != "w-1" || len(e.Attempts) != 1 || e.Attempts[0].By != "w-1" {
+			t.Fatalf("effect claimed in flight = %+v", e)
+		}
+		// Not queued: no other worker may take it.
+		wantKeys(t, must(l.Due(ctx, now.Add(time.Hour), 0))(t))
+		if _, err := l.Begin(ctx, "direct", "w-2", now); !errors.Is(err, store.ErrIllegalTransition) {
+			t.Fatalf("another worker began it: %v", err)
+		}
+		// A second claim of the key is still refused.
+		if res := commit(t, s, "t1", effect("t1", "direct", now)); len(res.Duplicates) != 1 {
+			t.Fatalf("second claim: %+v", res)
+		}
+		done := must(l.Settle(ctx, "direct", store.Outcome{State: store.Completed, ProviderID: "p"}, now))(t)
+		if done.State != store.Completed || done.InFlight {
+			t.Fatalf("settled = %+v", done)
+		}
+		// A dead worker's directly claimed effect recovers as unknown (I3).
+		must(l.Commit(ctx, store.RunCommit{TaskID: "t1", Worker: "w-dead", Effects: []store.Effect{effect("t1", "lost", now)}}))(t)
+		wantKeys(t, must(l.Recover(ctx, func(w string) bool { return w != "w-dead" }, now))(t), "lost")
+	})
+
 	t.Run("ListNewestFirstPerTask", func(t *testing.T) {
 		s := open(t)
 		l := s.Ledger()

@@ -30,6 +30,19 @@ type SourceOpener interface {
 	Open(spec watch.Spec, zone *time.Location) (Source, error)
 }
 
+// Scope is where an approved task may read from (I8): its grant's host
+// and path prefix. Redirects outside it are refused.
+type Scope struct {
+	Host       string
+	PathPrefix string
+}
+
+// ScopedOpener is a SourceOpener that can confine a source to its scope;
+// the manager uses it whenever the task has a grant.
+type ScopedOpener interface {
+	OpenScoped(spec watch.Spec, zone *time.Location, scope Scope) (Source, error)
+}
+
 // SourceOpenerFunc adapts a function to SourceOpener.
 type SourceOpenerFunc func(spec watch.Spec, zone *time.Location) (Source, error)
 

@@ -494,3 +494,37 @@ func TestI1_AdmissionHandedToAFreeWorkerIsSentOnce(t *testing.T) {
 		t.Fatalf("a held push was handed over: %+v", fx)
 	}
 }
+
+type scopedOpener struct {
+	src   Source
+	mu    sync.Mutex
+	scope Scope
+}
+
+func (o *scopedOpener) Open(watch.Spec, *time.Location) (Source, error) { return o.src, nil }
+func (o *scopedOpener) OpenScoped(_ watch.Spec, _ *time.Location, sc Scope) (Source, error) {
+	o.mu.Lock()
+	o.scope = sc
+	o.mu.Unlock()
+	return o.src, nil
+}
+
+// A run reads its source inside the task's grant: the opener is given the
+// approved host and path prefix (I8).
+func TestI8_RunsReadWithinTheGrantedScope(t *testing.T) {
+	r := newRig(t)
+	r.own()
+	op := &scopedOpener{src: r.src}
+	r.m.o.Sources = op
+	tk, err := r.m.Submit(context.Background(), Submission{Principal: "console:admin", URL: "https://news.example.edu/feeds/main.xml", Schedule: "every 1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.src.push(items("a", 2), nil)
+	r.run(tk.ID)
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if op.scope != (Scope{Host: "news.example.edu", PathPrefix: "/feeds"}) {
+		t.Fatalf("scope %+v, want the grant's host and path prefix", op.scope)
+	}
+}

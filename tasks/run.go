@@ -325,7 +325,13 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 // fetch reads the source, retrying transient failures (I6): at most 3
 // attempts, waiting 1 s then 2 s on the manager's clock.
 func (m *Manager) fetch(ctx context.Context, t *Task, prev *watch.Snapshot) (watch.Result, int, error) {
-	src, err := m.o.Sources.Open(t.Source, m.o.Zone)
+	var src Source
+	var err error
+	if so, ok := m.o.Sources.(ScopedOpener); ok && t.Grant != nil {
+		src, err = so.OpenScoped(t.Source, m.o.Zone, Scope{Host: t.Grant.Host, PathPrefix: t.Grant.PathPrefix})
+	} else {
+		src, err = m.o.Sources.Open(t.Source, m.o.Zone)
+	}
 	if err != nil {
 		return watch.Result{}, 0, watch.Classify(watch.Schema, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -228,11 +230,25 @@ func hooksOf(cfg *configs.Config) []hook.Hook {
 
 // sourceOpener builds each run's source under the policy in force at that
 // moment, so a reload that changes allow_private_networks applies to the
-// next check.
-func (s *service) sourceOpener() tasks.SourceOpener {
-	return tasks.SourceOpenerFunc(func(spec watch.Spec, zone *time.Location) (tasks.Source, error) {
-		return source.New(spec, source.Options{AllowPrivate: s.manager.Policy().AllowPrivate, DefaultZone: zone})
-	})
+// next check; redirects stay within the task's approved scope (I8).
+type sourceOpener struct{ s *service }
+
+var _ tasks.ScopedOpener = sourceOpener{}
+
+func (s *service) sourceOpener() tasks.SourceOpener { return sourceOpener{s} }
+
+// Open builds a source with redirects confined to the same host.
+func (o sourceOpener) Open(spec watch.Spec, zone *time.Location) (tasks.Source, error) {
+	return source.New(spec, source.Options{AllowPrivate: o.s.manager.Policy().AllowPrivate, DefaultZone: zone})
+}
+
+// OpenScoped builds a source whose redirects must stay on the grant's host
+// and under its path prefix.
+func (o sourceOpener) OpenScoped(spec watch.Spec, zone *time.Location, sc tasks.Scope) (tasks.Source, error) {
+	inScope := func(u *url.URL) bool {
+		return strings.EqualFold(u.Host, sc.Host) && strings.HasPrefix(u.Path, sc.PathPrefix)
+	}
+	return source.New(spec, source.Options{AllowPrivate: o.s.manager.Policy().AllowPrivate, DefaultZone: zone, Scope: inScope})
 }
 
 func writeJSONResponse(w http.ResponseWriter, status int, v any) error {

@@ -146,11 +146,13 @@ func sameOrigin(a, b *url.URL) bool {
 	return strings.EqualFold(a.Host, b.Host) && a.Scheme == b.Scheme
 }
 
+// inScope: a Scope, when set, decides every redirect (the approved host
+// and path prefix, I8); without one, only the same host is followed.
 func (s *Source) inScope(next *url.URL) bool {
-	if strings.EqualFold(next.Hostname(), s.u.Hostname()) && (next.Port() == s.u.Port() || next.Scheme == "https" && next.Port() == "") {
-		return true
+	if s.o.Scope != nil {
+		return s.o.Scope(next)
 	}
-	return s.o.Scope != nil && s.o.Scope(next)
+	return strings.EqualFold(next.Hostname(), s.u.Hostname()) && (next.Port() == s.u.Port() || next.Scheme == "https" && next.Port() == "")
 }
 
 func isRedirect(code int) bool {

@@ -160,6 +160,11 @@ func TestI8_RedirectScope(t *testing.T) {
 		t.Fatalf("scoped redirect: links %q not resolved against the final URL", res.Items[0].URL)
 	}
 
+	// A scope confines same-host redirects to the approved path prefix too.
+	underFeeds := func(u *url.URL) bool { return strings.HasPrefix(u.Path, "/feeds/") }
+	_, err = fetch(t, newTestSource(t, spec("/moved"), Options{Scope: underFeeds}))
+	wantClass(t, err, watch.Scope)
+
 	_, err = fetch(t, newTestSource(t, spec("/loop"), Options{}))
 	wantClass(t, err, watch.Transient)
 	if hops != MaxRedirects+1 {

@@ -50,8 +50,9 @@ type Options struct {
 	// ConnectTimeout and Timeout bound connecting and the whole fetch
 	// including redirects (egress defaults: 5s, 30s).
 	ConnectTimeout, Timeout time.Duration
-	// Scope reports whether a redirect target is within the approved scope.
-	// nil: only redirects to the same host are followed.
+	// Scope reports whether a redirect target is within the approved scope
+	// (host and path prefix); it decides every redirect, same host
+	// included. nil: only redirects to the same host are followed.
 	Scope func(*url.URL) bool
 	// DefaultZone interprets floating times and DATE values (default UTC).
 	DefaultZone *time.Location

@@ -173,5 +173,5 @@ func (c *Core) chatLang(ctx context.Context, chat string) string {
 	if p, err := c.o.Prefs.Get(ctx, chat); err == nil && normLang(p.Lang) != "" {
 		return normLang(p.Lang)
 	}
-	return c.o.Lang
+	return c.lang()
 }

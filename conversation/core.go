@@ -103,6 +103,32 @@ type Core struct {
 	mu      sync.Mutex
 	senders map[string]Sender
 	chats   map[string]*chatLock
+
+	defMu sync.RWMutex // guards o.Lang and o.Zone, which a reload changes
+}
+
+// SetDefaults changes the default language and zone (config reload).
+func (c *Core) SetDefaults(lang string, zone *time.Location) {
+	c.defMu.Lock()
+	defer c.defMu.Unlock()
+	if l := normLang(lang); l != "" {
+		c.o.Lang = l
+	}
+	if zone != nil {
+		c.o.Zone = zone
+	}
+}
+
+func (c *Core) lang() string {
+	c.defMu.RLock()
+	defer c.defMu.RUnlock()
+	return c.o.Lang
+}
+
+func (c *Core) zone() *time.Location {
+	c.defMu.RLock()
+	defer c.defMu.RUnlock()
+	return c.o.Zone
 }
 
 type chatLock struct {
@@ -214,7 +240,7 @@ func (c *Core) langOf(ctx context.Context, m Message) string {
 	if p, err := c.o.Prefs.Get(ctx, m.Chat); err == nil && normLang(p.Lang) != "" {
 		return normLang(p.Lang)
 	}
-	return c.o.Lang
+	return c.lang()
 }
 
 func normLang(s string) string {

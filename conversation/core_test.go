@@ -449,6 +449,16 @@ func TestDefaultLanguageFromOptions(t *testing.T) {
 	contains(t, r.sayRaw(alice, "/tasks"), "你还没有任务")
 }
 
+// A config reload changes the default language for chats that have not
+// said which they prefer.
+func TestReloadChangesTheDefaultLanguage(t *testing.T) {
+	r := newRig(t, defaultPolicy())
+	r.core.SetDefaults("zh", nil)
+	contains(t, r.sayRaw(alice, "/tasks"), "你还没有任务")
+	r.core.SetDefaults("en", nil)
+	contains(t, r.sayRaw(bob, "/tasks"), "no tasks")
+}
+
 func TestInbox(t *testing.T) {
 	r := newRig(t, defaultPolicy())
 	ctx := context.Background()

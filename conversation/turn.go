@@ -46,7 +46,7 @@ func (t *turn) run() []Reply {
 	if t.m.Button != nil {
 		return t.press(*t.m.Button)
 	}
-	cmd, err := Parse(t.m.Text, t.c.o.BotName, t.c.o.Zone)
+	cmd, err := Parse(t.m.Text, t.c.o.BotName, t.c.zone())
 	if errors.Is(err, ErrNotCommand) {
 		return t.plain()
 	}
@@ -175,7 +175,7 @@ func (t *turn) answer(d dialog, text string) []Reply {
 	case "schedule":
 		sched := DefaultSchedule
 		if !yes[strings.ToLower(strings.Trim(text, " .!。！"))] {
-			s, err := parseScheduleAnswer(text, t.c.o.Zone)
+			s, err := parseScheduleAnswer(text, t.c.zone())
 			if err != nil {
 				if serr := t.saveDialog(d); serr != nil {
 					return t.failed(serr)
@@ -433,7 +433,7 @@ func (t *turn) when(at time.Time) string {
 	if at.IsZero() {
 		return "—"
 	}
-	return at.In(t.c.o.Zone).Format("2006-01-02 15:04")
+	return at.In(t.c.zone()).Format("2006-01-02 15:04")
 }
 
 // ---------------------------------------------------------------- task commands
@@ -764,7 +764,7 @@ func (t *turn) quiet(q string) []Reply {
 		}
 		p.Quiet = q
 		if p.Zone == "" {
-			p.Zone = t.c.o.Zone.String()
+			p.Zone = t.c.zone().String()
 		}
 	})
 	if err != nil {
@@ -773,8 +773,8 @@ func (t *turn) quiet(q string) []Reply {
 	if q == "off" {
 		return t.reply("Quiet hours are off for this chat.", "已关闭本聊天的免打扰时段。")
 	}
-	return t.reply(fmt.Sprintf("Quiet hours %s (%s) set for this chat; pushes in that time wait and arrive after, once. Deadline reminders due within 2 hours still come.", q, t.c.o.Zone),
-		fmt.Sprintf("已为本聊天设置免打扰 %s（%s）；期间的推送会暂存，之后送达一次。2 小时内截止的提醒仍会送达。", q, t.c.o.Zone))
+	return t.reply(fmt.Sprintf("Quiet hours %s (%s) set for this chat; pushes in that time wait and arrive after, once. Deadline reminders due within 2 hours still come.", q, t.c.zone()),
+		fmt.Sprintf("已为本聊天设置免打扰 %s（%s）；期间的推送会暂存，之后送达一次。2 小时内截止的提醒仍会送达。", q, t.c.zone()))
 }
 
 // ---------------------------------------------------------------- help

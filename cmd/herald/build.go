@@ -96,6 +96,7 @@ func (s *service) reload(ctx context.Context, cfg *configs.Config) error {
 	}
 	s.table.Swap(tc)
 	s.manager.SetPolicy(policyOf(cfg))
+	s.channels.core.SetDefaults(cfg.Language, cfg.Location)
 	s.mu.Lock()
 	s.cfg = cfg
 	s.mu.Unlock()

@@ -164,9 +164,6 @@ func New(o Options) (*Manager, error) {
 	}, nil
 }
 
-// Holder is this replica's name.
-func (m *Manager) Holder() string { return m.o.Holder }
-
 // Policy returns the policy in force.
 func (m *Manager) Policy() Policy {
 	m.mu.Lock()

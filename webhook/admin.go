@@ -118,13 +118,9 @@ func adminError(err error) error {
 		return &Error{Status: http.StatusConflict, Code: "conflict", Msg: msg}
 	case errors.Is(err, tasks.ErrNotOwner), errors.Is(err, store.ErrUnavailable):
 		return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Msg: msg}
-	case errors.Is(err, errBadInput):
-		return &Error{Status: http.StatusBadRequest, Code: "bad_request", Msg: msg}
 	}
 	return err
 }
-
-var errBadInput = errors.New("bad input")
 
 // BadInput marks an operation's input error (400).
 func BadInput(msg string) error {

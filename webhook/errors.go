@@ -21,16 +21,13 @@ func (e *Error) Error() string { return e.Msg }
 
 // The error catalogue: stable codes clients may rely on.
 var (
-	ErrNotFound      = &Error{http.StatusNotFound, "not_found", "not found"}
-	ErrMethod        = &Error{http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed"}
-	ErrTooLarge      = &Error{http.StatusRequestEntityTooLarge, "too_large", "request body too large"}
-	ErrBadJSON       = &Error{http.StatusBadRequest, "bad_json", "request body is not valid JSON"}
-	ErrUnauthorized  = &Error{http.StatusUnauthorized, "unauthorized", "missing or wrong credentials"}
-	ErrBadSignature  = &Error{http.StatusUnauthorized, "bad_signature", "signature missing, wrong or stale"}
-	ErrForbidden     = &Error{http.StatusForbidden, "forbidden", "forbidden"}
-	ErrUnavailable   = &Error{http.StatusServiceUnavailable, "unavailable", "temporarily unavailable; retry later"}
-	ErrBadRequest    = &Error{http.StatusBadRequest, "bad_request", "bad request"}
-	ErrNotRunningYet = &Error{http.StatusServiceUnavailable, "starting", "herald is starting"}
+	ErrNotFound     = &Error{http.StatusNotFound, "not_found", "not found"}
+	ErrMethod       = &Error{http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed"}
+	ErrTooLarge     = &Error{http.StatusRequestEntityTooLarge, "too_large", "request body too large"}
+	ErrBadJSON      = &Error{http.StatusBadRequest, "bad_json", "request body is not valid JSON"}
+	ErrUnauthorized = &Error{http.StatusUnauthorized, "unauthorized", "missing or wrong credentials"}
+	ErrBadSignature = &Error{http.StatusUnauthorized, "bad_signature", "signature missing, wrong or stale"}
+	ErrUnavailable  = &Error{http.StatusServiceUnavailable, "unavailable", "temporarily unavailable; retry later"}
 )
 
 func (s *Server) wrap(h HandlerFunc) http.Handler {

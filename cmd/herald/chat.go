@@ -38,7 +38,7 @@ type chatSession struct {
 
 func cmdChat(e *env, args []string) int {
 	au, sum := summaryOf("chat")
-	fs := e.flags("chat", "")
+	fs := e.flags("chat")
 	as := fs.String("as", "", "talk as console:NAME (default $USER, else admin)")
 	rest, code, ok := e.parse(fs, "chat", au, sum, args)
 	if !ok {

@@ -58,7 +58,7 @@ func dash(s string) string {
 
 func cmdStatus(e *env, args []string) int {
 	au, sum := summaryOf("status")
-	fs := e.flags("status", "")
+	fs := e.flags("status")
 	if _, code, ok := e.parse(fs, "status", au, sum, args); !ok {
 		return code
 	}
@@ -84,7 +84,7 @@ func cmdStatus(e *env, args []string) int {
 
 func cmdTasks(e *env, args []string) int {
 	au, sum := summaryOf("tasks")
-	fs := e.flags("tasks", "")
+	fs := e.flags("tasks")
 	noWait := fs.Bool("no-wait", false, "with run: start the check and return at once")
 	pos, code, ok := e.parse(fs, "tasks", au, sum, args)
 	if !ok {
@@ -179,7 +179,7 @@ func cmdTasks(e *env, args []string) int {
 
 func cmdRequests(e *env, args []string) int {
 	au, sum := summaryOf("requests")
-	fs := e.flags("requests", "")
+	fs := e.flags("requests")
 	pos, code, ok := e.parse(fs, "requests", au, sum, args)
 	if !ok {
 		return code
@@ -202,7 +202,7 @@ func cmdRequests(e *env, args []string) int {
 
 func cmdLedger(e *env, args []string) int {
 	au, sum := summaryOf("ledger")
-	fs := e.flags("ledger", "")
+	fs := e.flags("ledger")
 	yes := fs.Bool("yes", false, "with redeliver: do not ask for confirmation")
 	limit := fs.Int("limit", 100, "with show: at most this many effects")
 	pos, code, ok := e.parse(fs, "ledger", au, sum, args)
@@ -248,7 +248,7 @@ func cmdLedger(e *env, args []string) int {
 
 func cmdInbox(e *env, args []string) int {
 	au, sum := summaryOf("inbox")
-	fs := e.flags("inbox", "")
+	fs := e.flags("inbox")
 	unread := fs.Bool("unread", false, "with list: unread items only")
 	pos, code, ok := e.parse(fs, "inbox", au, sum, args)
 	if !ok {
@@ -308,7 +308,7 @@ func cmdInbox(e *env, args []string) int {
 
 func cmdSendTest(e *env, args []string) int {
 	au, sum := summaryOf("send-test")
-	fs := e.flags("send-test", "")
+	fs := e.flags("send-test")
 	pos, code, ok := e.parse(fs, "send-test", au, sum, args)
 	if !ok {
 		return code

@@ -87,7 +87,7 @@ func runCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 func cmdVersion(e *env, args []string) int {
 	au, sum := summaryOf("version")
-	fs := e.flags("version", "")
+	fs := e.flags("version")
 	if _, code, ok := e.parse(fs, "version", au, sum, args); !ok {
 		return code
 	}
@@ -117,14 +117,13 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 the service is not running.
 }
 
 // flags returns a FlagSet with the common flags bound to e.
-func (e *env) flags(c string, extra string) *flag.FlagSet {
+func (e *env) flags(c string) *flag.FlagSet {
 	fs := flag.NewFlagSet("herald "+c, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&e.config, "config", envOr("HERALD_CONFIG", "herald.yaml"), "config file")
 	fs.StringVar(&e.dataDir, "data-dir", envOr("HERALD_DATA_DIR", "./data"), "data directory")
 	fs.BoolVar(&e.json, "json", false, "machine-readable JSON output")
 	fs.Usage = func() {}
-	_ = extra
 	return fs
 }
 

@@ -48,7 +48,7 @@ func newLogger(w io.Writer) zerolog.Logger {
 
 func cmdCheckConfig(e *env, args []string) int {
 	au, sum := summaryOf("check-config")
-	fs := e.flags("check-config", "")
+	fs := e.flags("check-config")
 	if _, code, ok := e.parse(fs, "check-config", au, sum, args); !ok {
 		return code
 	}
@@ -66,7 +66,7 @@ func cmdCheckConfig(e *env, args []string) int {
 
 func cmdServe(e *env, args []string) int {
 	au, sum := summaryOf("serve")
-	fs := e.flags("serve", "")
+	fs := e.flags("serve")
 	if _, code, ok := e.parse(fs, "serve", au, sum, args); !ok {
 		return code
 	}

@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -526,5 +527,68 @@ func TestI8_RunsReadWithinTheGrantedScope(t *testing.T) {
 	defer op.mu.Unlock()
 	if op.scope != (Scope{Host: "news.example.edu", PathPrefix: "/feeds"}) {
 		t.Fatalf("scope %+v, want the grant's host and path prefix", op.scope)
+	}
+}
+
+// A provider reporting a recipient unreachable (bot blocked or kicked)
+// marks it on the task, visible in `herald tasks show`, and tells the owner
+// once; a provider moving a chat (Telegram migrate_to_chat_id) moves the
+// task's recipient with it.
+func TestUnreachableAndMigratedRecipientsReachTheTask(t *testing.T) {
+	r := newRig(t)
+	r.own()
+	tk := r.activeTask("telegram:chat:-100", "telegram:chat:-200")
+	r.src.push(items("a", 1), nil)
+	r.run(tk.ID)
+	r.src.push(append(items("a", 1), items("b", 1)...), nil)
+	r.run(tk.ID)
+
+	sink := newRecorder()
+	sink.answer = func(d delivery.Delivery) delivery.Outcome {
+		if d.To.ID == "-100" {
+			return delivery.Outcome{Result: delivery.Failed, Reason: "blocked", Unreachable: true}
+		}
+		if d.To.ID == "-200" {
+			return delivery.Outcome{Result: delivery.Completed, MigratedTo: "telegram:chat:-300"}
+		}
+		return delivery.Outcome{Result: delivery.Completed}
+	}
+	d, err := delivery.NewDispatcher(delivery.Options{Ledger: r.store.Ledger(), Worker: "w", Now: r.clock.Now, Poll: 10 * time.Millisecond,
+		Router: delivery.NewTable(delivery.TableConfig{Sinks: map[delivery.AddressKind]delivery.Sink{delivery.InboxAddr: sink, delivery.TelegramChat: sink}}),
+		Hooks: delivery.Hooks{
+			Unreachable: func(ctx context.Context, task, rcpt, reason string) { _ = r.m.MarkUnreachable(ctx, task, rcpt, reason) },
+			Migrated:    func(ctx context.Context, task, from, to string) { _ = r.m.MigrateRecipient(ctx, task, from, to) },
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { d.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	waitFor(t, func() bool {
+		got, _ := r.m.Get(context.Background(), tk.ID)
+		return len(got.Unreachable) == 1 && slices.Contains(got.Notify, "telegram:chat:-300")
+	})
+	got, _ := r.m.Get(context.Background(), tk.ID)
+	if got.Unreachable[0] != "telegram:chat:-100" || slices.Contains(got.Notify, "telegram:chat:-200") {
+		t.Fatalf("unreachable %v, notify %v", got.Unreachable, got.Notify)
+	}
+	unreachableNotices := func() int {
+		_, notices := r.effects(tk.ID)
+		n := 0
+		for _, fx := range notices {
+			if strings.Contains(decodeMsg(t, fx).Title, "unreachable") {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, func() bool { return unreachableNotices() == 1 })
+	// Marking the same recipient again tells the owner nothing new.
+	_ = r.m.MarkUnreachable(context.Background(), tk.ID, "telegram:chat:-100", "blocked")
+	if n := unreachableNotices(); n != 1 {
+		t.Fatalf("%d unreachable notices, want 1", n)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/herald-bridge/herald/delivery/inbox"
 	"github.com/herald-bridge/herald/delivery/telegram"
 	"github.com/herald-bridge/herald/delivery/webhook"
+	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
@@ -35,6 +36,9 @@ func (s *service) assemble(ctx context.Context) error {
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.ownerG = prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_scheduler_owner", Help: "1 while this replica owns scheduling."})
 	s.registry.MustRegister(s.ownerG)
+	if st, ok := s.store.(interface{ CommitStats() bolt.CommitStats }); ok {
+		registerCommitStats(s.registry, st.CommitStats)
+	}
 
 	s.prefs = &delivery.PrefStore{KV: s.store.Channels(), Zone: cfg.Location}
 	tc, err := s.routing(cfg)
@@ -82,6 +86,23 @@ func (s *service) assemble(ctx context.Context) error {
 	s.routes()
 	s.channels, err = newChannelSet(ctx, s)
 	return err
+}
+
+// registerCommitStats exports the embedded store's group commit: rounds,
+// the writes they carried (their ratio is the batch size) and the time
+// spent in them.
+func registerCommitStats(reg prometheus.Registerer, stats func() bolt.CommitStats) {
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "herald_store_commits_total",
+			Help: "Write transactions of the embedded store (one fsync round each)."},
+			func() float64 { return float64(stats().Transactions) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "herald_store_commit_writes_total",
+			Help: "Writes carried by those transactions."},
+			func() float64 { return float64(stats().Writes) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "herald_store_commit_seconds_total",
+			Help: "Time spent in those transactions, fsync included."},
+			func() float64 { return stats().Busy.Seconds() }),
+	)
 }
 
 // reload applies a new, valid config: recipients, policy, hooks and

@@ -29,7 +29,7 @@ type committer struct {
 	stats commitStats
 }
 
-// commitStats counts the committer's work, for benchmarks.
+// commitStats counts the committer's work (CommitStats).
 type commitStats struct {
 	txs, calls atomic.Int64
 	busy       atomic.Int64 // nanoseconds inside transactions
@@ -38,6 +38,19 @@ type commitStats struct {
 type call struct {
 	fn  func(tx *bbolt.Tx) error
 	err chan error
+}
+
+// CommitStats is what the group committer has done since the store opened.
+type CommitStats struct {
+	Transactions int64         // write transactions committed (one fsync round each)
+	Writes       int64         // writes they carried
+	Busy         time.Duration // time spent inside them, fsync included
+}
+
+// CommitStats reports the group committer's counters, for metrics.
+func (s *Store) CommitStats() CommitStats {
+	st := &s.gc.stats
+	return CommitStats{Transactions: st.txs.Load(), Writes: st.calls.Load(), Busy: time.Duration(st.busy.Load())}
 }
 
 func newCommitter(db *bbolt.DB, maxBatch int) *committer {

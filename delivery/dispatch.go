@@ -130,7 +130,8 @@ func (d *Dispatcher) Wake() {
 // group is the effects sent as one message.
 type group struct {
 	fx    []store.Effect
-	begun bool // claimed in flight for this worker already (Handoff)
+	begun bool     // claimed in flight for this worker already (Handoff)
+	msg   *Message // what fx's payloads encode, if known (Handoff)
 }
 
 // Run delivers until ctx ends; in-flight sends finish (bounded by the
@@ -252,7 +253,7 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 			})
 			return
 		}
-		d.send(ctx, route, g.fx, g.fx)
+		d.send(ctx, route, g.fx, g.fx, g.msg)
 		return
 	}
 	switch {
@@ -301,13 +302,13 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 		}
 	}
 	live = d.collapse(ctx, live, now)
-	d.send(ctx, route, live, nil)
+	d.send(ctx, route, live, nil, nil)
 }
 
 // send delivers live as one message, part by part: each part is begun in
 // the ledger (unless begun is given: already in flight for this worker),
-// sent, and settled.
-func (d *Dispatcher) send(ctx context.Context, route Route, live, begun []store.Effect) {
+// sent, and settled. msg, when given, is what begun's payloads encode.
+func (d *Dispatcher) send(ctx context.Context, route Route, live, begun []store.Effect, msg *Message) {
 	recipient, taskID := live[0].Recipient, live[0].TaskID
 	var now time.Time
 	for {
@@ -317,17 +318,20 @@ func (d *Dispatcher) send(ctx context.Context, route Route, live, begun []store.
 		if len(begun) == 0 {
 			return
 		}
-		msg, err := merge(begun)
-		if err != nil {
-			d.settleAll(ctx, begun, func(store.Effect) store.Outcome {
-				return store.Outcome{State: store.Failed, Error: "bad_payload"}
-			})
-			return
+		if msg == nil {
+			m, err := merge(begun)
+			if err != nil {
+				d.settleAll(ctx, begun, func(store.Effect) store.Outcome {
+					return store.Outcome{State: store.Failed, Error: "bad_payload"}
+				})
+				return
+			}
+			msg = &m
 		}
 		first := begun[0]
 		part := first.PartsSent
 		attempt := len(first.Attempts)
-		out := route.Sink.Send(ctx, Delivery{Key: first.Key, To: route.To, Message: msg, Lang: route.Lang, Zone: route.Zone, Attempt: attempt, Part: part})
+		out := route.Sink.Send(ctx, Delivery{Key: first.Key, To: route.To, Message: *msg, Lang: route.Lang, Zone: route.Zone, Attempt: attempt, Part: part})
 		d.o.Metrics.Attempts.WithLabelValues(string(route.To.Kind), out.Result.String()).Inc()
 		if out.MigratedTo != "" && d.o.Hooks.Migrated != nil {
 			d.o.Hooks.Migrated(ctx, taskID, recipient, out.MigratedTo)
@@ -342,7 +346,7 @@ func (d *Dispatcher) send(ctx context.Context, route Route, live, begun []store.
 					// taking the group apart in between.
 					return store.Outcome{State: store.Pending, RetryAt: now.Add(partHold), PartsSent: part + 1, ProviderID: out.ProviderID}
 				})
-				live, begun = begun, nil
+				live, begun, msg = begun, nil, nil // the next part may win fewer: merge again
 				continue
 			}
 			d.settleAll(ctx, begun, func(fx store.Effect) store.Outcome {
@@ -541,12 +545,14 @@ func (d *Dispatcher) Reserve(ctx context.Context, recipient, taskID string) (wor
 
 // Handoff sends effects claimed in flight for this dispatcher's worker
 // (after Reserve) and records their outcome; release is called when done.
-func (d *Dispatcher) Handoff(fxs []store.Effect, release func()) {
+func (d *Dispatcher) Handoff(fxs []store.Effect, msg Message, release func()) {
 	d.directWG.Add(1)
 	go func() {
 		defer d.directWG.Done()
 		defer release()
-		d.deliver(context.Background(), group{fx: fxs, begun: true})
+		msg.Items = slices.Clone(msg.Items)
+		sortItems(msg.Items) // as merge would
+		d.deliver(context.Background(), group{fx: fxs, begun: true, msg: &msg})
 	}()
 }
 
@@ -619,8 +625,13 @@ func merge(fxs []store.Effect) (Message, error) {
 		}
 		out.Items = append(out.Items, m.Items...)
 	}
-	slices.SortStableFunc(out.Items, func(a, b Item) int { return changeRank(a.Change) - changeRank(b.Change) })
+	sortItems(out.Items)
 	return out, nil
+}
+
+// sortItems puts deadlines first, then new, then changed items.
+func sortItems(items []Item) {
+	slices.SortStableFunc(items, func(a, b Item) int { return changeRank(a.Change) - changeRank(b.Change) })
 }
 
 func changeRank(c string) int {

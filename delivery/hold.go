@@ -95,6 +95,9 @@ func clock(s string) (time.Duration, error) {
 // hours hold everything except deadline reminders due within UrgentWindow,
 // and hold a later reminder only until it comes within that window.
 func (s *PrefStore) Hold(ctx context.Context, recipient, taskID string, urgentDue, now time.Time) (time.Time, bool) {
+	if !hasPrefs(recipient) {
+		return time.Time{}, false
+	}
 	p, err := s.Get(ctx, recipient)
 	if err != nil {
 		return time.Time{}, false
@@ -128,6 +131,13 @@ func (s *PrefStore) Hold(ctx context.Context, recipient, taskID string, urgentDu
 		until = notAfter(until, urgentDue.Add(-UrgentWindow))
 	}
 	return until, held
+}
+
+// hasPrefs reports whether recipient can have Prefs: only chats set them
+// (/quiet, /mute), so named recipients and inboxes skip the store read.
+func hasPrefs(recipient string) bool {
+	kind, _, _ := strings.Cut(recipient, ":")
+	return AddressKind(kind) == TelegramChat || AddressKind(kind) == FeishuChat
 }
 
 // quietUntil reports whether local time now lies in [from, to) (which may

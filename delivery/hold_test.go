@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/store"
 )
 
 func TestPrefStoreHold(t *testing.T) {
@@ -111,3 +112,32 @@ func FuzzParseQuiet(f *testing.F) {
 		}
 	})
 }
+
+// Only chats set preferences, so a named recipient or an inbox is never
+// held and costs no store read on the delivery path.
+func TestPrefStoreHold_OnlyChatsHavePrefs(t *testing.T) {
+	kv := &countingKV{}
+	ps := &delivery.PrefStore{KV: kv, Zone: time.UTC}
+	now := time.Date(2026, 11, 30, 23, 0, 0, 0, time.UTC)
+	for _, to := range []string{"bench-sink", "inbox:alice", "team-bot"} {
+		if _, held := ps.Hold(context.Background(), to, "t1", time.Time{}, now); held {
+			t.Errorf("%s held", to)
+		}
+	}
+	if kv.gets != 0 {
+		t.Errorf("%d store reads for recipients without prefs, want 0", kv.gets)
+	}
+	ps.Hold(context.Background(), "telegram:chat:42", "t1", time.Time{}, now)
+	if kv.gets != 1 {
+		t.Errorf("a chat's prefs were read %d times, want 1", kv.gets)
+	}
+}
+
+type countingKV struct{ gets int }
+
+func (k *countingKV) Get(context.Context, string) ([]byte, error) {
+	k.gets++
+	return nil, store.ErrNotFound
+}
+func (k *countingKV) Put(context.Context, string, []byte, time.Duration) error { return nil }
+func (k *countingKV) Delete(context.Context, string) error                     { return nil }

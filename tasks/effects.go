@@ -81,7 +81,7 @@ func (m *Manager) Admit(ctx context.Context, a Admission) (store.CommitResult, e
 			fx := effects[0]
 			fx.InFlight, fx.Worker = true, worker
 			fx.Attempts = []store.Attempt{{N: 1, Start: now, By: worker, Outcome: store.Pending}}
-			m.o.Direct.Handoff([]store.Effect{fx}, release)
+			m.o.Direct.Handoff([]store.Effect{fx}, a.Message, release)
 			return res, nil
 		}
 	}

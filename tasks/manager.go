@@ -79,7 +79,9 @@ type Options struct {
 // Direct hands pushes to free local delivery workers (delivery.Dispatcher).
 type Direct interface {
 	Reserve(ctx context.Context, recipient, taskID string) (worker string, release func(), ok bool)
-	Handoff(fxs []store.Effect, release func())
+	// Handoff sends fxs, whose payloads encode msg (so it need not be
+	// decoded again).
+	Handoff(fxs []store.Effect, msg delivery.Message, release func())
 }
 
 func (o *Options) validate() error {

@@ -141,8 +141,8 @@ func Transport(o Options) *http.Transport {
 		TLSHandshakeTimeout:   o.ConnectTimeout,
 		ResponseHeaderTimeout: o.Timeout,
 		ExpectContinueTimeout: time.Second,
-		MaxIdleConns:          64,
-		MaxIdleConnsPerHost:   32, // at least the dispatcher's workers: reuse, don't redial
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   128, // the dispatcher's workers plus its direct hand-offs: reuse, don't redial
 		IdleConnTimeout:       90 * time.Second,
 	}
 }

@@ -89,9 +89,17 @@ func cmdServe(e *env, args []string) int {
 // MiB. GOGC in the environment wins, as usual.
 const gcPercent = 400
 
+// gcSoftLimit keeps the higher target from multiplying a large live heap
+// (several big feeds parsed at once) into hundreds of MiB: near this
+// total the collector runs more often again. GOMEMLIMIT wins.
+const gcSoftLimit = 384 << 20
+
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(gcSoftLimit)
 	}
 }
 

@@ -301,13 +301,15 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 			return
 		}
 	}
-	live = d.collapse(ctx, live, now)
 	d.send(ctx, route, live, nil, nil)
 }
 
 // send delivers live as one message, part by part: each part is begun in
 // the ledger (unless begun is given: already in flight for this worker),
 // sent, and settled. msg, when given, is what begun's payloads encode.
+// Every begun effect shares the message's outcome, including those whose
+// item the message carries in a later state (collapse): they were
+// delivered exactly when the message was.
 func (d *Dispatcher) send(ctx context.Context, route Route, live, begun []store.Effect, msg *Message) {
 	recipient, taskID := live[0].Recipient, live[0].TaskID
 	var now time.Time
@@ -319,7 +321,7 @@ func (d *Dispatcher) send(ctx context.Context, route Route, live, begun []store.
 			return
 		}
 		if msg == nil {
-			m, err := merge(begun)
+			m, err := merge(collapse(begun))
 			if err != nil {
 				d.settleAll(ctx, begun, func(store.Effect) store.Outcome {
 					return store.Outcome{State: store.Failed, Error: "bad_payload"}
@@ -471,10 +473,13 @@ func notAfter(t, limit time.Time) time.Time {
 	return t
 }
 
-// collapse keeps, for each item listed several times in one held batch,
-// only its final state (A→B→C says C); the superseded effects complete as
-// collapsed into the one that is sent.
-func (d *Dispatcher) collapse(ctx context.Context, fxs []store.Effect, now time.Time) []store.Effect {
+// collapse returns the effects whose payloads make up the message of a
+// group: an item listed several times (A→B→C while held) appears once, in
+// its final state, C. The superseded effects stay in the group: they are
+// begun and settled with the message that carries their item's later
+// state, so none reads as delivered unless that message was (I3), and a
+// retry or replay of the group sends the same collapsed message.
+func collapse(fxs []store.Effect) []store.Effect {
 	if len(fxs) < 2 {
 		return fxs
 	}
@@ -482,7 +487,7 @@ func (d *Dispatcher) collapse(ctx context.Context, fxs []store.Effect, now time.
 	ids := make([]string, len(fxs))
 	for i, fx := range fxs {
 		var m Message
-		if json.Unmarshal(fx.Payload, &m) != nil || len(m.Items) != 1 || fx.Kind != KindChanged {
+		if fx.Kind != KindChanged || json.Unmarshal(fx.Payload, &m) != nil || len(m.Items) != 1 {
 			continue
 		}
 		ids[i] = m.Items[0].ID
@@ -490,15 +495,14 @@ func (d *Dispatcher) collapse(ctx context.Context, fxs []store.Effect, now time.
 			latest[ids[i]] = i
 		}
 	}
-	var keep []store.Effect
+	if len(latest) == len(fxs) {
+		return fxs
+	}
+	keep := make([]store.Effect, 0, len(fxs))
 	for i, fx := range fxs {
-		if ids[i] != "" && latest[ids[i]] != i {
-			if _, err := d.o.Ledger.Begin(ctx, fx.Key, d.o.Worker, now); err == nil {
-				d.settle(ctx, fx.Key, store.Outcome{State: store.Completed, ProviderID: "collapsed:" + fxs[latest[ids[i]]].Key})
-			}
-			continue
+		if ids[i] == "" || latest[ids[i]] == i {
+			keep = append(keep, fx)
 		}
-		keep = append(keep, fx)
 	}
 	return keep
 }

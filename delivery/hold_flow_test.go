@@ -2,6 +2,8 @@ package delivery_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -121,15 +123,12 @@ func TestQuietHoursLetUrgentDeadlinesThrough(t *testing.T) {
 	}
 }
 
-// TestHeldChangesCollapseToTheLatest: one item changing A→B→C while held
-// yields one message saying C; the superseded pushes complete as
-// collapsed into it and are never sent.
-func TestHeldChangesCollapseToTheLatest(t *testing.T) {
-	r := newRig(t)
-	api := newFakeBotAPI(t)
+// heldChanges holds one item changing A→B→C during quiet hours, then lets
+// the quiet hours end; it returns the three effect keys, oldest first.
+func heldChanges(t *testing.T, r *rig, api *fakeBotAPI) []string {
+	t.Helper()
 	r.setPrefs(chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
 	r.start(telegramRoute(t, api.URL), "w", withHolder(r.prefs()))
-
 	var keys []string
 	for i, room := range []string{"A101", "B202", "C303"} {
 		if i > 0 {
@@ -140,24 +139,128 @@ func TestHeldChangesCollapseToTheLatest(t *testing.T) {
 		keys = append(keys, k)
 	}
 	r.advance(time.Minute) // the worker that held C is done with it
+	if got := len(api.sent()); got != 0 {
+		t.Fatalf("%d messages during quiet hours, want none", got)
+	}
 	r.advance(nextMorning.Sub(r.clock.Now()))
-	last := r.settled(keys[2], store.Completed)
-	for _, k := range keys[:2] {
+	return keys
+}
+
+// saysOnlyLatest reports whether a Telegram message carries the final
+// state of the held item (C303) and none of the superseded ones.
+func saysOnlyLatest(text string) bool {
+	return strings.Contains(text, "C303") && !strings.Contains(text, "A101") && !strings.Contains(text, "B202")
+}
+
+// TestI3_HeldChangesCollapseAndShareTheirMessageOutcome: one item changing
+// A→B→C while held goes out as one message saying C, and the superseded
+// pushes end exactly as that message did: completed only when it was
+// delivered, failed or unknown with it otherwise, never completed ahead
+// of it. Each one records its own attempt, begun with the message (I1),
+// and an unknown outcome is not replayed.
+func TestI3_HeldChangesCollapseAndShareTheirMessageOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer func(t *testing.T, w http.ResponseWriter) bool
+		state  store.EffectState
+		reason string
+	}{
+		{name: "delivered", state: store.Completed},
+		{name: "rejected", state: store.Failed, reason: "bad_request",
+			answer: func(_ *testing.T, w http.ResponseWriter) bool {
+				w.WriteHeader(http.StatusBadRequest)
+				fmt.Fprint(w, `{"ok":false,"error_code":400,"description":"Bad Request: can't parse entities"}`)
+				return false
+			}},
+		{name: "gateway timeout", state: store.Unknown, reason: "http_504",
+			answer: func(_ *testing.T, w http.ResponseWriter) bool {
+				w.WriteHeader(http.StatusGatewayTimeout)
+				fmt.Fprint(w, `{"ok":false,"error_code":504,"description":"Gateway Timeout"}`)
+				return false
+			}},
+		{name: "answer lost", state: store.Unknown,
+			answer: func(t *testing.T, w http.ResponseWriter) bool {
+				dropConnection(t, w)
+				return false
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			api := newFakeBotAPI(t)
+			if tc.answer != nil {
+				api.send = func(_ int, w http.ResponseWriter) bool { return tc.answer(t, w) }
+			}
+			keys := heldChanges(t, r, api)
+
+			carrier := r.settled(keys[2], tc.state)
+			for _, k := range keys {
+				fx := r.settled(k, tc.state)
+				if len(fx.Attempts) != 1 || !fx.Attempts[0].Start.Equal(nextMorning) {
+					t.Errorf("effect %s: attempts %+v; want one, begun with the message at %s", k, fx.Attempts, nextMorning)
+				}
+				if fx.Error != carrier.Error || fx.ProviderID != carrier.ProviderID {
+					t.Errorf("effect %s ended (%q, %q); want the carrying message's (%q, %q)",
+						k, fx.Error, fx.ProviderID, carrier.Error, carrier.ProviderID)
+				}
+			}
+			if tc.reason != "" && carrier.Error != tc.reason {
+				t.Errorf("outcome reason %q, want %q", carrier.Error, tc.reason)
+			}
+			if tc.state == store.Completed && carrier.ProviderID != "101" {
+				t.Errorf("provider id %q, want Telegram's message id 101", carrier.ProviderID)
+			}
+			r.advance(time.Hour)
+			sent := api.sent()
+			if len(sent) != 1 {
+				t.Fatalf("%d messages, want exactly 1", len(sent))
+			}
+			if !saysOnlyLatest(sent[0]) {
+				t.Errorf("the message says %q; want only the latest state, C303", sent[0])
+			}
+		})
+	}
+}
+
+// TestI3_HeldChangesCollapsedRetryTogether: when Telegram refuses the
+// collapsed message with 429 (provably not sent), every push it carries
+// waits for the retry with it, none reads as delivered meanwhile, and the
+// retry is the same one message saying C.
+func TestI3_HeldChangesCollapsedRetryTogether(t *testing.T) {
+	r := newRig(t)
+	api := newFakeBotAPI(t)
+	api.send = func(n int, w http.ResponseWriter) bool {
+		if n > 1 {
+			return true
+		}
+		w.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprint(w, `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 3","parameters":{"retry_after":3}}`)
+		return false
+	}
+	keys := heldChanges(t, r, api)
+
+	retry := nextMorning.Add(3 * time.Second)
+	for _, k := range keys {
+		waitFor(t, func() bool { fx := r.effect(k); return len(fx.Attempts) == 1 && !fx.InFlight }, "the first attempt at %s", k)
+		if fx := r.effect(k); fx.State != store.Pending || !fx.NotBefore.Equal(retry) {
+			t.Fatalf("effect %s after 429: %s until %s; want pending until %s", k, fx.State, fx.NotBefore, retry)
+		}
+	}
+	r.advance(3 * time.Second)
+	for _, k := range keys {
 		fx := r.settled(k, store.Completed)
-		if fx.ProviderID != "collapsed:"+keys[2] {
-			t.Errorf("superseded push ended with provider id %q, want collapsed into the latest", fx.ProviderID)
+		if len(fx.Attempts) != 2 || !fx.Attempts[1].Start.Equal(retry) || fx.ProviderID != "102" {
+			t.Errorf("effect %s: attempts %+v, provider id %q; want the second at %s, message 102", k, fx.Attempts, fx.ProviderID, retry)
 		}
 	}
 	r.advance(time.Hour)
 	sent := api.sent()
-	if len(sent) != 1 {
-		t.Fatalf("%d messages, want 1", len(sent))
+	if len(sent) != 2 {
+		t.Fatalf("%d sendMessage calls, want 2: the refused one and its retry", len(sent))
 	}
-	if !strings.Contains(sent[0], "C303") || strings.Contains(sent[0], "A101") || strings.Contains(sent[0], "B202") {
-		t.Errorf("the message says %q; want only the latest state, C303", sent[0])
-	}
-	if last.ProviderID == "" || strings.HasPrefix(last.ProviderID, "collapsed:") {
-		t.Errorf("the sent push has provider id %q, want Telegram's message id", last.ProviderID)
+	for i, text := range sent {
+		if !saysOnlyLatest(text) {
+			t.Errorf("call %d says %q; want only the latest state, C303", i+1, text)
+		}
 	}
 }
 

@@ -20,9 +20,17 @@ var errStore = errors.New("telegram: update claim failed")
 
 // process handles one update: map it, claim its update_id, run the turn
 // and answer. It returns an error only when the update was not claimed
-// and must be offered again; a failed answer is logged, since the turn
-// already ran.
+// (or a group's move to a supergroup not recorded) and must be offered
+// again; a failed answer is logged, since the turn already ran.
 func (c *Channel) process(ctx context.Context, u *models.Update, me identity) error {
+	if old, to, ok := migration(u.Message); ok {
+		// Recording the move is idempotent, so the update needs no claim;
+		// when it cannot be recorded the update is offered again.
+		if err := c.remember(ctx, old, to); err != nil {
+			return fmt.Errorf("%w: %w", errStore, err)
+		}
+		return nil
+	}
 	in, ok := mapUpdate(u, me)
 	if !ok {
 		return nil

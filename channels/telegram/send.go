@@ -62,6 +62,12 @@ func keyboard(buttons []conversation.Button) (*models.InlineKeyboardMarkup, erro
 
 // send sends r as one or more HTML messages; the keyboard rides on the
 // last part. replyTo threads the first part under a message (groups).
+//
+// A group that became a supergroup is followed: replies go to the
+// supergroup once the move is known, and a part Telegram refuses with
+// migrate_to_chat_id (provably not sent) is sent once more to the new
+// chat, which is remembered for later replies. A second move is not
+// followed.
 func (c *Channel) send(ctx context.Context, chat int64, r conversation.Reply, replyTo int) error {
 	kb, err := keyboard(r.Buttons)
 	if err != nil {
@@ -71,9 +77,14 @@ func (c *Channel) send(ctx context.Context, chat int64, r conversation.Reply, re
 	if len(parts) == 0 {
 		return nil // nothing to say
 	}
+	to := c.resolve(ctx, chat)
+	followed := to != chat
+	if followed {
+		replyTo = 0 // the message replied to stayed in the old group
+	}
 	for i, p := range parts {
 		params := &bot.SendMessageParams{
-			ChatID:             chat,
+			ChatID:             to,
 			Text:               p,
 			ParseMode:          models.ParseModeHTML,
 			LinkPreviewOptions: &models.LinkPreviewOptions{IsDisabled: bot.True()},
@@ -84,16 +95,33 @@ func (c *Channel) send(ctx context.Context, chat int64, r conversation.Reply, re
 		if i == len(parts)-1 && len(r.Buttons) > 0 {
 			params.ReplyMarkup = kb
 		}
-		err := c.sendPart(ctx, params)
-		if d := retryAfter(err); d > 0 && d <= maxReplyWait && c.wait(ctx, d) {
-			// Telegram refused before sending; the one retry it invites.
-			err = c.sendPart(ctx, params)
+		err := c.sendWaiting(ctx, params)
+		var mig *bot.MigrateError
+		if errors.As(err, &mig) && !followed && mig.MigrateToChatID != 0 && int64(mig.MigrateToChatID) != to {
+			followed = true
+			to = int64(mig.MigrateToChatID)
+			if rerr := c.remember(ctx, chat, to); rerr != nil {
+				c.log.Warn().Str("error", rerr.Error()).Msg("telegram chat migration not persisted")
+			}
+			params.ChatID = to
+			params.ReplyParameters = nil
+			err = c.sendWaiting(ctx, params)
 		}
 		if err != nil {
 			return errors.Join(ErrSend, c.wrap("sendMessage", err))
 		}
 	}
 	return nil
+}
+
+// sendWaiting sends one part, sitting out one short rate limit.
+func (c *Channel) sendWaiting(ctx context.Context, params *bot.SendMessageParams) error {
+	err := c.sendPart(ctx, params)
+	if d := retryAfter(err); d > 0 && d <= maxReplyWait && c.wait(ctx, d) {
+		// Telegram refused before sending; the one retry it invites.
+		err = c.sendPart(ctx, params)
+	}
+	return err
 }
 
 func (c *Channel) sendPart(ctx context.Context, params *bot.SendMessageParams) error {

@@ -84,8 +84,9 @@ type Options struct {
 	WebhookSecret string // required in webhook mode
 	PublicURL     string // required in webhook mode: WebhookPath is appended
 	Handler       Handler
-	// Store provides Channels() for the persisted offset, Dedup() for
-	// update ids and Leases() for the poller lease.
+	// Store provides Channels() for the persisted offset and the groups
+	// that became supergroups, Dedup() for update ids and Leases() for the
+	// poller lease.
 	Store store.Store
 	// Holder is this replica's id, the poller lease holder.
 	Holder     string
@@ -172,6 +173,8 @@ type Channel struct {
 	bot   *bot.Bot
 	log   zerolog.Logger
 	chats chatLocks
+	// migrated caches groups that became supergroups (old -> new id).
+	migrated migrations
 
 	idMu sync.Mutex
 	me   identity // zero until getMe answered
@@ -259,9 +262,15 @@ func (c *Channel) scrub(s string) string {
 }
 
 // wrap turns a client error into one that names the call and never
-// carries the token, keeping the chain for errors.Is / errors.As.
+// carries the token or a migration's new chat id, keeping the chain for
+// errors.Is / errors.As.
 func (c *Channel) wrap(call string, err error) error {
-	return &apiError{msg: "telegram: " + call + ": " + c.scrub(err.Error()), err: err}
+	text := err.Error()
+	var mig *bot.MigrateError
+	if errors.As(err, &mig) {
+		text = mig.Message // without migrate_to_chat_id (I10)
+	}
+	return &apiError{msg: "telegram: " + call + ": " + c.scrub(text), err: err}
 }
 
 type apiError struct {

@@ -3,6 +3,14 @@
 // sources, webhook recipients) goes through the guard here: the address is
 // checked after DNS resolution, at dial time, for every connection, so DNS
 // rebinding and redirect targets are covered as well as literal addresses.
+//
+// A name may resolve to several addresses. The dialer tries them in turn
+// and the guard judges each attempt before its connect, so a refused
+// address is never connected to: a name with one public and one private
+// answer reaches only the public address, and one with only refused
+// answers fails with ErrBlocked. Refusing the whole name for one private
+// answer would add nothing, since the public address alone is what its
+// owner could have published anyway.
 package egress
 
 import (
@@ -51,6 +59,9 @@ type Options struct {
 	// whatever the policy: an operator's explicitly trusted endpoint, or a
 	// test's own server on 127.0.0.1 while everything else stays guarded.
 	Trusted []netip.AddrPort
+	// Resolver looks names up (nil: the system resolver). Tests point it
+	// at their own DNS server; the guard judges whatever it answers.
+	Resolver *net.Resolver
 }
 
 func (o Options) withDefaults() Options {
@@ -133,6 +144,7 @@ func Transport(o Options) *http.Transport {
 		Timeout:   o.ConnectTimeout,
 		KeepAlive: 30 * time.Second,
 		Control:   Guard(o.AllowPrivate, o.Trusted...),
+		Resolver:  o.Resolver,
 	}
 	return &http.Transport{
 		Proxy:                 nil,

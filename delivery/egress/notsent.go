@@ -54,13 +54,20 @@ func tlsHandshakeFailure(err error) bool {
 	return strings.Contains(err.Error(), "TLS handshake timeout")
 }
 
-// Redact drops the URL from a *url.Error returned by Client or Resty: a
-// webhook URL is a recipient address and a source URL may embed a token
-// (I10). The cause stays reachable with errors.Is / errors.As.
+// Redact drops the URL from a *url.Error returned by Client or Resty, and
+// the resolved address from the dial error inside it: a webhook URL is a
+// recipient address, the address it resolved to identifies the recipient
+// as well, and a source URL may embed a token (I10). The cause stays
+// reachable with errors.Is / errors.As.
 func Redact(err error) error {
 	var ue *url.Error
 	if !errors.As(err, &ue) {
 		return err
 	}
-	return &url.Error{Op: ue.Op, URL: "[redacted]", Err: ue.Err}
+	cause := ue.Err
+	var op *net.OpError
+	if errors.As(cause, &op) && (op.Addr != nil || op.Source != nil) {
+		cause = &net.OpError{Op: op.Op, Net: op.Net, Err: op.Err}
+	}
+	return &url.Error{Op: ue.Op, URL: "[redacted]", Err: cause}
 }

@@ -90,7 +90,7 @@ func TestCommandReplies(t *testing.T) {
 			p.AutoApprove, p.AllowedHosts = nil, nil
 			r.m.SetPolicy(p)
 			return id, rid
-		}, who: bob, text: "/resume {id}", zh: true, want: []string{"超出了已批准的范围；管理员可以用 /approve {rid} 批准。"}},
+		}, who: bob, text: "/resume {id}", zh: true, want: []string{"主机 news.example.edu 已不再为 telegram:22 自动批准；管理员可以用 /approve {rid} 批准。"}},
 		{name: "resume pending", setup: pending, who: alice, text: "/resume {id}", want: []string{"is pending approval, not paused"}},
 		{name: "delete", setup: active, who: bob, text: "/delete {id}", want: []string{"Deleted {id}"}},
 		{name: "delete zh", setup: active, who: bob, text: "/delete {id}", zh: true, want: []string{"已删除 {id}"}},

@@ -142,8 +142,8 @@ type Manager struct {
 	dirtyMu sync.Mutex
 	dirty   map[string]bool
 
-	// createMu makes counting live tasks and creating one a single step,
-	// so requests arriving together respect the task limit (I7).
+	// createMu makes counting live tasks and creating one a single step
+	// within this replica; CreateLease does across replicas (I7).
 	createMu sync.Mutex
 
 	runMu    sync.Mutex
@@ -250,7 +250,8 @@ func (m *Manager) Get(ctx context.Context, id string) (*Task, error) {
 		}
 		return decodeTask(rec.Value, rec.Revision)
 	}
-	return nil, userErr(ErrNotFound, "there is no task or request %s", typed)
+	return nil, userErr(ErrNotFound, "there is no task or request %s",
+		"没有编号为 %s 的任务或申请；发送 /tasks 查看。", typed)
 }
 
 // taskID returns the task id that id names (see Get), or id itself.
@@ -335,10 +336,11 @@ func (m *Manager) Redeliver(ctx context.Context, who, key string) (store.Effect,
 	}
 	if t, err := m.Get(ctx, fx.TaskID); err == nil {
 		if !m.mayManage(who, t) {
-			return fx, userErr(ErrForbidden, "only the task's owner or an admin can redeliver its effects")
+			return fx, userErr(ErrForbidden, "only the task's owner or an admin can redeliver its effects",
+				"只有任务的创建者或管理员可以重新投递它的推送。")
 		}
 	} else if !m.Policy().IsAdmin(who) && who != "" {
-		return fx, userErr(ErrForbidden, "only an admin can redeliver this effect")
+		return fx, userErr(ErrForbidden, "only an admin can redeliver this effect", "只有管理员可以重新投递这条推送。")
 	}
 	fx, err = m.store.Ledger().Redeliver(ctx, key, who, m.clock.Now())
 	if err != nil {
@@ -370,26 +372,30 @@ type Submission struct {
 func (m *Manager) Submit(ctx context.Context, s Submission) (*Task, error) {
 	p := m.Policy()
 	if !p.MayRequest(s.Principal) {
-		return nil, userErr(ErrForbidden, "you are not allowed to request watches; ask an admin")
+		return nil, userErr(ErrForbidden, "you are not allowed to request watches; ask an admin",
+			"你没有申请关注的权限；请联系管理员。")
 	}
 	u, err := url.Parse(strings.TrimSpace(s.URL))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, userErr(ErrInvalid, "that is not a web address I can watch (it must start with http:// or https://)")
+		return nil, userErr(ErrInvalid, "that is not a web address I can watch (it must start with http:// or https://)",
+			"这不是可以关注的网址（必须以 http:// 或 https:// 开头）。")
 	}
 	if u.User != nil {
-		return nil, userErr(ErrInvalid, "please leave credentials out of the URL")
+		return nil, userErr(ErrInvalid, "please leave credentials out of the URL", "请不要把账号密码写在网址里。")
 	}
 	switch s.Kind {
 	case "", "rss", "ical", "json", "html":
 	default:
-		return nil, userErr(ErrInvalid, "unknown kind %q: use rss, ical, json or html", s.Kind)
+		return nil, userErr(ErrInvalid, "unknown kind %q: use rss, ical, json or html",
+			"未知的类型 %q；请用 rss、ical、json 或 html。", s.Kind)
 	}
 	if s.Schedule == "" {
 		s.Schedule = "every 1h"
 	}
 	sched, err := schedule.Parse(s.Schedule, m.o.Zone)
 	if err != nil {
-		return nil, userErr(ErrInvalid, "I could not read the schedule: %v", err)
+		return nil, userErr(ErrInvalid, "I could not read the schedule: %v",
+			"无法识别时间安排（%v）；例如 every 1h 或 daily 08:00。", err)
 	}
 	notify := s.Notify
 	if len(notify) == 0 {
@@ -403,13 +409,6 @@ func (m *Manager) Submit(ctx context.Context, s Submission) (*Task, error) {
 		if err := p.mayTarget(s, r); err != nil {
 			return nil, err
 		}
-	}
-	m.createMu.Lock()
-	defer m.createMu.Unlock()
-	if n, err := m.countLive(ctx); err != nil {
-		return nil, err
-	} else if n >= p.Limits.MaxTasks {
-		return nil, userErr(ErrLimit, "herald already has %d tasks, its limit; delete one first", n)
 	}
 	now := m.clock.Now()
 	t := &Task{
@@ -430,7 +429,7 @@ func (m *Manager) Submit(ctx context.Context, s Submission) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := m.create(ctx, t, now); err != nil {
+	if err := m.createWithinLimit(ctx, t, p.Limits.MaxTasks, now); err != nil {
 		return nil, err
 	}
 	m.signal(t.ID, "requested")
@@ -450,19 +449,20 @@ func (p Policy) mayTarget(s Submission, r string) error {
 		return nil
 	case !delivery.IsLiteral(r):
 		if !p.Named[r] {
-			return userErr(ErrInvalid, "there is no recipient named %s", r)
+			return userErr(ErrInvalid, "there is no recipient named %s", "没有名为 %s 的接收方。", r)
 		}
 		if !p.IsAdmin(s.Principal) {
-			return userErr(ErrForbidden, "only an admin can send to %s", r)
+			return userErr(ErrForbidden, "only an admin can send to %s", "只有管理员可以推送到 %s。", r)
 		}
 		return nil
 	case p.IsAdmin(s.Principal):
 		if _, err := delivery.ParseAddress(r); err != nil {
-			return userErr(ErrInvalid, "%v", err)
+			return userErr(ErrInvalid, "%v", "接收地址无效（%v）。", err)
 		}
 		return nil
 	}
-	return userErr(ErrForbidden, "you can only have pushes sent to this chat or your inbox")
+	return userErr(ErrForbidden, "you can only have pushes sent to this chat or your inbox",
+		"只能推送到本聊天或你的收件箱。")
 }
 
 func (m *Manager) countLive(ctx context.Context) (int, error) {
@@ -479,7 +479,107 @@ func (m *Manager) countLive(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-func (m *Manager) create(ctx context.Context, t *Task, now time.Time) error {
+// CreateLease is the lease under which a replica counts the live tasks
+// and creates one, so that the task limit holds across replicas (I7).
+const CreateLease = "task-create"
+
+// createLeaseTTL bounds how long a replica that dies while creating a task
+// keeps the others from creating one. Counting and one catalog write take
+// far less; a holder that stalls past it cannot write (see createWithinLimit).
+const createLeaseTTL = 5 * time.Second
+
+// createWaits are the waits between attempts to take CreateLease while
+// another replica holds it: about 3 s in all, then the request is refused
+// with a plain "try again" rather than left hanging.
+var createWaits = []time.Duration{
+	10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond,
+	160 * time.Millisecond, 320 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond,
+	500 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond,
+}
+
+// createWithinLimit stores t as a new task unless the live tasks already
+// reach limit (I7). Counting and storing are one step across replicas: both
+// happen while this replica holds CreateLease, and the catalog write is
+// fenced with the lease's epoch. A replica that stalled past the lease's
+// lifetime while another took it over (and may have counted and created in
+// between) has its write refused as stale, and counts again.
+//
+// The write is fenced by CreateLease, not by the scheduler lease: any
+// replica takes requests, owner or not, so the scheduler's fence would
+// refuse them on every other replica, and what must not interleave with
+// this count is another replica's count, which only CreateLease orders.
+// Updates of existing tasks stay unfenced revision compare-and-swaps: none
+// of them turns a task that is not counted into one that is.
+func (m *Manager) createWithinLimit(ctx context.Context, t *Task, limit int, now time.Time) error {
+	// Acquire renews a lease its holder already holds, so the lease alone
+	// does not order this replica's own requests: createMu does.
+	m.createMu.Lock()
+	defer m.createMu.Unlock()
+	for range 3 {
+		lease, err := m.takeCreateLease(ctx)
+		if err != nil {
+			return err
+		}
+		err = m.countAndCreate(ctx, store.Fence{Lease: lease.Name, Epoch: lease.Epoch}, t, limit, now)
+		m.releaseCreateLease(ctx, lease)
+		if errors.Is(err, store.ErrStaleEpoch) {
+			continue // another replica took the lease over meanwhile: count again
+		}
+		return err
+	}
+	return busyErr()
+}
+
+func (m *Manager) countAndCreate(ctx context.Context, f store.Fence, t *Task, limit int, now time.Time) error {
+	n, err := m.countLive(ctx)
+	if err != nil {
+		return err
+	}
+	if n >= limit {
+		return userErr(ErrLimit, "herald already has %d tasks, its limit; delete one first",
+			"任务数量已达上限（%d 个）；请先删除一个任务。", n)
+	}
+	return m.create(ctx, f, t, now)
+}
+
+// takeCreateLease takes CreateLease, waiting while another replica holds it.
+func (m *Manager) takeCreateLease(ctx context.Context) (store.Lease, error) {
+	for i := 0; ; i++ {
+		l, err := m.store.Leases().Acquire(ctx, CreateLease, m.o.Holder, createLeaseTTL)
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, store.ErrLeaseHeld) {
+			return store.Lease{}, fmt.Errorf("take the task-create lease: %w", err)
+		}
+		if i == len(createWaits) {
+			return store.Lease{}, busyErr()
+		}
+		select {
+		case <-ctx.Done():
+			return store.Lease{}, ctx.Err()
+		case <-m.clock.After(createWaits[i]):
+		}
+	}
+}
+
+// releaseCreateLease gives CreateLease up even when ctx has ended, so the
+// next request need not wait for it to expire.
+func (m *Manager) releaseCreateLease(ctx context.Context, l store.Lease) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if err := m.store.Leases().Release(rctx, l); err != nil {
+		m.log.Warn().Err(err).Msg("cannot release the task-create lease; it expires on its own")
+	}
+}
+
+func busyErr() error {
+	return userErr(ErrBusy, "herald is busy with other new tasks; try again in a moment",
+		"正在处理其他新任务，请稍后再试。")
+}
+
+// create stores t under a new id, with its write fenced by f.
+func (m *Manager) create(ctx context.Context, f store.Fence, t *Task, now time.Time) error {
 	for range 5 {
 		id := randomID(3)
 		t.ID, t.Request = "t-"+id, Request{ID: "r-" + id, By: t.Owner, At: now, Via: t.ReplyTo}
@@ -487,7 +587,7 @@ func (m *Manager) create(ctx context.Context, t *Task, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		rev, err := m.store.Catalog().Put(ctx, store.Fence{}, t.ID, 0, b)
+		rev, err := m.store.Catalog().Put(ctx, f, t.ID, 0, b)
 		if errors.Is(err, store.ErrConflict) {
 			continue // id taken: draw another
 		}
@@ -551,11 +651,11 @@ func (m *Manager) mayManage(who string, t *Task) bool {
 func (m *Manager) Approve(ctx context.Context, who, id string) (*Task, error) {
 	p := m.Policy()
 	if who != "" && !p.IsAdmin(who) {
-		return nil, userErr(ErrForbidden, "only an admin can approve requests")
+		return nil, userErr(ErrForbidden, "only an admin can approve requests", "只有管理员可以批准申请。")
 	}
 	t, err := m.update(ctx, id, func(t *Task) error {
 		if t.State != PendingApproval {
-			return userErr(ErrState, "request %s is already %s", t.Request.ID, stateWord(t.State))
+			return userErr(ErrState, "request %s is already %s", "申请 %s 已经是“%s”状态。", t.Request.ID, stateText(t.State))
 		}
 		basis := "admin"
 		if u, err := url.Parse(t.Source.URL); err == nil && p.HostAllowed(u.Host) {
@@ -574,11 +674,11 @@ func (m *Manager) Approve(ctx context.Context, who, id string) (*Task, error) {
 // Reject rejects a pending request (admins only).
 func (m *Manager) Reject(ctx context.Context, who, id, reason string) (*Task, error) {
 	if who != "" && !m.Policy().IsAdmin(who) {
-		return nil, userErr(ErrForbidden, "only an admin can reject requests")
+		return nil, userErr(ErrForbidden, "only an admin can reject requests", "只有管理员可以拒绝申请。")
 	}
 	t, err := m.update(ctx, id, func(t *Task) error {
 		if t.State != PendingApproval {
-			return userErr(ErrState, "request %s is already %s", t.Request.ID, stateWord(t.State))
+			return userErr(ErrState, "request %s is already %s", "申请 %s 已经是“%s”状态。", t.Request.ID, stateText(t.State))
 		}
 		t.State = Rejected
 		t.Decision = &Decision{By: who, At: m.clock.Now(), Reason: reason}
@@ -595,7 +695,7 @@ func (m *Manager) Reject(ctx context.Context, who, id, reason string) (*Task, er
 func (m *Manager) Pause(ctx context.Context, who, id string) (*Task, error) {
 	return m.transition(ctx, who, id, "paused", func(t *Task) error {
 		if t.State != Active && t.State != Errored {
-			return userErr(ErrState, "task %s is %s, not active", t.ID, stateWord(t.State))
+			return userErr(ErrState, "task %s is %s, not active", "任务 %s 当前为“%s”，不在运行中。", t.ID, stateText(t.State))
 		}
 		t.State = Paused
 		return nil
@@ -607,7 +707,7 @@ func (m *Manager) Resume(ctx context.Context, who, id string) (*Task, error) {
 	p := m.Policy()
 	return m.transition(ctx, who, id, "resumed", func(t *Task) error {
 		if t.State != Paused && t.State != Errored {
-			return userErr(ErrState, "task %s is %s, not paused", t.ID, stateWord(t.State))
+			return userErr(ErrState, "task %s is %s, not paused", "任务 %s 当前为“%s”，没有暂停。", t.ID, stateText(t.State))
 		}
 		if err := p.checkScope(t); err != nil {
 			return err
@@ -623,7 +723,7 @@ func (m *Manager) Resume(ctx context.Context, who, id string) (*Task, error) {
 func (m *Manager) Delete(ctx context.Context, who, id string) (*Task, error) {
 	return m.transition(ctx, who, id, "deleted", func(t *Task) error {
 		if t.State == Deleted {
-			return userErr(ErrState, "task %s is already deleted", t.ID)
+			return userErr(ErrState, "task %s is already deleted", "任务 %s 已经删除了。", t.ID)
 		}
 		t.State = Deleted
 		return nil
@@ -633,7 +733,7 @@ func (m *Manager) Delete(ctx context.Context, who, id string) (*Task, error) {
 func (m *Manager) transition(ctx context.Context, who, id, what string, fn func(t *Task) error) (*Task, error) {
 	t, err := m.update(ctx, id, func(t *Task) error {
 		if !m.mayManage(who, t) {
-			return userErr(ErrForbidden, "only the task's owner or an admin can do that")
+			return userErr(ErrForbidden, "only the task's owner or an admin can do that", "只有任务的创建者或管理员可以这样做。")
 		}
 		return fn(t)
 	})

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -156,18 +157,61 @@ var (
 	ErrInvalid   = errors.New("invalid request")
 	ErrState     = errors.New("not possible in the task's current state")
 	ErrNotOwner  = errors.New("this replica does not own scheduling")
+	// ErrBusy: another replica kept the task-create lease too long. It
+	// wraps store.ErrUnavailable, so callers that know only the store's
+	// errors treat it as "try again later" too.
+	ErrBusy = fmt.Errorf("busy creating another task: %w", store.ErrUnavailable)
 )
 
-// UserError is an error with a plain message for people, wrapping one of
-// the sentinels above.
+// UserError is an error with a plain message for people, in English and
+// in Chinese, wrapping one of the sentinels above. Both texts are written
+// where the error is made, so rewording one cannot silently lose the other.
 type UserError struct {
 	Kind error
-	Msg  string
+	Msg  string // English, lower case and without a final full stop
+	Zh   string // Chinese, a complete sentence
 }
 
 func (e *UserError) Error() string { return e.Msg }
 func (e *UserError) Unwrap() error { return e.Kind }
 
-func userErr(kind error, format string, args ...any) error {
-	return &UserError{Kind: kind, Msg: fmt.Sprintf(format, args...)}
+// Text is a word or phrase in both languages, for UserError arguments that
+// read differently in each (a task state).
+type Text struct{ En, Zh string }
+
+// userErr makes a UserError. en and zh are fmt formats over the same args;
+// a Text argument is formatted in the language of the format it fills.
+// Every user-facing error of the manager is made here (a test checks that
+// each call gives both texts and that both use every argument).
+func userErr(kind error, en, zh string, args ...any) error {
+	return &UserError{Kind: kind, Msg: fmt.Sprintf(en, inLang(args, false)...), Zh: fmt.Sprintf(zh, inLang(args, true)...)}
+}
+
+// inLang replaces each Text in args by its English or Chinese form.
+func inLang(args []any, zh bool) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		if t, ok := a.(Text); ok {
+			a = t.En
+			if zh {
+				a = t.Zh
+			}
+		}
+		out[i] = a
+	}
+	return out
+}
+
+var stateZh = map[State]string{
+	PendingApproval: "待批准", Active: "运行中", Paused: "已暂停", Errored: "出错",
+	Done: "已完成", Rejected: "已拒绝", Deleted: "已删除",
+}
+
+// stateText names a state in both languages.
+func stateText(s State) Text {
+	t := Text{En: stateWord(s), Zh: stateZh[s]}
+	if t.Zh == "" {
+		t.Zh = t.En
+	}
+	return t
 }

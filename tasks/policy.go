@@ -116,7 +116,7 @@ func (p Policy) autoApproved(principal, host string) bool {
 func grantFor(t *Task, by, basis string) (*Grant, error) {
 	u, err := url.Parse(t.Source.URL)
 	if err != nil || u.Host == "" {
-		return nil, userErr(ErrInvalid, "the URL %q is not valid", t.Source.URL)
+		return nil, userErr(ErrInvalid, "the URL %q is not valid", "网址 %q 无效。", t.Source.URL)
 	}
 	prefix := path.Dir(u.Path)
 	if u.Path == "" || strings.HasSuffix(u.Path, "/") {
@@ -140,43 +140,50 @@ func grantFor(t *Task, by, basis string) (*Grant, error) {
 func (p Policy) checkScope(t *Task) error {
 	g := t.Grant
 	if g == nil {
-		return userErr(ErrScope, "task %s has no approval; it needs /approve %s", t.ID, t.Request.ID)
+		return userErr(ErrScope, "task %s has no approval; it needs /approve %s",
+			"任务 %s 还没有获得批准；需要管理员用 /approve %s 批准。", t.ID, t.Request.ID)
 	}
 	u, err := url.Parse(t.Source.URL)
 	if err != nil {
-		return userErr(ErrScope, "the task's URL is not valid")
+		return userErr(ErrScope, "the task's URL is not valid", "任务的网址无效；需要重新批准。")
 	}
 	host := strings.ToLower(u.Host)
 	if host != g.Host || !strings.HasPrefix(u.Path, g.PathPrefix) {
-		return userErr(ErrScope, "the URL on %s is outside what was approved (%s%s); it needs a new approval", host, g.Host, g.PathPrefix)
+		return userErr(ErrScope, "the URL on %s is outside what was approved (%s%s); it needs a new approval",
+			"%s 上的网址超出了已批准的范围（%s%s）；需要重新批准。", host, g.Host, g.PathPrefix)
 	}
 	if t.Owner != g.Owner {
-		return userErr(ErrScope, "the task's owner changed since approval; it needs a new approval")
+		return userErr(ErrScope, "the task's owner changed since approval; it needs a new approval",
+			"批准之后任务的创建者变了；需要重新批准。")
 	}
 	for _, r := range t.Notify {
 		if !slices.Contains(g.Recipients, r) {
-			return userErr(ErrScope, "a recipient was added since approval; it needs a new approval")
+			return userErr(ErrScope, "a recipient was added since approval; it needs a new approval",
+				"批准之后新增了接收方；需要重新批准。")
 		}
 	}
 	if g.Basis == "config" {
 		return nil
 	}
 	if !p.MayRequest(t.Owner) {
-		return userErr(ErrScope, "%s may no longer request tasks under the current policy", t.Owner)
+		return userErr(ErrScope, "%s may no longer request tasks under the current policy",
+			"按当前策略，%s 已不能申请任务。", t.Owner)
 	}
 	switch g.Basis {
 	case "allowed_hosts":
 		if !p.HostAllowed(host) {
-			return userErr(ErrScope, "the host %s is no longer in the allowed list; an admin can approve it again with /approve %s", host, t.Request.ID)
+			return userErr(ErrScope, "the host %s is no longer in the allowed list; an admin can approve it again with /approve %s",
+				"主机 %s 已不在允许列表中；管理员可以用 /approve %s 重新批准。", host, t.Request.ID)
 		}
 	case "auto_approve":
 		if !p.autoApproved(t.Owner, host) && !p.HostAllowed(host) {
-			return userErr(ErrScope, "the host %s is no longer auto-approved for %s; an admin can approve it with /approve %s", host, t.Owner, t.Request.ID)
+			return userErr(ErrScope, "the host %s is no longer auto-approved for %s; an admin can approve it with /approve %s",
+				"主机 %s 已不再为 %s 自动批准；管理员可以用 /approve %s 批准。", host, t.Owner, t.Request.ID)
 		}
 	}
 	for _, r := range t.Notify {
 		if !delivery.IsLiteral(r) && !p.Named[r] {
-			return userErr(ErrScope, "the recipient %s no longer exists", r)
+			return userErr(ErrScope, "the recipient %s no longer exists", "接收方 %s 已不存在。", r)
 		}
 	}
 	return nil

@@ -88,10 +88,11 @@ func (m *Manager) RunNow(ctx context.Context, who, id string) (RunRecord, error)
 		return RunRecord{}, err
 	}
 	if !m.mayManage(who, t) {
-		return RunRecord{}, userErr(ErrForbidden, "only the task's owner or an admin can run it")
+		return RunRecord{}, userErr(ErrForbidden, "only the task's owner or an admin can run it",
+			"只有任务的创建者或管理员可以运行它。")
 	}
 	if t.State != Active && t.State != Errored && t.State != Paused {
-		return RunRecord{}, userErr(ErrState, "task %s is %s", t.ID, stateWord(t.State))
+		return RunRecord{}, userErr(ErrState, "task %s is %s", "任务 %s 当前为“%s”，不能运行。", t.ID, stateText(t.State))
 	}
 	if t.State != Active { // running a stopped task is resuming it once: recheck the scope (I8)
 		if err := m.Policy().checkScope(t); err != nil {
@@ -102,7 +103,8 @@ func (m *Manager) RunNow(ctx context.Context, who, id string) (RunRecord, error)
 	owner := m.ownerCtx
 	m.mu.Unlock()
 	if owner == nil {
-		return RunRecord{}, userErr(ErrNotOwner, "this herald does not own scheduling right now; try again shortly")
+		return RunRecord{}, userErr(ErrNotOwner, "this herald does not own scheduling right now; try again shortly",
+			"现在无法运行，请稍后再试。")
 	}
 	s := m.startRun(owner, t.ID, wakeCheck, false)
 	select {
@@ -508,7 +510,7 @@ func (m *Manager) Rebaseline(ctx context.Context, who, id string) (*Task, error)
 		return nil, err
 	}
 	if !m.mayManage(who, t) {
-		return nil, userErr(ErrForbidden, "only the task's owner or an admin can do that")
+		return nil, userErr(ErrForbidden, "only the task's owner or an admin can do that", "只有任务的创建者或管理员可以这样做。")
 	}
 	switch t.State {
 	case Active:
@@ -517,14 +519,15 @@ func (m *Manager) Rebaseline(ctx context.Context, who, id string) (*Task, error)
 			return nil, err
 		}
 	default:
-		return nil, userErr(ErrState, "task %s is %s", t.ID, stateWord(t.State))
+		return nil, userErr(ErrState, "task %s is %s", "任务 %s 当前为“%s”，不能这样做。", t.ID, stateText(t.State))
 	}
 	// A snapshot is written only under the scheduling owner's fence (I5).
 	m.mu.Lock()
 	fence := m.fence
 	m.mu.Unlock()
 	if fence.IsZero() {
-		return nil, userErr(ErrNotOwner, "this herald does not own scheduling right now; try again shortly")
+		return nil, userErr(ErrNotOwner, "this herald does not own scheduling right now; try again shortly",
+			"现在无法处理，请稍后再试。")
 	}
 	var prev *watch.Snapshot
 	if b, err := m.store.Snapshots().Get(ctx, t.ID); err == nil {
@@ -532,7 +535,7 @@ func (m *Manager) Rebaseline(ctx context.Context, who, id string) (*Task, error)
 	}
 	res, _, err := m.fetch(ctx, t, nil)
 	if err != nil {
-		return nil, userErr(ErrInvalid, "the source could not be read (%s)", watch.ClassOf(err))
+		return nil, userErr(ErrInvalid, "the source could not be read (%s)", "无法读取来源（%s）。", watch.ClassOf(err))
 	}
 	next := watch.Rebaseline(prev, res.Items, m.clock.Now())
 	next.Validators = res.Validators
@@ -657,7 +660,7 @@ func (m *Manager) SetDeclared(ctx context.Context, decls []Declared) error {
 func (m *Manager) replan(t *Task, now time.Time) error {
 	sched, err := schedule.Parse(t.Schedule, m.o.Zone)
 	if err != nil {
-		return userErr(ErrInvalid, "the schedule %q cannot be read: %v", t.Schedule, err)
+		return userErr(ErrInvalid, "the schedule %q cannot be read: %v", "无法识别时间安排 %q（%v）。", t.Schedule, err)
 	}
 	if t.LastRunEnd.IsZero() {
 		if t.State == Active {

@@ -43,7 +43,7 @@ func TestErrorRepliesInTheChatsLanguage(t *testing.T) {
 			en: "The host lms.example.edu is no longer in the allowed list; an admin can approve it again with /approve {rid}.",
 			zh: "主机 lms.example.edu 已不在允许列表中；管理员可以用 /approve {rid} 重新批准。"},
 		{name: "limit", setup: atLimit, who: alice, text: "/watch https://news.example.edu/other.xml every 1h",
-			en: "Herald already has 1 tasks, its limit; delete one first.",
+			en: "Herald has reached its task limit (1); delete one first.",
 			zh: "任务数量已达上限（1 个）；请先删除一个任务。"},
 		{name: "request state", setup: active, who: admin, text: "/approve {rid}",
 			en: "Request {rid} is already active.",

@@ -536,7 +536,7 @@ func (m *Manager) countAndCreate(ctx context.Context, f store.Fence, t *Task, li
 		return err
 	}
 	if n >= limit {
-		return userErr(ErrLimit, "herald already has %d tasks, its limit; delete one first",
+		return userErr(ErrLimit, "herald has reached its task limit (%d); delete one first",
 			"任务数量已达上限（%d 个）；请先删除一个任务。", n)
 	}
 	return m.create(ctx, f, t, now)

@@ -108,11 +108,16 @@ type Options struct {
 	// Store provides Dedup for event and message ids, shared by replicas.
 	Store store.Store
 	Log   zerolog.Logger
-	// HTTPClient is used for the token, bot-info and message calls
-	// (default: one with DefaultTimeout).
+	// HTTPClient is used for the bot-info and message calls, and for the
+	// token calls when Tokens is nil (default: one with DefaultTimeout).
 	HTTPClient *http.Client
-	// Now is the clock for signature freshness and token expiry (default
-	// time.Now).
+	// Tokens is the app's one tenant token source, shared with the
+	// delivery sink of the same app so both use one token and one refresh
+	// schedule (nil: the channel keeps its own). It must belong to AppID
+	// on BaseURL.
+	Tokens *sink.TokenSource
+	// Now is the clock for signature freshness, and for token expiry when
+	// Tokens is nil (default time.Now).
 	Now func() time.Time
 }
 
@@ -148,6 +153,9 @@ func (o *Options) validate() error {
 	}
 	if o.Store == nil {
 		errs = append(errs, errors.New("a store is required"))
+	}
+	if o.Tokens != nil && !o.Tokens.For(o.AppID, o.BaseURL) {
+		errs = append(errs, errors.New("the token source belongs to another app"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
@@ -199,7 +207,10 @@ func New(o Options) (*Channel, error) {
 	}
 	c := &Channel{o: o, log: o.Log.With().Str("channel", "feishu").Logger(), cardWait: CardWait}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.tokens = sink.NewTokenSource(o.AppID, o.AppSecret, o.BaseURL, o.HTTPClient, o.Now)
+	c.tokens = o.Tokens
+	if c.tokens == nil {
+		c.tokens = sink.NewTokenSource(o.AppID, o.AppSecret, o.BaseURL, o.HTTPClient, o.Now)
+	}
 	c.bot = &botInfo{}
 	c.chats = newChats(c.ctx, c.turn, c.log)
 	c.lark = lark.NewClient(o.AppID, o.AppSecret,

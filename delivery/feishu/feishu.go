@@ -64,6 +64,7 @@ var (
 
 type config struct {
 	client *http.Client
+	tokens *TokenSource
 	log    zerolog.Logger
 	now    func() time.Time
 }
@@ -71,9 +72,15 @@ type config struct {
 // Option configures a Sink.
 type Option func(*config)
 
-// WithHTTPClient sets the HTTP client for the token and message calls
-// (default: one with DefaultTimeout).
+// WithHTTPClient sets the HTTP client for the message calls, and for the
+// token calls of a sink without WithTokenSource (default: one with
+// DefaultTimeout).
 func WithHTTPClient(c *http.Client) Option { return func(o *config) { o.client = c } }
+
+// WithTokenSource makes the sink use ts, the app's one token source, which
+// the chat channel of the same app shares; New refuses a source of another
+// app. Without it the sink keeps a source of its own.
+func WithTokenSource(ts *TokenSource) Option { return func(o *config) { o.tokens = ts } }
 
 // WithLogger sets the logger (default: none).
 func WithLogger(l zerolog.Logger) Option { return func(o *config) { o.log = l } }
@@ -101,8 +108,13 @@ func New(appID, appSecret, baseURL string, opts ...Option) (*Sink, error) {
 	if c.client == nil {
 		c.client = &http.Client{Timeout: DefaultTimeout}
 	}
+	if c.tokens == nil {
+		c.tokens = NewTokenSource(appID, appSecret, baseURL, c.client, c.now)
+	} else if !c.tokens.For(appID, baseURL) {
+		return nil, fmt.Errorf("%w: the token source belongs to another app", ErrConfig)
+	}
 	s := &Sink{
-		tokens: NewTokenSource(appID, appSecret, baseURL, c.client, c.now),
+		tokens: c.tokens,
 		log:    c.log,
 		now:    c.now,
 		secret: appSecret,
@@ -171,12 +183,6 @@ func (s *Sink) send(ctx context.Context, d delivery.Delivery) (delivery.Outcome,
 		return delivery.Outcome{Result: delivery.Failed, Reason: "too_large"}, ""
 	}
 
-	tok, err := s.tokens.Token(ctx)
-	if err != nil {
-		return classifyTokenError(err), err.Error()
-	}
-
-	tr := &trace{}
 	body := larkim.NewCreateMessageReqBodyBuilder().
 		ReceiveId(d.To.ID).
 		MsgType(larkim.MsgTypeInteractive).
@@ -187,22 +193,36 @@ func (s *Sink) send(ctx context.Context, d delivery.Delivery) (delivery.Outcome,
 		body = body.Uuid(UUID(d.Key, d.Part))
 	}
 	req := larkim.NewCreateMessageReqBuilder().ReceiveIdType(idType).Body(body.Build()).Build()
-	resp, err := s.lark.Im.V1.Message.Create(withTrace(ctx, tr), req, larkcore.WithTenantAccessToken(tok))
-	if err != nil {
-		return classifyCallError(tr, err), err.Error()
-	}
-	if resp.Success() {
-		id := ""
-		if resp.Data != nil && resp.Data.MessageId != nil {
-			id = *resp.Data.MessageId
+
+	// A token the platform refuses is dropped and the call made once more
+	// with a fresh one: the refusal happened at the gate, so nothing was
+	// sent. A second refusal is left to the dispatcher's retry.
+	for attempt := 0; ; attempt++ {
+		tok, err := s.tokens.Token(ctx)
+		if err != nil {
+			return classifyTokenError(err), err.Error()
 		}
-		return delivery.Outcome{Result: delivery.Completed, ProviderID: id}, ""
+		tr := &trace{}
+		resp, err := s.lark.Im.V1.Message.Create(withTrace(ctx, tr), req, larkcore.WithTenantAccessToken(tok))
+		if err != nil {
+			return classifyCallError(tr, err), err.Error()
+		}
+		if resp.Success() {
+			id := ""
+			if resp.Data != nil && resp.Data.MessageId != nil {
+				id = *resp.Data.MessageId
+			}
+			return delivery.Outcome{Result: delivery.Completed, ProviderID: id}, ""
+		}
+		if IsTokenInvalid(resp.Code) {
+			s.tokens.Drop(tok)
+			if attempt == 0 {
+				continue
+			}
+		}
+		out := classifyCode(resp.StatusCode, resp.Header, resp.Code)
+		return out, fmt.Sprintf("code %d: %s (log id %s)", resp.Code, resp.Msg, resp.RequestId())
 	}
-	out := classifyCode(resp.StatusCode, resp.Header, resp.Code)
-	if IsTokenInvalid(resp.Code) {
-		s.tokens.Drop(tok)
-	}
-	return out, fmt.Sprintf("code %d: %s (log id %s)", resp.Code, resp.Msg, resp.RequestId())
 }
 
 func receiveIDType(a delivery.Address) (string, bool) {

@@ -54,6 +54,10 @@ type fakeFeishu struct {
 	byUUID     map[string]string
 	calls      int
 	answer     func(n int) reply
+	// tokenGate, when set, holds token requests until it closes;
+	// tokenHit receives as each one arrives.
+	tokenGate chan struct{}
+	tokenHit  chan struct{}
 }
 
 func newFake(t *testing.T, appID string, answer func(n int) reply) *fakeFeishu {
@@ -77,6 +81,13 @@ func (f *fakeFeishu) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.URL.Path {
 	case TokenPath:
+		f.mu.Lock()
+		gate, hit := f.tokenGate, f.tokenHit
+		f.mu.Unlock()
+		if gate != nil {
+			hit <- struct{}{}
+			<-gate
+		}
 		var in struct{ AppID, AppSecret string }
 		var raw map[string]string
 		_ = json.NewDecoder(r.Body).Decode(&raw)
@@ -289,19 +300,51 @@ func TestTokenCachedAndRefreshed(t *testing.T) {
 	}
 }
 
-func TestInvalidTokenDroppedAndReplaced(t *testing.T) {
+func TestInvalidTokenDroppedAndRefetchedOnce(t *testing.T) {
 	f := newFake(t, newAppID(), nil)
-	s, _ := newSink(t, f)
+	s, logs := newSink(t, f)
 	if got := s.Send(context.Background(), deliveryFor("a")); got.Result != delivery.Completed {
 		t.Fatal(got)
 	}
 	f.mu.Lock()
 	f.valid = map[string]bool{} // the platform revokes the token
 	f.mu.Unlock()
-	deliverytest.Outcome(t, s.Send(context.Background(), deliveryFor("b")), delivery.RetryAfter, "token_invalid")
+	// Refused at the gate, so nothing was sent: the same send goes out
+	// again at once with a fresh token.
 	deliverytest.Outcome(t, s.Send(context.Background(), deliveryFor("b")), delivery.Completed, "")
-	if n, _ := f.state(); n != 2 {
-		t.Errorf("token fetches = %d, want 2", n)
+	deliverytest.Outcome(t, s.Send(context.Background(), deliveryFor("c")), delivery.Completed, "")
+	n, msgs := f.state()
+	if n != 2 || len(msgs) != 3 {
+		t.Errorf("token fetches = %d, messages = %d; want 2 and 3", n, len(msgs))
+	}
+	deliverytest.NoSecretInLogs(t, logs, appSecret, "t-g1044", chat.ID)
+}
+
+func TestTokenRefusedTwiceIsLeftToTheDispatcher(t *testing.T) {
+	refused := reply{status: 400, body: `{"code":99991663,"msg":"Invalid access token for authorization."}`}
+	f := newFake(t, newAppID(), func(int) reply { return refused })
+	s, _ := newSink(t, f)
+	deliverytest.Outcome(t, s.Send(context.Background(), deliveryFor("a")), delivery.RetryAfter, "token_invalid")
+	f.mu.Lock()
+	calls := f.calls
+	f.mu.Unlock()
+	if n, msgs := f.state(); n != 2 || calls != 2 || len(msgs) != 0 {
+		t.Errorf("token fetches %d, message calls %d, messages %d; want 2, 2, 0", n, calls, len(msgs))
+	}
+}
+
+func TestSinkRefusesTheTokenSourceOfAnotherApp(t *testing.T) {
+	f := newFake(t, newAppID(), nil)
+	for _, ts := range []*TokenSource{
+		NewTokenSource("cli_other", appSecret, f.srv.URL, nil, nil),
+		NewTokenSource(f.appID, appSecret, "https://open.larksuite.com", nil, nil),
+	} {
+		if _, err := New(f.appID, appSecret, f.srv.URL, WithTokenSource(ts)); !errors.Is(err, ErrConfig) {
+			t.Errorf("New with a foreign token source: %v, want ErrConfig", err)
+		}
+	}
+	if _, err := New(f.appID, appSecret, f.srv.URL+"/", WithTokenSource(NewTokenSource(f.appID, appSecret, f.srv.URL, nil, nil))); err != nil {
+		t.Errorf("New with the app's own token source: %v", err)
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	lark "github.com/larksuite/oapi-sdk-go/v3"
+
 	"github.com/herald-bridge/herald/delivery/egress"
 )
 
@@ -29,10 +31,22 @@ var (
 	ErrTokenUnavailable = errors.New("feishu: tenant token unavailable")
 )
 
+// FetchTimeout bounds one token request. A fetch runs detached from the
+// caller that started it, so it needs its own bound.
+const FetchTimeout = DefaultTimeout
+
 // TokenSource owns the tenant_access_token of one app. The SDK's cache is
 // process-global and cannot drop a token the platform has declared
-// invalid, so herald keeps its own. It is safe for concurrent use; its
-// errors never carry the app secret or a token (I10).
+// invalid, so herald keeps its own: one per app, shared by everything that
+// calls the platform as that app (the chat channel and the delivery sink),
+// so the app has one token and one refresh schedule.
+//
+// Concurrent callers that find no usable token share one fetch. The fetch
+// runs on the source's own HTTP client and is not tied to the context of
+// the caller that started it: a caller that gives up returns at once
+// without failing the others, and the answer is cached for the next.
+// It is safe for concurrent use; its errors never carry the app secret or
+// a token (I10).
 type TokenSource struct {
 	base, appID, appSecret string
 	client                 *http.Client
@@ -41,11 +55,20 @@ type TokenSource struct {
 	mu      sync.Mutex
 	token   string
 	renewAt time.Time
+	flight  *tokenFlight // the fetch under way, if any
+}
+
+// tokenFlight is one fetch that callers wait on together.
+type tokenFlight struct {
+	done  chan struct{}
+	token string
+	err   error
 }
 
 // NewTokenSource returns the token source of app appID/appSecret on the
-// open platform at baseURL, fetching with client and timing expiry by now
-// (nil: a client with DefaultTimeout, time.Now). It makes no request.
+// open platform at baseURL (empty: Feishu), fetching with client and
+// timing expiry by now (nil: a client with DefaultTimeout, time.Now). It
+// makes no request.
 func NewTokenSource(appID, appSecret, baseURL string, client *http.Client, now func() time.Time) *TokenSource {
 	if client == nil {
 		client = &http.Client{Timeout: DefaultTimeout}
@@ -53,10 +76,23 @@ func NewTokenSource(appID, appSecret, baseURL string, client *http.Client, now f
 	if now == nil {
 		now = time.Now
 	}
+	if baseURL == "" {
+		baseURL = lark.FeishuBaseUrl
+	}
 	return &TokenSource{
 		base: strings.TrimRight(baseURL, "/"), appID: appID, appSecret: appSecret,
 		client: client, now: now,
 	}
+}
+
+// For reports whether t is the token source of app appID on the open
+// platform at baseURL (empty: Feishu). Callers handed a shared source
+// check it against their own settings.
+func (t *TokenSource) For(appID, baseURL string) bool {
+	if baseURL == "" {
+		baseURL = lark.FeishuBaseUrl
+	}
+	return t.appID == appID && t.base == strings.TrimRight(baseURL, "/")
 }
 
 type tokenAnswer struct {
@@ -67,25 +103,59 @@ type tokenAnswer struct {
 }
 
 // Token returns a valid token, fetching one when none is cached or the
-// cached one is within TokenMargin of expiry. Errors wrap ErrTokenRejected
-// or ErrTokenUnavailable.
+// cached one is within TokenMargin of its stated expiry. Callers arriving
+// while a fetch is under way wait for that fetch instead of starting
+// another. Errors wrap ErrTokenRejected or ErrTokenUnavailable; when ctx
+// ends first, ErrTokenUnavailable and ctx's error.
 func (t *TokenSource) Token(ctx context.Context) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrTokenUnavailable, err)
+	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.token != "" && t.now().Before(t.renewAt) {
-		return t.token, nil
+		tok := t.token
+		t.mu.Unlock()
+		return tok, nil
 	}
+	f := t.flight
+	if f == nil {
+		f = &tokenFlight{done: make(chan struct{})}
+		t.flight = f
+		go t.run(f)
+	}
+	t.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.token, f.err
+	case <-ctx.Done():
+		return "", fmt.Errorf("%w: %w", ErrTokenUnavailable, ctx.Err())
+	}
+}
+
+// run performs the fetch of flight f, caches its token and releases its
+// waiters.
+func (t *TokenSource) run(f *tokenFlight) {
+	ctx, cancel := context.WithTimeout(context.Background(), FetchTimeout)
+	defer cancel()
+	// The stated lifetime counts from when the platform issued the token,
+	// which is no earlier than the moment we asked.
+	asked := t.now()
 	tok, ttl, err := t.fetch(ctx)
-	if err != nil {
-		return "", err
+	t.mu.Lock()
+	if err == nil {
+		t.token, t.renewAt = tok, asked.Add(ttl-TokenMargin)
 	}
-	t.token, t.renewAt = tok, t.now().Add(ttl-TokenMargin)
-	return tok, nil
+	t.flight = nil
+	t.mu.Unlock()
+	f.token, f.err = tok, err
+	close(f.done)
 }
 
 // Drop forgets tok if it is still the cached token, so the next Token
 // fetches a fresh one. Callers drop a token the platform answered with a
-// code for which IsTokenInvalid holds.
+// code for which IsTokenInvalid holds. Dropping a token that was already
+// replaced does nothing, so callers that were refused with the same token
+// cause one refetch between them, not one each.
 func (t *TokenSource) Drop(tok string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

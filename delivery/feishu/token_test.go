@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -101,5 +102,88 @@ func TestIsTokenInvalid(t *testing.T) {
 		if got := IsTokenInvalid(tt.code); got != tt.want {
 			t.Errorf("IsTokenInvalid(%d) = %v, want %v", tt.code, got, tt.want)
 		}
+	}
+}
+
+// gateTokens makes f hold token requests until the returned release is
+// called; hit receives as each request arrives.
+func gateTokens(f *fakeFeishu) (hit <-chan struct{}, release func()) {
+	gate, h := make(chan struct{}), make(chan struct{}, 64)
+	f.mu.Lock()
+	f.tokenGate, f.tokenHit = gate, h
+	f.mu.Unlock()
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	return h, release
+}
+
+func TestTokenSourceConcurrentCallersShareOneFetch(t *testing.T) {
+	f := newFake(t, newAppID(), nil)
+	hit, release := gateTokens(f)
+	defer release()
+	ts := NewTokenSource(f.appID, appSecret, f.srv.URL, nil, nil)
+	const callers = 16
+	var started, done sync.WaitGroup
+	toks := make([]string, callers)
+	errs := make([]error, callers)
+	started.Add(callers)
+	done.Add(callers)
+	for i := range callers {
+		go func() {
+			defer done.Done()
+			started.Done()
+			toks[i], errs[i] = ts.Token(context.Background())
+		}()
+	}
+	<-hit // the first fetch is on the wire and held there
+	started.Wait()
+	release()
+	done.Wait()
+	for i := range callers {
+		if errs[i] != nil || toks[i] != toks[0] || toks[0] == "" {
+			t.Fatalf("caller %d: %q, %v; caller 0: %q", i, toks[i], errs[i], toks[0])
+		}
+	}
+	if n, _ := f.state(); n != 1 {
+		t.Errorf("token fetches = %d for %d concurrent callers, want 1", n, callers)
+	}
+}
+
+func TestTokenSourceFetchOutlivesTheCallerThatStartedIt(t *testing.T) {
+	f := newFake(t, newAppID(), nil)
+	hit, release := gateTokens(f)
+	defer release()
+	ts := NewTokenSource(f.appID, appSecret, f.srv.URL, nil, nil)
+
+	first, cancel := context.WithCancel(context.Background())
+	firstErr := make(chan error, 1)
+	go func() {
+		_, err := ts.Token(first)
+		firstErr <- err
+	}()
+	<-hit // the fetch it started is held at the platform
+
+	second := make(chan string, 1)
+	go func() {
+		tok, err := ts.Token(context.Background())
+		if err != nil {
+			t.Errorf("second caller: %v", err)
+		}
+		second <- tok
+	}()
+	cancel()
+	if err := <-firstErr; !errors.Is(err, ErrTokenUnavailable) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled caller got %v, want ErrTokenUnavailable and context.Canceled", err)
+	}
+	release()
+	if tok := <-second; tok == "" {
+		t.Fatal("the waiting caller got no token")
+	}
+	// The answer is cached: nobody fetches again.
+	if _, err := ts.Token(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := f.state(); n != 1 {
+		t.Errorf("token fetches = %d, want 1", n)
 	}
 }

@@ -24,6 +24,10 @@ const (
 	DefaultHistoryRuns    = 30
 	DefaultMaxItemsPerRun = 100
 	DefaultInboundFormat  = "standard"
+	DefaultAssistantTime  = 20 * time.Second
+	DefaultAssistantRate  = 30
+	MaxAssistantTime      = 2 * time.Minute
+	MaxAssistantRate      = 1000
 	TelegramModePolling   = "polling"
 	TelegramModeWebhook   = "webhook"
 	FeishuModeWebsocket   = "websocket"
@@ -50,6 +54,8 @@ type Config struct {
 	Recipients map[string]Recipient `yaml:"recipients"`
 	Inbound    map[string]Hook      `yaml:"inbound"`
 	Tasks      []TaskDecl           `yaml:"tasks"`
+	// Assistant is the optional plain-language path (SPEC §4).
+	Assistant Assistant `yaml:"assistant"`
 
 	// Location is Timezone resolved.
 	Location *time.Location `yaml:"-"`
@@ -123,6 +129,25 @@ type Feishu struct {
 	VerificationToken string `yaml:"verification_token"`
 	EncryptKey        string `yaml:"encrypt_key"`
 	BaseURL           string `yaml:"base_url"`
+}
+
+// Assistant configures the optional model that reads plain-language chat
+// and drafts a request, lists tasks or explains the commands; it never
+// decides anything. Endpoint is an OpenAI-compatible chat-completions URL.
+// Load switches it off (with a warning) when the section is present but
+// endpoint or api_key is empty; an absent section is off without one.
+type Assistant struct {
+	Endpoint string `yaml:"endpoint"`
+	APIKey   string `yaml:"api_key"` // sent only as the Authorization bearer
+	Model    string `yaml:"model"`
+	// Timeout bounds one call to the model (default 20s, at most 2m).
+	Timeout Duration `yaml:"timeout"`
+	// MaxPerHour is how many plain-language asks one principal may make
+	// in an hour (default 30).
+	MaxPerHour int `yaml:"max_per_hour"`
+
+	// Enabled is decided by Load: endpoint and api_key are both set.
+	Enabled bool `yaml:"-"`
 }
 
 // Policy says who may do what.
@@ -277,6 +302,12 @@ func (c *Config) applyDefaults() {
 			h.Format = DefaultInboundFormat
 			c.Inbound[name] = h
 		}
+	}
+	if c.Assistant.Timeout == 0 {
+		c.Assistant.Timeout = Duration(DefaultAssistantTime)
+	}
+	if c.Assistant.MaxPerHour == 0 {
+		c.Assistant.MaxPerHour = DefaultAssistantRate
 	}
 	for i := range c.Tasks {
 		if c.Tasks[i].Name == "" {

@@ -136,6 +136,14 @@ func TestLoad_ErrorsWithFileAndLine(t *testing.T) {
 		{"unset-env.yaml", []want{{5, "inbound.ci.secret: uses ${CI_WEBHOOK_SECRET}, which is not set"}}},
 		{"channel-bad-mode.yaml", []want{{5, `channels.telegram.mode: unknown mode "longpoll"`}}},
 		{"secrets-file-missing.yaml", []want{{1, "secrets_file: cannot read does-not-exist.yaml"}}},
+		{"assistant-bad-endpoint.yaml", []want{{4, "assistant.endpoint: must use https (http only for loopback hosts with policy.allow_private_networks: true)"}}},
+		{"assistant-unknown-key.yaml", []want{{5, `unknown key "temperature" in assistant`}}},
+		{"assistant-bounds.yaml", []want{
+			{1, "assistant: model is required"},
+			{2, "assistant.endpoint: must use https"},
+			{4, "assistant.timeout: must be a positive duration of at most 2m0s"},
+			{5, "assistant.max_per_hour: must be between 1 and 1000"},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -515,14 +523,95 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 		}
 		out = append(out, line)
 	}
-	cfg, err := loadString(t, strings.Join(out, "\n"), specEnv)
+	text = strings.Join(out, "\n")
+	if !strings.Contains(text, "\n# assistant:\n") {
+		t.Fatal("the reference config no longer shows the assistant section")
+	}
+	text = strings.Replace(text, "\n# assistant:\n", "\nassistant:\n", 1)
+	lookup := func(name string) (string, bool) {
+		if name == "HERALD_ASSISTANT_KEY" {
+			return "sk-example-key", true
+		}
+		return specEnv(name)
+	}
+	cfg, err := loadString(t, text, lookup)
 	if err != nil {
 		t.Fatalf("uncommented example:\n%v", err)
+	}
+	if a := cfg.Assistant; !a.Enabled || a.APIKey != "sk-example-key" || a.Timeout.D() != 20*time.Second || a.MaxPerHour != 30 {
+		t.Errorf("assistant = %+v", a)
 	}
 	if len(cfg.Recipients) != 4 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 4 {
 		t.Errorf("recipients %d, inbound %d, tasks %d: an example block did not uncomment", len(cfg.Recipients), len(cfg.Inbound), len(cfg.Tasks))
 	}
 	if rel, _ := cfg.Task("releases"); rel.Source.Link != "html_url" {
 		t.Errorf("releases source = %+v", rel.Source)
+	}
+}
+
+// TestLoad_Assistant: the assistant is on only with both an endpoint and a
+// key; a present section lacking one is off with one warning line, and an
+// unset key variable is not an error then; the endpoint follows the rules
+// of every other outbound URL.
+func TestLoad_Assistant(t *testing.T) {
+	const key = "sk-live-0123456789abcdef"
+	section := func(endpoint, extra string) string {
+		return "assistant:\n  endpoint: \"" + endpoint + "\"\n  api_key: \"${HERALD_ASSISTANT_KEY}\"\n  model: small\n" + extra
+	}
+	tests := []struct {
+		name    string
+		src     string
+		env     func(string) (string, bool)
+		on      bool
+		warning string
+		problem string // a fragment of the one expected problem
+	}{
+		{name: "absent", src: "language: en\n", env: noEnv},
+		{name: "key unset", src: section("https://models.example.com/v1/chat/completions", ""), env: noEnv,
+			warning: "assistant: api_key not set; assistant off"},
+		{name: "endpoint empty", src: section("", ""), env: env("HERALD_ASSISTANT_KEY", key),
+			warning: "assistant: endpoint not set; assistant off"},
+		{name: "empty section", src: "assistant: {}\n", env: noEnv,
+			warning: "assistant: endpoint and api_key not set; assistant off"},
+		{name: "on", src: section("https://models.example.com/v1/chat/completions", ""), env: env("HERALD_ASSISTANT_KEY", key), on: true},
+		{name: "http loopback with private networks", src: "policy: {allow_private_networks: true}\n" + section("http://127.0.0.1:8000/v1/chat/completions", ""),
+			env: env("HERALD_ASSISTANT_KEY", key), on: true},
+		{name: "http loopback without", src: section("http://127.0.0.1:8000/v1/chat/completions", ""),
+			env: env("HERALD_ASSISTANT_KEY", key), problem: "herald.yaml:2: assistant.endpoint: must use https"},
+		{name: "http public host even with private networks", src: "policy: {allow_private_networks: true}\n" + section("http://models.example.com/v1", ""),
+			env: env("HERALD_ASSISTANT_KEY", key), problem: "herald.yaml:3: assistant.endpoint: must use https"},
+		{name: "credentials in endpoint", src: section("https://user:"+key+"@models.example.com/v1", ""),
+			env: env("HERALD_ASSISTANT_KEY", key), problem: "herald.yaml:2: assistant.endpoint: not a valid absolute URL"},
+		{name: "bad timeout", src: section("https://models.example.com/v1", "  timeout: soon\n"),
+			env: env("HERALD_ASSISTANT_KEY", key), problem: `herald.yaml:5: assistant.timeout: invalid duration "soon"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := loadString(t, tt.src, tt.env)
+			assertNoSecret(t, cfg, err, key)
+			if tt.problem != "" {
+				lines := problemLines(t, err)
+				if len(lines) != 1 || !strings.HasPrefix(lines[0], tt.problem) {
+					t.Fatalf("problems:\n%v\nwant one starting %q", err, tt.problem)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Assistant.Enabled != tt.on {
+				t.Errorf("enabled = %v, want %v", cfg.Assistant.Enabled, tt.on)
+			}
+			var want []string
+			if tt.warning != "" {
+				want = []string{tt.warning}
+			}
+			if fmt.Sprint(cfg.Warnings) != fmt.Sprint(want) {
+				t.Errorf("warnings = %q, want %q", cfg.Warnings, want)
+			}
+			if tt.on && (cfg.Assistant.Timeout.D() != 20*time.Second || cfg.Assistant.MaxPerHour != 30 || cfg.Assistant.APIKey != key) {
+				t.Errorf("defaults = %+v", cfg.Assistant)
+			}
+		})
 	}
 }

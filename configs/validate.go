@@ -91,6 +91,7 @@ func (v *validator) validate() {
 	v.recipients()
 	v.inbound()
 	v.tasks()
+	v.assistant()
 
 	// Any unset variable not handled above belongs to a feature in use.
 	paths := make([]string, 0, len(v.d.unset))
@@ -227,9 +228,43 @@ func (v *validator) channels() {
 	}
 }
 
+// assistant switches the assistant on when its section names both an
+// endpoint and a key, off with a warning when the section is there but one
+// is empty, and checks the rest when it is on. The endpoint is an outbound
+// URL like any other: https, plain http only for loopback hosts with
+// policy.allow_private_networks.
+func (v *validator) assistant() {
+	a := &v.cfg.Assistant
+	if _, present := v.d.lines["assistant"]; !present {
+		v.skip("assistant")
+		return
+	}
+	if t := a.Timeout.D(); !v.d.bad["assistant.timeout"] && (t <= 0 || t > MaxAssistantTime) {
+		v.errf("assistant.timeout", "must be a positive duration of at most %s", MaxAssistantTime)
+	}
+	if n := a.MaxPerHour; n < 1 || n > MaxAssistantRate {
+		v.errf("assistant.max_per_hour", "must be between 1 and %d", MaxAssistantRate)
+	}
+	a.Enabled = !v.switchOffFeature("assistant", "assistant off", []credential{{"endpoint", a.Endpoint}, {"api_key", a.APIKey}})
+	if !a.Enabled {
+		v.skip("assistant")
+		return
+	}
+	v.httpsURL("assistant.endpoint", a.Endpoint, false)
+	if a.Model == "" && !v.unsetErr("assistant.model") {
+		v.errf("assistant", "model is required")
+	}
+}
+
 // switchOff reports whether an enabled channel lacks credentials, adding
 // the warning serve logs.
 func (v *validator) switchOff(channel string, need []credential) bool {
+	return v.switchOffFeature(channel, "channel off", need)
+}
+
+// switchOffFeature reports whether a feature lacks one of need, adding
+// the warning "name: key not set; off" serve logs.
+func (v *validator) switchOffFeature(name, off string, need []credential) bool {
 	var missing []string
 	for _, c := range need {
 		if c.value == "" {
@@ -239,7 +274,7 @@ func (v *validator) switchOff(channel string, need []credential) bool {
 	if len(missing) == 0 {
 		return false
 	}
-	v.cfg.Warnings = append(v.cfg.Warnings, fmt.Sprintf("%s: %s not set; channel off", channel, strings.Join(missing, " and ")))
+	v.cfg.Warnings = append(v.cfg.Warnings, fmt.Sprintf("%s: %s not set; %s", name, strings.Join(missing, " and "), off))
 	return true
 }
 

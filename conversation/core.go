@@ -64,8 +64,14 @@ type Options struct {
 	Lang string
 	// BotName is our own username (/cmd@BotName); "" accepts any.
 	BotName string
-	Log     zerolog.Logger
-	Now     func() time.Time
+	// Assistant reads plain-language text (SPEC §4); nil: such text gets
+	// the short help answer. SetAssistant changes it on reload.
+	Assistant Assistant
+	// AssistantPerHour bounds the asks one principal may put to the
+	// assistant in an hour (default DefaultAssistantPerHour).
+	AssistantPerHour int
+	Log              zerolog.Logger
+	Now              func() time.Time
 }
 
 func (o *Options) validate() error {
@@ -105,6 +111,11 @@ type Core struct {
 	chats   map[string]*chatLock
 
 	defMu sync.RWMutex // guards o.Lang and o.Zone, which a reload changes
+
+	asMu      sync.RWMutex // guards assistant and perHour, which a reload changes
+	assistant Assistant
+	perHour   int
+	rateMu    sync.Mutex // serialises the count of assistant asks
 }
 
 // SetDefaults changes the default language and zone (config reload).
@@ -141,7 +152,9 @@ func New(o Options) (*Core, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	return &Core{o: o, log: o.Log, senders: map[string]Sender{}, chats: map[string]*chatLock{}}, nil
+	c := &Core{o: o, log: o.Log, senders: map[string]Sender{}, chats: map[string]*chatLock{}}
+	c.SetAssistant(o.Assistant, o.AssistantPerHour)
+	return c, nil
 }
 
 // AddSender registers the Sender for a channel's chat addresses; channel

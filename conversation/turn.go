@@ -103,7 +103,8 @@ func (t *turn) run() []Reply {
 // ---------------------------------------------------------------- plain text and dialogs
 
 // plain answers text that is not a command: the answer to a pending
-// question, or a short help.
+// question, else the assistant's reading when one is configured, else a
+// short help.
 func (t *turn) plain() []Reply {
 	text := strings.TrimSpace(t.m.Text)
 	d, ok := t.dialog()
@@ -113,20 +114,25 @@ func (t *turn) plain() []Reply {
 	if text == "" {
 		return nil
 	}
-	return t.reply(
-		"I understand commands. Try /watch https://news.example.edu/feed.xml every 1h, or /tasks. Send /help for all commands.",
-		"我能理解命令。试试 /watch https://news.example.edu/feed.xml every 1h，或 /tasks。发送 /help 查看全部命令。")
+	if a, perHour := t.c.currentAssistant(); a != nil {
+		return t.assist(a, perHour, text)
+	}
+	return []Reply{{Text: t.plainHelp()}}
 }
 
 // dialog is a question waiting for its answer in one chat, from one person.
 type dialog struct {
-	Ask     string          `json:"ask"` // schedule
+	Ask     string          `json:"ask"` // schedule | confirm (an assistant's draft)
 	Command string          `json:"command"`
 	URL     string          `json:"url"`
 	Kind    string          `json:"kind,omitempty"`
 	Name    string          `json:"name,omitempty"`
 	Before  []time.Duration `json:"before,omitempty"`
-	Expires time.Time       `json:"expires"`
+	// Schedule and Token belong to a draft: its schedule ("" asks) and
+	// the id its buttons carry.
+	Schedule string    `json:"schedule,omitempty"`
+	Token    string    `json:"token,omitempty"`
+	Expires  time.Time `json:"expires"`
 }
 
 func (t *turn) dialogKey() string { return "dialog/" + t.m.Chat + "|" + t.m.Principal }
@@ -188,6 +194,8 @@ func (t *turn) answer(d dialog, text string) []Reply {
 		}
 		t.clearDialog()
 		return t.submit(Command{Name: d.Command, URL: d.URL, Kind: d.Kind, TaskName: d.Name, Before: d.Before, Schedule: sched})
+	case "confirm":
+		return t.answerDraft(d, text)
 	}
 	t.clearDialog()
 	return t.plain()
@@ -657,6 +665,8 @@ func (t *turn) press(p Press) []Reply {
 			return []Reply{{Toast: t.tr("This button is no longer valid.", "此按钮已失效。")}}
 		}
 		return t.decide(p.Arg, p.Action == "approve", "", true)
+	case actionDraftSend, actionDraftDrop:
+		return t.pressDraft(p)
 	}
 	return []Reply{{Toast: t.tr("This button is no longer valid.", "此按钮已失效。")}}
 }

@@ -118,6 +118,7 @@ func (s *service) reload(ctx context.Context, cfg *configs.Config) error {
 	s.table.Swap(tc)
 	s.manager.SetPolicy(policyOf(cfg))
 	s.channels.core.SetDefaults(cfg.Language, cfg.Location)
+	s.channels.core.SetAssistant(newAssistant(cfg, s.log.With().Str("component", "assistant").Logger()), cfg.Assistant.MaxPerHour)
 	s.mu.Lock()
 	s.cfg = cfg
 	s.mu.Unlock()
@@ -149,7 +150,7 @@ func (s *service) routing(cfg *configs.Config) (delivery.TableConfig, error) {
 		tc.Disabled[delivery.TelegramChat] = "channels.telegram.token is not set"
 	}
 	if f := cfg.Channels.Feishu; f.AppID != "" && f.AppSecret != "" {
-		sink, err := feishu.New(f.AppID, f.AppSecret, f.BaseURL, feishu.WithLogger(log))
+		sink, err := feishu.New(f.AppID, f.AppSecret, f.BaseURL, feishu.WithLogger(log), feishu.WithTokenSource(s.feishuTokens(f)))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("feishu delivery: %w", err))
 		} else {
@@ -197,6 +198,31 @@ func (s *service) routing(cfg *configs.Config) (delivery.TableConfig, error) {
 		tc.Named[name] = route
 	}
 	return tc, errors.Join(errs...)
+}
+
+// feishuApp is the Feishu app's one tenant token source and the settings
+// it was built for.
+type feishuApp struct {
+	appID, appSecret, baseURL string
+	tokens                    *feishu.TokenSource
+}
+
+// feishuTokens returns the tenant token source of the configured Feishu
+// app. The delivery sink and the chat channel both call the platform as
+// that app, so they share one token and one refresh schedule instead of
+// fetching a token each. The source is built once and survives reloads
+// (which rebuild the sink) while the app's id, secret and base URL stay
+// the same. It fetches with an HTTP client of its own, so neither side's
+// lifecycle affects its refresh.
+func (s *service) feishuTokens(f configs.Feishu) *feishu.TokenSource {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := s.feishu; a != nil && a.appID == f.AppID && a.appSecret == f.AppSecret && a.baseURL == f.BaseURL {
+		return a.tokens
+	}
+	s.feishu = &feishuApp{appID: f.AppID, appSecret: f.AppSecret, baseURL: f.BaseURL,
+		tokens: feishu.NewTokenSource(f.AppID, f.AppSecret, f.BaseURL, nil, nil)}
+	return s.feishu.tokens
 }
 
 // offSink holds pushes for a transport that is switched off: they wait

@@ -32,6 +32,9 @@ func newChannelSet(ctx context.Context, s *service) (*channelSet, error) {
 		Zone:   s.cfg.Location,
 		Lang:   s.cfg.Language,
 		Log:    s.log.With().Str("component", "conversation").Logger(),
+
+		Assistant:        newAssistant(s.cfg, s.log.With().Str("component", "assistant").Logger()),
+		AssistantPerHour: s.cfg.Assistant.MaxPerHour,
 	})
 	if err != nil {
 		return nil, err
@@ -59,7 +62,8 @@ func newChannelSet(ctx context.Context, s *service) (*channelSet, error) {
 		ch, err := fschan.New(fschan.Options{
 			AppID: f.AppID, AppSecret: f.AppSecret, Mode: f.Mode, VerificationToken: f.VerificationToken,
 			EncryptKey: f.EncryptKey, BaseURL: f.BaseURL, Handler: core, Store: s.store,
-			Log: s.log.With().Str("component", "feishu").Logger(),
+			Tokens: s.feishuTokens(f),
+			Log:    s.log.With().Str("component", "feishu").Logger(),
 		})
 		if err != nil {
 			return nil, err

@@ -117,6 +117,7 @@ type service struct {
 	hooks    *webhook.Hooks
 	server   *webhook.Server
 	channels *channelSet
+	feishu   *feishuApp // the Feishu app's shared token source (build.go)
 	registry *prometheus.Registry
 	ownerG   prometheus.Gauge
 	mu       sync.Mutex

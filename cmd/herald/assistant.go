@@ -1,0 +1,32 @@
+package main
+
+import (
+	"github.com/rs/zerolog"
+
+	"github.com/herald-bridge/herald/configs"
+	"github.com/herald-bridge/herald/conversation"
+	"github.com/herald-bridge/herald/conversation/assistant"
+	"github.com/herald-bridge/herald/delivery/egress"
+)
+
+// newAssistant builds the plain-language assistant the config asks for,
+// or returns nil when it is off (Load has already warned why) or cannot
+// be built; nil gives plain text the short help answer. Called at start
+// and on every reload, so SIGHUP can switch it on, off or to another
+// model. Nothing logged here names the endpoint or the key.
+func newAssistant(cfg *configs.Config, log zerolog.Logger) conversation.Assistant {
+	a := cfg.Assistant
+	if !a.Enabled {
+		return nil
+	}
+	c, err := assistant.New(assistant.Options{
+		Endpoint: a.Endpoint, APIKey: a.APIKey, Model: a.Model, Timeout: a.Timeout.D(),
+		Egress: egress.Options{AllowPrivate: cfg.Policy.AllowPrivateNetworks},
+	})
+	if err != nil {
+		log.Error().Err(err).Msg("assistant off: it cannot be built")
+		return nil
+	}
+	log.Info().Str("model", a.Model).Int("max_per_hour", a.MaxPerHour).Msg("assistant on")
+	return c
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/herald-bridge/herald/conversation/assistant/assistanttest"
+)
+
+// TestServe_AssistantDraftsAndReloadSwitchesIt: with an assistant section
+// the real binary puts plain text to the model and shows the draft; the
+// person's "yes" makes an ordinary pending request. SIGHUP without the
+// section switches the assistant off (the short help again, no call), and
+// back on. The key reaches only the model, never the log.
+func TestServe_AssistantDraftsAndReloadSwitchesIt(t *testing.T) {
+	const key = "sk-live-serve-test-a1b2c3d4e5f60718"
+	model := assistanttest.New(t, key)
+	f := newFeed(t)
+	model.Answer(assistanttest.JSON(map[string]any{"action": "draft", "url": f.url(), "schedule": "every 1h"}))
+	base := adjustExample(t, freeAddr(t), nil)
+	section := "\nassistant:\n  endpoint: \"" + model.URL + "\"\n  api_key: \"${HERALD_ASSISTANT_KEY}\"\n  model: small-model\n  max_per_hour: 5\n"
+	p, dataDir := startServe(t, base+section, "HERALD_ASSISTANT_KEY="+key)
+
+	out, errOut, code := chatCLI(t, dataDir, "alice", "please keep an eye on my course feed, hourly\nyes\n/tasks\n")
+	if code != 0 {
+		t.Fatalf("chat exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"I can send this request for you:", "/watch " + f.url() + " every 1h",
+		"Request r-", "awaits an admin's approval", "[pending approval]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("alice's session lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "[Send →") {
+		t.Errorf("the console has no buttons to press:\n%s", out)
+	}
+	if n := model.Calls(); n != 1 || model.Last(t).User() != "please keep an eye on my course feed, hourly" {
+		t.Fatalf("model calls = %d, want the one plain message", n)
+	}
+
+	reload := func(cfg string, n int) {
+		t.Helper()
+		if err := os.WriteFile(p.cfgPath, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the reload is applied", func() bool { return strings.Count(p.log.String(), "configuration reloaded") == n })
+	}
+	reload(base, 1)
+	out, _, _ = chatCLI(t, dataDir, "alice", "please keep an eye on another feed\n")
+	if !strings.Contains(out, "I understand commands.") || strings.Contains(out, "unavailable") {
+		t.Errorf("with the assistant off: %s", out)
+	}
+	if n := model.Calls(); n != 1 {
+		t.Errorf("model calls with the assistant off = %d, want still 1", n)
+	}
+	reload(base+section, 2)
+	model.Answer(assistanttest.JSON(map[string]any{"action": "explain", "text": "Send /tasks to see them."}))
+	out, _, _ = chatCLI(t, dataDir, "alice", "what do I have?\n")
+	if !strings.Contains(out, "Send /tasks to see them.") || model.Calls() != 2 {
+		t.Errorf("with the assistant back on (calls %d): %s", model.Calls(), out)
+	}
+
+	logs := p.log.String()
+	if !strings.Contains(logs, "assistant on") {
+		t.Errorf("the log does not say the assistant is on:\n%s", logs)
+	}
+	if strings.Contains(logs, key) || strings.Contains(out, key) {
+		t.Errorf("the key leaked into the log or chat")
+	}
+}

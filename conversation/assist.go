@@ -1,0 +1,378 @@
+package conversation
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/herald-bridge/herald/store"
+)
+
+// This file is the optional assistant path for plain-language chat
+// (SPEC §4): a model reads what someone wrote and suggests one of a closed
+// set of actions. herald checks every suggestion and carries out only the
+// harmless ones itself: it lists the person's tasks, shows an explanation,
+// or turns a draft into the text of an ordinary /watch or /remind command
+// that the person must confirm; the request that follows still needs an
+// admin's approval as policy says. Nothing a model answers can approve,
+// reject, delete, pause, resume or run anything.
+
+// Assistant reads plain-language text. Implementations talk to a model
+// (conversation/assistant); the core validates whatever they return.
+type Assistant interface {
+	Interpret(ctx context.Context, a Ask) (Suggestion, error)
+}
+
+// Ask is one plain-language message put to the assistant.
+type Ask struct {
+	Text string // what the person wrote
+	Lang string // "en" | "zh": the language any text for the person must be in
+	Zone string // the default zone's name, for schedules
+}
+
+// The actions a Suggestion may name: a closed set.
+const (
+	SuggestDraft   = "draft"   // a watch or reminder request, for the person to confirm
+	SuggestList    = "list"    // the person's tasks (/tasks)
+	SuggestExplain = "explain" // a short answer about herald's commands
+)
+
+// Suggestion is the assistant's reading of an Ask.
+type Suggestion struct {
+	Action string // SuggestDraft | SuggestList | SuggestExplain
+	Draft  Draft  // SuggestDraft
+	Text   string // SuggestExplain
+}
+
+// Draft is a request the assistant proposes, in the terms of /watch and
+// /remind.
+type Draft struct {
+	URL      string
+	Schedule string // schedule text as /watch takes it ("every 1h"); "" asks, as /watch does
+	Kind     string // rss | ical | json | html; "" = detect
+	Name     string
+	// RemindBefore, when not empty, makes the draft a /remind request.
+	RemindBefore []time.Duration
+}
+
+// Bounds on what a suggestion may carry.
+const (
+	// MaxExplain is the longest explanation shown, in characters.
+	MaxExplain = 1000
+	// DefaultAssistantPerHour is how many asks one principal may make in
+	// an hour when Options.AssistantPerHour is zero.
+	DefaultAssistantPerHour = 30
+	assistantWindow         = time.Hour
+)
+
+// errBadSuggestion reports a suggestion herald will not act on.
+var errBadSuggestion = errors.New("assistant: unusable suggestion")
+
+// SetAssistant switches the assistant path (config reload): nil turns it
+// off; perHour <= 0 means DefaultAssistantPerHour.
+func (c *Core) SetAssistant(a Assistant, perHour int) {
+	if perHour <= 0 {
+		perHour = DefaultAssistantPerHour
+	}
+	c.asMu.Lock()
+	c.assistant, c.perHour = a, perHour
+	c.asMu.Unlock()
+}
+
+func (c *Core) currentAssistant() (Assistant, int) {
+	c.asMu.RLock()
+	defer c.asMu.RUnlock()
+	return c.assistant, c.perHour
+}
+
+// plainHelp is the short answer to plain text when no assistant can help.
+func (t *turn) plainHelp() string {
+	return t.tr(
+		"I understand commands. Try /watch https://news.example.edu/feed.xml every 1h, or /tasks. Send /help for all commands.",
+		"我能理解命令。试试 /watch https://news.example.edu/feed.xml every 1h，或 /tasks。发送 /help 查看全部命令。")
+}
+
+// unavailable is the short help plus one plain sentence: whatever went
+// wrong with the assistant, the person sees only this.
+func (t *turn) unavailable(err error) []Reply {
+	t.c.log.Warn().Str("channel", t.m.Channel).Err(err).Msg("assistant unavailable; answered with help")
+	return []Reply{{Text: t.plainHelp() + "\n" + t.tr(
+		"The assistant for plain-language requests is unavailable right now.",
+		"理解日常用语的助手暂时不可用。")}}
+}
+
+// assist puts plain text to the assistant and acts on its suggestion.
+func (t *turn) assist(a Assistant, perHour int, text string) []Reply {
+	ok, err := t.allowAsk(perHour)
+	if err != nil {
+		return t.unavailable(fmt.Errorf("assistant ask count: %w", err))
+	}
+	if !ok {
+		return t.reply(
+			fmt.Sprintf("You have asked me in plain words %d times in the last hour, the most I take. Commands still work: send /help to see them.", perHour),
+			fmt.Sprintf("你在一小时内已用日常用语问了我 %d 次，已达上限。命令仍然可用：发送 /help 查看。", perHour))
+	}
+	s, err := a.Interpret(t.ctx, Ask{Text: text, Lang: t.lang, Zone: t.c.zone().String()})
+	if err != nil {
+		return t.unavailable(err)
+	}
+	switch s.Action {
+	case SuggestList:
+		return t.list()
+	case SuggestExplain:
+		msg := strings.TrimSpace(s.Text)
+		if msg == "" || utf8.RuneCountInString(msg) > MaxExplain || !utf8.ValidString(msg) {
+			return t.unavailable(fmt.Errorf("%w: explanation empty or too long", errBadSuggestion))
+		}
+		return []Reply{{Text: Redact(msg)}}
+	case SuggestDraft:
+		cmd, err := t.draftCommand(s.Draft)
+		if err != nil {
+			return t.unavailable(err)
+		}
+		return t.offerDraft(cmd)
+	}
+	return t.unavailable(fmt.Errorf("%w: unknown action", errBadSuggestion))
+}
+
+// allowAsk counts one ask against the principal's hourly allowance, kept
+// in the store so that restarts and replicas share it. It reports false,
+// without counting, when the allowance is used up.
+func (t *turn) allowAsk(perHour int) (bool, error) {
+	t.c.rateMu.Lock()
+	defer t.c.rateMu.Unlock()
+	key := "assistant-asks/" + t.m.Principal
+	now := t.c.o.Now()
+	var asks []int64 // unix milliseconds
+	b, err := t.c.o.Store.Dialogs().Get(t.ctx, key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return false, err
+	default:
+		_ = json.Unmarshal(b, &asks) // unreadable: start afresh
+	}
+	since := now.Add(-assistantWindow).UnixMilli()
+	recent := asks[:0]
+	for _, at := range asks {
+		if at > since {
+			recent = append(recent, at)
+		}
+	}
+	if len(recent) >= perHour {
+		return false, nil
+	}
+	recent = append(recent, now.UnixMilli())
+	if b, err = json.Marshal(recent); err != nil {
+		return false, err
+	}
+	return true, t.c.o.Store.Dialogs().Put(t.ctx, key, b, assistantWindow)
+}
+
+// draftCommand turns a draft into the ordinary command it stands for and
+// reads that text back with the command parser: a draft is acceptable
+// only when it is a /watch or /remind a person could have typed, saying
+// exactly what the draft says.
+func (t *turn) draftCommand(d Draft) (Command, error) {
+	text, err := draftText(d)
+	if err != nil {
+		return Command{}, err
+	}
+	cmd, err := Parse(text, "", t.c.zone())
+	if err != nil {
+		return Command{}, fmt.Errorf("%w: draft does not read as a command", errBadSuggestion)
+	}
+	want, err := checkURL(cmd.Name, d.URL)
+	switch {
+	case err != nil, cmd.URL != want:
+		return Command{}, fmt.Errorf("%w: draft address", errBadSuggestion)
+	case cmd.TaskName != d.Name, cmd.Kind != d.Kind, len(cmd.Before) > len(d.RemindBefore),
+		(cmd.Schedule == "") != (strings.TrimSpace(d.Schedule) == ""):
+		return Command{}, fmt.Errorf("%w: draft reads differently as a command", errBadSuggestion)
+	}
+	return cmd, nil
+}
+
+// draftText writes a draft as /watch or /remind text.
+func draftText(d Draft) (string, error) {
+	bad := func(what string) error { return fmt.Errorf("%w: draft %s", errBadSuggestion, what) }
+	if d.URL == "" || len(d.URL) > 2048 || !plainLine(d.URL) || strings.ContainsAny(d.URL, " \u3000") {
+		return "", bad("address")
+	}
+	lower := strings.ToLower(d.URL)
+	if !strings.HasPrefix(lower, "https://") && !strings.HasPrefix(lower, "http://") {
+		return "", bad("address")
+	}
+	var b strings.Builder
+	if len(d.RemindBefore) > 0 {
+		b.WriteString("/remind ")
+	} else {
+		b.WriteString("/watch ")
+	}
+	b.WriteString(d.URL)
+	if s := strings.TrimSpace(d.Schedule); s != "" {
+		if utf8.RuneCountInString(s) > 100 || !plainLine(s) {
+			return "", bad("schedule")
+		}
+		b.WriteString(" " + s)
+	}
+	switch d.Kind {
+	case "":
+	case "rss", "ical", "json", "html":
+		b.WriteString(" as " + d.Kind)
+	default:
+		return "", bad("kind")
+	}
+	if d.Name != "" {
+		if utf8.RuneCountInString(d.Name) > 80 || !plainLine(d.Name) || strings.ContainsFunc(d.Name, isQuote) || strings.TrimSpace(d.Name) != d.Name {
+			return "", bad("name")
+		}
+		b.WriteString(` name "` + d.Name + `"`)
+	}
+	if n := len(d.RemindBefore); n > 0 {
+		if n > 10 {
+			return "", bad("reminders")
+		}
+		parts := make([]string, n)
+		for i, before := range d.RemindBefore {
+			if before <= 0 || before > 366*24*time.Hour {
+				return "", bad("reminders")
+			}
+			parts[i] = shortDuration(before)
+		}
+		b.WriteString(" before " + strings.Join(parts, ","))
+	}
+	return b.String(), nil
+}
+
+// plainLine reports whether s is valid text on one line.
+func plainLine(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
+}
+
+func isQuote(r rune) bool {
+	if _, ok := closers[r]; ok {
+		return true
+	}
+	for _, c := range closers {
+		if r == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Button actions of a draft's confirmation.
+const (
+	actionDraftSend = "draft_send"
+	actionDraftDrop = "draft_drop"
+)
+
+// offerDraft shows the draft as the command it stands for and waits for
+// the person's explicit confirmation (an answer or a button).
+func (t *turn) offerDraft(cmd Command) []Reply {
+	token, err := draftToken()
+	if err != nil {
+		return t.failed(err)
+	}
+	d := dialog{Ask: "confirm", Command: cmd.Name, URL: cmd.URL, Kind: cmd.Kind, Name: cmd.TaskName,
+		Before: cmd.Before, Schedule: cmd.Schedule, Token: token}
+	if err := t.saveDialog(d); err != nil {
+		return t.failed(err)
+	}
+	shown := t.commandText(cmd)
+	r := Reply{Text: t.tr(
+		"I can send this request for you:\n"+shown+"\nSend it? Reply yes to send it, or no to drop it. An admin may still need to approve it.",
+		"我可以替你提交这个申请：\n"+shown+"\n要提交吗？回复“好”提交，回复“不”放弃。提交后可能仍需管理员批准。")}
+	if t.m.Channel != "console" { // the console has no buttons; its people answer in words
+		r.Buttons = []Button{
+			{Label: t.tr("Send", "提交"), Action: actionDraftSend, Arg: token},
+			{Label: t.tr("Drop", "放弃"), Action: actionDraftDrop, Arg: token},
+		}
+	}
+	return []Reply{r}
+}
+
+// commandText renders a parsed /watch or /remind for chat; the address is
+// shown as ShowURL shows it (no query).
+func (t *turn) commandText(cmd Command) string {
+	var b strings.Builder
+	b.WriteString("/" + cmd.Name + " " + ShowURL(cmd.URL))
+	if cmd.Schedule != "" {
+		b.WriteString(" " + cmd.Schedule)
+	}
+	if cmd.Kind != "" {
+		b.WriteString(" as " + cmd.Kind)
+	}
+	if cmd.TaskName != "" {
+		b.WriteString(` name "` + cmd.TaskName + `"`)
+	}
+	if len(cmd.Before) > 0 {
+		b.WriteString(" before " + strings.ReplaceAll(durations(cmd.Before), " ", ""))
+	}
+	return b.String()
+}
+
+func draftToken() (string, error) {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("draft token: %w", err)
+	}
+	return "d-" + hex.EncodeToString(b), nil
+}
+
+var no = map[string]bool{"no": true, "n": true, "nope": true, "drop": true, "cancel": true,
+	"不": true, "不要": true, "不用": true, "算了": true, "取消": true, "放弃": true}
+
+// confirmWords are the explicit yes of a draft: an empty answer is not one.
+func confirmWord(s string) bool { return s != "" && s != "default" && s != "默认" && yes[s] }
+
+// answerDraft takes the answer to a shown draft: yes runs the ordinary
+// /watch (or /remind) flow, no drops it, anything else is a new message.
+func (t *turn) answerDraft(d dialog, text string) []Reply {
+	word := strings.ToLower(strings.Trim(text, " .!。！"))
+	switch {
+	case confirmWord(word):
+		t.clearDialog()
+		return t.request(d.command())
+	case no[word]:
+		t.clearDialog()
+		return t.reply("Dropped; nothing was sent.", "已放弃，没有提交。")
+	}
+	t.clearDialog()
+	return t.plain()
+}
+
+// pressDraft answers a draft's Send or Drop button, for the person it was
+// drafted for, while it is still pending.
+func (t *turn) pressDraft(p Press) []Reply {
+	d, ok := t.dialog()
+	if !ok || d.Ask != "confirm" || d.Token == "" || d.Token != p.Arg {
+		return []Reply{{Toast: t.tr("This button is no longer valid.", "此按钮已失效。")}}
+	}
+	t.clearDialog()
+	if p.Action == actionDraftDrop {
+		msg := t.tr("Dropped; nothing was sent.", "已放弃，没有提交。")
+		return []Reply{{Text: msg, Edit: true, Toast: msg}}
+	}
+	out := t.request(d.command())
+	for i := range out {
+		out[i].Edit = i == 0
+	}
+	if len(out) > 0 {
+		out[0].Toast = t.tr("Sent", "已提交")
+	}
+	return out
+}
+
+// command is the request a confirmed draft stands for.
+func (d dialog) command() Command {
+	return Command{Name: d.Command, URL: d.URL, Kind: d.Kind, TaskName: d.Name, Before: d.Before, Schedule: d.Schedule, Addressed: true}
+}

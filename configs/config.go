@@ -23,6 +23,8 @@ const (
 	DefaultMaxTasks       = 50
 	DefaultHistoryRuns    = 30
 	DefaultMaxItemsPerRun = 100
+	DefaultConcurrentRuns = 4
+	MaxConcurrentRuns     = 64
 	DefaultInboundFormat  = "standard"
 	DefaultAssistantTime  = 20 * time.Second
 	DefaultAssistantRate  = 30
@@ -171,6 +173,9 @@ type Limits struct {
 	MaxTasks       int `yaml:"max_tasks"`
 	HistoryRuns    int `yaml:"history_runs"`
 	MaxItemsPerRun int `yaml:"max_items_per_run"`
+	// ConcurrentRuns caps the checks running at once across all sources
+	// (default 4, at most MaxConcurrentRuns); a reload applies it.
+	ConcurrentRuns int `yaml:"concurrent_runs"`
 }
 
 // Recipient is a named recipient: exactly one of FeishuBot, Webhook and
@@ -296,6 +301,9 @@ func (c *Config) applyDefaults() {
 	}
 	if l.MaxItemsPerRun == 0 {
 		l.MaxItemsPerRun = DefaultMaxItemsPerRun
+	}
+	if l.ConcurrentRuns == 0 {
+		l.ConcurrentRuns = DefaultConcurrentRuns
 	}
 	for name, h := range c.Inbound {
 		if h.Format == "" {

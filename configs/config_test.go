@@ -477,7 +477,7 @@ func TestLoad_EmptyFileIsAllDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := cfg.Policy.Limits
-	if l.MaxTasks != 50 || l.HistoryRuns != 30 || l.MaxItemsPerRun != 100 || cfg.Language != "en" || cfg.Location != time.UTC {
+	if l.MaxTasks != 50 || l.HistoryRuns != 30 || l.MaxItemsPerRun != 100 || l.ConcurrentRuns != 4 || cfg.Language != "en" || cfg.Location != time.UTC {
 		t.Errorf("defaults = %+v", cfg)
 	}
 }
@@ -487,10 +487,15 @@ func TestI7_LimitsConfigurableDownNeverUnbounded(t *testing.T) {
 	if err != nil || cfg.Policy.Limits.MaxTasks != 5 {
 		t.Fatalf("lowering a limit: %v", err)
 	}
-	_, err = loadString(t, "policy:\n  limits:\n    max_tasks: 500\n    history_runs: -1\n", noEnv)
+	cfg, err = loadString(t, "policy:\n  limits: {concurrent_runs: 16}\n", noEnv)
+	if err != nil || cfg.Policy.Limits.ConcurrentRuns != 16 {
+		t.Fatalf("raising concurrent runs: %v", err)
+	}
+	_, err = loadString(t, "policy:\n  limits:\n    max_tasks: 500\n    history_runs: -1\n    concurrent_runs: 1000\n", noEnv)
 	checkProblems(t, "herald.yaml", err, []want{
 		{3, "policy.limits.max_tasks: must be between 1 and 50"},
 		{4, "policy.limits.history_runs: must be between 1 and 30"},
+		{5, "policy.limits.concurrent_runs: must be between 1 and 64"},
 	})
 }
 

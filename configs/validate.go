@@ -385,6 +385,9 @@ func (v *validator) policy() {
 	v.limit("policy.limits.max_tasks", p.Limits.MaxTasks, DefaultMaxTasks)
 	v.limit("policy.limits.history_runs", p.Limits.HistoryRuns, DefaultHistoryRuns)
 	v.limit("policy.limits.max_items_per_run", p.Limits.MaxItemsPerRun, DefaultMaxItemsPerRun)
+	// Not a cap on what one task may do but on how much herald does at
+	// once: it may be raised above the default, within reason.
+	v.limit("policy.limits.concurrent_runs", p.Limits.ConcurrentRuns, MaxConcurrentRuns)
 }
 
 // limit checks a bound: configurable down from its default, never

@@ -149,7 +149,7 @@ type Manager struct {
 	runMu    sync.Mutex
 	running  map[string]*runSlot
 	sessions map[string]chan struct{} // one slot per source session (I7)
-	sem      chan struct{}
+	runs     *slots                   // the global cap on runs at once (I7)
 }
 
 // New returns a Manager; call Run to start scheduling.
@@ -162,7 +162,7 @@ func New(o Options) (*Manager, error) {
 		o: o, store: o.Store, clock: o.Clock, log: o.Log, policy: o.Policy,
 		wake: make(chan struct{}, 1), dirty: map[string]bool{},
 		running: map[string]*runSlot{}, sessions: map[string]chan struct{}{},
-		sem: make(chan struct{}, o.Policy.Limits.Concurrency),
+		runs: newSlots(o.Policy.Limits.Concurrency),
 	}, nil
 }
 
@@ -179,6 +179,7 @@ func (m *Manager) SetPolicy(p Policy) {
 	m.mu.Lock()
 	m.policy = p
 	m.mu.Unlock()
+	m.runs.resize(p.Limits.Concurrency)
 }
 
 // Owner reports whether this replica owns scheduling now, and its epoch.

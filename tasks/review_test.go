@@ -125,7 +125,7 @@ func TestI7_BlockedSessionDoesNotStarveOtherSources(t *testing.T) {
 	ctx := context.Background()
 	shared := newGate("slow.example.edu")
 	r.m.o.Sources = shared.opener()
-	r.m.sem = make(chan struct{}, 2)
+	r.m.runs = newSlots(2)
 	submit := func(u string) *Task {
 		tk, err := r.m.Submit(ctx, Submission{Principal: "console:admin", URL: u, Schedule: "every 1h", Notify: []string{"inbox:console:admin"}})
 		if err != nil {
@@ -140,7 +140,7 @@ func TestI7_BlockedSessionDoesNotStarveOtherSources(t *testing.T) {
 	<-shared.entered // a1 holds the slow session
 	r.m.startRun(ctx, a2.ID, wakeCheck, false)
 	r.m.startRun(ctx, a3.ID, wakeCheck, false)
-	for i := 0; i < 10000 && len(r.m.sem) < 2; i++ {
+	for i := 0; i < 10000 && r.m.runs.inUse() < 2; i++ {
 		runtime.Gosched()
 	}
 	sb := r.m.startRun(ctx, b.ID, wakeCheck, false)

@@ -198,13 +198,11 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 		rec.Outcome, rec.Class = OutcomeCancelled, watch.Cancelled
 		return m.finish(ctx, fence, t, rec, kind)
 	}
-	select {
-	case m.sem <- struct{}{}:
-		defer func() { <-m.sem }()
-	case <-ctx.Done():
+	if err := m.runs.acquire(ctx); err != nil {
 		rec.Outcome, rec.Class = OutcomeCancelled, watch.Cancelled
 		return m.finish(ctx, fence, t, rec, kind)
 	}
+	defer m.runs.release()
 
 	var prev *watch.Snapshot
 	if b, err := m.store.Snapshots().Get(ctx, t.ID); err == nil {

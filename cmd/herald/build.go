@@ -237,7 +237,8 @@ func policyOf(cfg *configs.Config) tasks.Policy {
 	p := tasks.Policy{
 		Admins: cfg.Policy.Admins, Requesters: cfg.Policy.Requesters, AllowedHosts: cfg.Policy.AllowedHosts,
 		AllowPrivate: cfg.Policy.AllowPrivateNetworks, Named: map[string]bool{},
-		Limits: tasks.Limits{MaxTasks: cfg.Policy.Limits.MaxTasks, HistoryRuns: cfg.Policy.Limits.HistoryRuns, MaxItemsPerRun: cfg.Policy.Limits.MaxItemsPerRun},
+		Limits: tasks.Limits{MaxTasks: cfg.Policy.Limits.MaxTasks, HistoryRuns: cfg.Policy.Limits.HistoryRuns, MaxItemsPerRun: cfg.Policy.Limits.MaxItemsPerRun,
+			Concurrency: cfg.Policy.Limits.ConcurrentRuns},
 	}
 	for _, r := range cfg.Policy.AutoApprove {
 		p.AutoApprove = append(p.AutoApprove, tasks.AutoApprove{Principals: r.Principals, Hosts: r.Hosts})

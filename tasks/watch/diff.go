@@ -75,8 +75,10 @@ func (o Options) normalized() Options {
 
 // Counts tallies what a run detected. New, Changed, Removed and Deadline
 // count actionable events, returned and deferred alike; Filtered counts
-// item events the filters silenced.
-type Counts struct{ New, Changed, Removed, Deadline, Filtered int }
+// item events the filters silenced; Lapsed counts items that left the
+// source after their due time, and Continued occurrences of a known
+// recurring series that came into view: neither is news.
+type Counts struct{ New, Changed, Removed, Deadline, Filtered, Lapsed, Continued int }
 
 // Diff is the outcome of comparing a fetch (or a reminder wake-up) with
 // the previous snapshot.
@@ -199,6 +201,39 @@ func matchAlt(idx map[string][]string, in keyed, claimed map[string]bool) (strin
 	return "", false
 }
 
+// newSeries maps each recurring series with new occurrences in this fetch
+// to the one occurrence worth reporting: the earliest new one of a series
+// the previous snapshot does not know, none ("") of a known series.
+func newSeries(prev *Snapshot, in []keyed, matched []string) map[string]string {
+	var out map[string]string
+	var due map[string]time.Time
+	for i, k := range in {
+		s := k.it.Series
+		if s == "" || matched[i] != "" {
+			continue
+		}
+		if out == nil {
+			out, due = map[string]string{}, map[string]time.Time{}
+			for _, e := range prev.Items {
+				if e.Series != "" {
+					out[e.Series] = ""
+				}
+			}
+			for _, e := range prev.Tombstones {
+				if e.Series != "" {
+					out[e.Series] = ""
+				}
+			}
+		}
+		first, seen := out[s]
+		switch {
+		case !seen, first != "" && k.it.Due.Before(due[s]):
+			out[s], due[s] = k.key, k.it.Due
+		}
+	}
+	return out
+}
+
 // Compute compares a fetch's items with the previous snapshot at now.
 //
 // Without a baselined prev it is the baseline run (I2): no new, changed or
@@ -211,13 +246,21 @@ func matchAlt(idx map[string][]string, in keyed, claimed map[string]bool) (strin
 // entry's ID or Alt (guid churn: the same item, re-keyed silently), then
 // against tombstones (a restored item with the same digest is not new; with
 // another digest it is changed). A matched item whose digest differs is
-// changed; an unmatched previous item is removed.
+// changed; an unmatched previous item is removed, unless its due time has
+// passed: calendars and course sites drop past deadlines (and expanded
+// recurring series move their window on), so such an item lapses quietly
+// into the tombstones, with no event and no weight in the suspect rule.
 //
 // When prev held at least SuspectMin items and more than half of them are
 // changed or removed at once, the run is Suspect: no events and Next is
 // prev itself. New items alone never make a run suspect: a growing feed
 // (or events deferred by I7) is normal, while a source that dropped or
 // re-keyed its items shows up as removals.
+//
+// Occurrences of a recurring series (Item.Series) come into view as the
+// calendar's window moves on: a series already known continues quietly
+// (its occurrences still get their reminders), and of a series seen for
+// the first time only the earliest new occurrence is reported.
 //
 // Filters silence new, changed and removed events; the silenced changes
 // are still recorded in Next so they never fire later. Deadline events are
@@ -271,7 +314,17 @@ func Compute(prev *Snapshot, items []Item, now time.Time, o Options) Diff {
 			changedPrev++
 		}
 	}
-	removedPrev := len(prev.Items) - len(claimed)
+	lapsed := func(p Entry) bool { return !p.Due.IsZero() && p.Due.Before(now) }
+	removedPrev, lapsedPrev := 0, 0
+	for pk, p := range prev.Items {
+		switch {
+		case claimed[pk]:
+		case lapsed(p):
+			lapsedPrev++
+		default:
+			removedPrev++
+		}
+	}
 	if len(prev.Items) >= o.SuspectMin && 2*(changedPrev+removedPrev) > len(prev.Items) {
 		d := Diff{Suspect: true, Next: prev}
 		d.Counts.Changed, d.Counts.Removed = changedPrev, removedPrev
@@ -283,6 +336,7 @@ func Compute(prev *Snapshot, items []Item, now time.Time, o Options) Diff {
 		return d
 	}
 
+	series := newSeries(prev, in, matched)
 	var (
 		d       = Diff{Next: next}
 		cs      []candidate
@@ -357,6 +411,11 @@ func Compute(prev *Snapshot, items []Item, now time.Time, o Options) Diff {
 			d.Counts.Filtered++
 			continue
 		}
+		if it.Series != "" && series[it.Series] != key {
+			next.Items[key] = e
+			d.Counts.Continued++
+			continue
+		}
 		d.Counts.New++
 		cs = append(cs, candidate{
 			ev:    Event{Kind: EventNew, Item: it, Identity: itemIdentity(EventNew, key, it.Digest)},
@@ -365,13 +424,18 @@ func Compute(prev *Snapshot, items []Item, now time.Time, o Options) Diff {
 	}
 
 	// Previous items no longer listed.
-	if removedPrev > 0 {
+	if removedPrev+lapsedPrev > 0 {
 		for pk, p := range prev.Items {
 			if claimed[pk] {
 				continue
 			}
 			gone := p
 			gone.Removed = now
+			if lapsed(p) {
+				next.Tombstones[pk] = gone
+				d.Counts.Lapsed++
+				continue
+			}
 			if !f.allows(p.Title, p.URL) {
 				next.Tombstones[pk] = gone
 				d.Counts.Filtered++

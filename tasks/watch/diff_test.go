@@ -614,3 +614,81 @@ func BenchmarkDiff10k(b *testing.B) {
 		}
 	}
 }
+
+// Items whose due time has passed leave a calendar or course site as a
+// matter of course (and an expanded recurring series moves its window on):
+// that is not news. They lapse into the tombstones with no removed event,
+// and a term's worth of them leaving at once does not make the run
+// suspect, while an item still due that disappears is reported removed.
+func TestI2_PastDeadlinesLeaveQuietly(t *testing.T) {
+	var items []Item
+	for i := range 30 {
+		items = append(items, Item{ID: fmt.Sprintf("hw-%02d", i), Title: fmt.Sprintf("homework %d", i),
+			Digest: fmt.Sprintf("d%02d", i), Due: t0.Add(time.Duration(i-25) * 24 * time.Hour)})
+	}
+	items = append(items, Item{ID: "notice", Title: "notice", Digest: "dn"})
+	prev := roundTrip(t, compute(t, nil, items, t0, Options{}).Next)
+
+	// 25 past deadlines (hw-00..hw-24) and one future one (hw-29) leave.
+	d := compute(t, prev, items[25:29], t0, Options{})
+	if d.Suspect {
+		t.Fatal("past deadlines leaving made the run suspect")
+	}
+	assertIdentities(t, d.Events, "removed|hw-29|d29", "removed|notice|dn")
+	if d.Counts.Lapsed != 25 || d.Counts.Removed != 2 {
+		t.Fatalf("counts %+v, want 25 lapsed and 2 removed", d.Counts)
+	}
+	if _, ok := d.Next.Tombstones["hw-03"]; !ok {
+		t.Fatal("a lapsed item is not tombstoned")
+	}
+
+	// Listed again later with the same content, it is not new.
+	next := roundTrip(t, d.Next)
+	d = compute(t, next, append(items[25:29:29], items[3]), t0.Add(time.Hour), Options{})
+	assertIdentities(t, d.Events)
+}
+
+// A recurring series is news once: of a series seen for the first time
+// only its earliest new occurrence is reported; occurrences of a known
+// series coming into view are recorded quietly and still get reminders.
+func TestI2_RecurringSeriesIsNewsOnce(t *testing.T) {
+	occ := func(series string, week int) Item {
+		due := t0.Add(time.Duration(week)*7*24*time.Hour + 2*time.Hour)
+		return Item{ID: fmt.Sprintf("%s#%d", series, week), Title: series, Digest: fmt.Sprintf("%s-%d", series, week),
+			Due: due, Series: series}
+	}
+	o := Options{RemindBefore: []time.Duration{24 * time.Hour}}
+	prev := roundTrip(t, compute(t, nil, []Item{occ("lab", 0), occ("lab", 1)}, t0.Add(-48*time.Hour), o).Next)
+
+	// lab continues (week 2), a new series "quiz" appears with three
+	// occurrences listed out of order, and one plain item is new.
+	items := []Item{occ("lab", 0), occ("lab", 1), occ("lab", 2), occ("quiz", 3), occ("quiz", 1), occ("quiz", 2),
+		{ID: "note", Title: "note", Digest: "n"}}
+	d := compute(t, prev, items, t0, o)
+	var got []string
+	for _, ev := range d.Events {
+		got = append(got, string(ev.Kind)+" "+ev.Item.ID)
+	}
+	slices.Sort(got)
+	want := []string{"deadline lab#0", "new note", "new quiz#1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+	if d.Counts.Continued != 3 {
+		t.Fatalf("counts %+v, want 3 continued (lab#2, quiz#2, quiz#3)", d.Counts)
+	}
+	for _, id := range []string{"lab#2", "quiz#2", "quiz#3"} {
+		if _, ok := d.Next.Items[id]; !ok {
+			t.Errorf("%s not recorded", id)
+		}
+	}
+	// A week on, a quietly recorded occurrence still gets its reminder.
+	d = compute(t, roundTrip(t, d.Next), items, t0.Add(7*24*time.Hour), o)
+	var reminded bool
+	for _, ev := range d.Events {
+		reminded = reminded || ev.Kind == EventDeadline && ev.Item.ID == "quiz#1"
+	}
+	if !reminded {
+		t.Fatalf("no reminder for quiz#1: %v", d.Events)
+	}
+}

@@ -32,6 +32,7 @@ type Entry struct {
 	Due    time.Time `json:"due,omitzero"`
 	Done   bool      `json:"done,omitempty"`
 	Alt    []string  `json:"alt,omitempty"`
+	Series string    `json:"series,omitempty"`
 	// Reminded lists the remind-before offsets already emitted (or passed
 	// over in favour of a nearer one) for this Due, ascending. It is reset
 	// when Due changes.
@@ -158,6 +159,7 @@ func entryOf(it Item) Entry {
 		Due:    it.Due,
 		Done:   it.Done,
 		Alt:    slices.Clone(it.Alt),
+		Series: it.Series,
 	}
 }
 
@@ -166,7 +168,7 @@ func entryOf(it Item) Entry {
 // An unchanged item keeps p itself, sharing its slices.
 func mergeEntry(p Entry, it Item) Entry {
 	if p.Digest == it.Digest && p.Title == it.Title && p.URL == it.URL &&
-		p.Due.Equal(it.Due) && p.Done == it.Done && slices.Equal(p.Alt, it.Alt) {
+		p.Due.Equal(it.Due) && p.Done == it.Done && slices.Equal(p.Alt, it.Alt) && p.Series == it.Series {
 		p.Removed = time.Time{}
 		return p
 	}
@@ -187,5 +189,6 @@ func itemOf(id string, e Entry) Item {
 		Due:    e.Due,
 		Done:   e.Done,
 		Alt:    slices.Clone(e.Alt),
+		Series: e.Series,
 	}
 }

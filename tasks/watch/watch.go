@@ -32,6 +32,10 @@ type Item struct {
 	Due    time.Time `json:"due,omitzero"`   // deadline, if any
 	Done   bool      `json:"done,omitempty"` // completed: no more reminders
 	Alt    []string  `json:"alt,omitempty"`  // fallback identities (link, normalised title) for guid churn
+	// Series names the recurring series an item is one occurrence of (a
+	// calendar event's UID), empty for single items. A series continuing
+	// into view is not news (Compute).
+	Series string `json:"series,omitempty"`
 }
 
 // Conditional carries the validators of the previous fetch.

@@ -14,6 +14,9 @@ import (
 
 var fuzzBase, _ = url.Parse("https://feeds.example.edu/dir/feed")
 
+// fuzzNow places the recurrence window of the calendar fuzz target.
+var fuzzNow = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
 // checkItems holds for every parser output: classified errors, items with
 // an identity, a digest and an absolute link or none.
 func checkItems(t *testing.T, items []watch.Item, err error) {
@@ -52,8 +55,11 @@ func FuzzParseFeed(f *testing.F) {
 
 func FuzzParseICal(f *testing.F) {
 	f.Add(readTestdata(f, "ical-moodle-export.ics"))
+	f.Add([]byte("BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:w\r\nSUMMARY:Homework\r\nDTSTART;TZID=Europe/Berlin:20261002T090000\r\n" +
+		"RRULE:FREQ=WEEKLY;BYDAY=FR;UNTIL=20270301T000000Z\r\nEXDATE;TZID=Europe/Berlin:20261204T090000\r\nEND:VEVENT\r\n" +
+		"BEGIN:VEVENT\r\nUID:w\r\nRECURRENCE-ID;TZID=Europe/Berlin:20261211T090000\r\nDTSTART:20261212T100000Z\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		items, err := parseICal(body, fuzzBase, time.UTC, 1000)
+		items, err := parseICal(body, fuzzBase, time.UTC, 1000, fuzzNow)
 		checkItems(t, items, err)
 	})
 }

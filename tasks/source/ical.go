@@ -15,7 +15,8 @@ import (
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
-// parseICal reads VEVENT and VTODO components.
+// parseICal reads VEVENT and VTODO components; now places the window of
+// listed occurrences of recurring ones.
 //
 // Due: a VTODO's DUE (a todo without DUE has no deadline). A VEVENT's
 // DTSTART: LMS exports (Canvas, Moodle) publish an assignment deadline as
@@ -27,14 +28,35 @@ import (
 // (Exchange/Outlook exports); an unknown TZID is treated as floating.
 // Floating times are read in zone.
 //
-// Recurrence: RRULEs are not expanded; the master component stands for the
-// series and its DTSTART is the first instance. Overridden instances
-// (RECURRENCE-ID) are items of their own, identified by UID+RECURRENCE-ID.
+// Recurrence: a component with an RRULE is a series and each of its
+// occurrences is an item of its own, identified by the UID and the
+// occurrence's original start (UID#20261208T210000Z, the form a
+// RECURRENCE-ID names it by), so the identity is stable across fetches
+// and an override replaces exactly its occurrence. The rule (DAILY,
+// WEEKLY, MONTHLY, YEARLY; RDATE adds instances, EXDATE removes them) is
+// evaluated in DTSTART's zone: a weekly 09:00 Europe/Berlin event stays
+// at 09:00 local across DST, and an all-day series stays on dates. A
+// todo's DUE keeps its distance from DTSTART in each occurrence.
+// Title, link, description and status come from the master unless a
+// RECURRENCE-ID component overrides them (and its time); an overridden
+// instance with STATUS:CANCELLED is removed.
+//
+// Only occurrences due within a window around now are listed: from
+// recurLookback before now (a week, so a deadline that just passed is
+// not reported removed at once) to recurHorizon after (180 days), at most
+// maxOccurrences per series; an infinite rule is therefore fine. A series
+// with no occurrence in the window lists nothing. A malformed or
+// unsupported rule (HOURLY and finer, BYEASTER) does not lose the
+// calendar: its master stands for the series as one item at DTSTART, and
+// its overrides are items of their own. Components without an RRULE are
+// listed whatever their date.
 //
 // Size: components are counted on the raw bytes before parsing; more than
 // maxItems is TooLarge, so a calendar of 100,000 events is refused without
-// building 100,000 components in memory.
-func parseICal(body []byte, base *url.URL, zone *time.Location, maxItems int) ([]watch.Item, error) {
+// building 100,000 components in memory. The cap applies again to the
+// items after expansion, and expanding rules has a work budget
+// (recurBudget); past either the calendar is TooLarge.
+func parseICal(body []byte, base *url.URL, zone *time.Location, maxItems int, now time.Time) ([]watch.Item, error) {
 	if n := countComponents(body); n > maxItems {
 		return nil, watch.Errorf(watch.TooLarge, "calendar lists %d or more entries, more than the limit of %d", n, maxItems)
 	}
@@ -50,25 +72,80 @@ func parseICal(body []byte, base *url.URL, zone *time.Location, maxItems int) ([
 	if err != nil {
 		return nil, watch.Errorf(watch.Schema, "not a readable calendar: %w", err)
 	}
-	var items []watch.Item
-	seen := map[string]bool{}
+	type entry struct {
+		cb   *ics.ComponentBase
+		todo bool
+	}
+	var entries []entry
 	for _, c := range cal.Components {
-		var cb *ics.ComponentBase
-		todo := false
 		switch v := c.(type) {
 		case *ics.VEvent:
-			cb = &v.ComponentBase
+			entries = append(entries, entry{&v.ComponentBase, false})
 		case *ics.VTodo:
-			cb, todo = &v.ComponentBase, true
-		default:
-			continue // VTIMEZONE, VJOURNAL, VFREEBUSY …
+			entries = append(entries, entry{&v.ComponentBase, true})
 		}
-		it, ok := icalItem(cb, todo, base, zone)
-		if !ok || seen[it.ID] {
+		// VTIMEZONE, VJOURNAL, VFREEBUSY … are not items.
+	}
+
+	// Find the series first: an override may come before its master.
+	seriesOf := map[*ics.ComponentBase]*series{}
+	expanded := map[string]bool{} // UIDs whose overrides belong to a series
+	overrides := map[string][]*ics.ComponentBase{}
+	for _, e := range entries {
+		uid := strings.TrimSpace(propValue(e.cb, ics.ComponentPropertyUniqueId))
+		if e.cb.GetProperty(ics.ComponentPropertyRecurrenceId) != nil {
+			if uid != "" {
+				overrides[uid] = append(overrides[uid], e.cb)
+			}
 			continue
 		}
-		seen[it.ID] = true
-		items = append(items, it)
+		if uid != "" && expanded[uid] {
+			continue // a second master with the same UID stands for itself
+		}
+		id, ok := componentUID(e.cb, e.todo, zone)
+		if !ok {
+			continue
+		}
+		if s, ok := newSeries(e.cb, e.todo, id, zone); ok && s.ruleErr == nil {
+			seriesOf[e.cb] = s
+			if uid != "" {
+				expanded[uid] = true
+			}
+		}
+	}
+
+	var items []watch.Item
+	seen := map[string]bool{}
+	budget := recurBudget
+	from, to := now.Add(-recurLookback), now.Add(recurHorizon)
+	for _, e := range entries {
+		var its []watch.Item
+		switch s := seriesOf[e.cb]; {
+		case s != nil:
+			its, err = s.items(overrides[s.uid], base, from, to, &budget)
+			if err != nil {
+				return nil, err
+			}
+		case e.cb.GetProperty(ics.ComponentPropertyRecurrenceId) != nil &&
+			expanded[strings.TrimSpace(propValue(e.cb, ics.ComponentPropertyUniqueId))]:
+			continue // listed with its series
+		default:
+			it, ok := icalItem(e.cb, e.todo, base, zone)
+			if !ok {
+				continue
+			}
+			its = []watch.Item{it}
+		}
+		for _, it := range its {
+			if seen[it.ID] {
+				continue
+			}
+			seen[it.ID] = true
+			items = append(items, it)
+		}
+		if len(items) > maxItems {
+			return nil, watch.Errorf(watch.TooLarge, "calendar lists %d or more entries with its recurrences, more than the limit of %d", len(items), maxItems)
+		}
 	}
 	return items, nil
 }
@@ -104,27 +181,42 @@ func countComponents(body []byte) int {
 	return n
 }
 
-func icalItem(cb *ics.ComponentBase, todo bool, base *url.URL, zone *time.Location) (watch.Item, bool) {
-	val := func(p ics.ComponentProperty) string {
-		if pr := cb.GetProperty(p); pr != nil {
-			return pr.Value
-		}
-		return ""
+func propValue(cb *ics.ComponentBase, p ics.ComponentProperty) string {
+	if pr := cb.GetProperty(p); pr != nil {
+		return pr.Value
 	}
-	summary := plainText(unescapeText(val(ics.ComponentPropertySummary)))
-	link := resolve(base, val(ics.ComponentPropertyUrl))
-	var due time.Time
+	return ""
+}
+
+// componentDue is a component's own due time: a todo's DUE, an event's
+// DTSTART.
+func componentDue(cb *ics.ComponentBase, todo bool, zone *time.Location) time.Time {
 	if todo {
-		due = propTime(cb.GetProperty(ics.ComponentPropertyDue), zone)
-	} else {
-		due = propTime(cb.GetProperty(ics.ComponentPropertyDtStart), zone)
+		return propTime(cb.GetProperty(ics.ComponentPropertyDue), zone)
 	}
-	uid := strings.TrimSpace(val(ics.ComponentPropertyUniqueId))
-	if uid == "" {
-		if summary == "" {
-			return watch.Item{}, false
-		}
-		uid = "sha256:" + digest(summary, fmtTime(due))[:32]
+	return propTime(cb.GetProperty(ics.ComponentPropertyDtStart), zone)
+}
+
+// componentUID returns the UID, or for a component without one a digest
+// of its title and due time; ok is false when it has neither UID nor title.
+func componentUID(cb *ics.ComponentBase, todo bool, zone *time.Location) (string, bool) {
+	if uid := strings.TrimSpace(propValue(cb, ics.ComponentPropertyUniqueId)); uid != "" {
+		return uid, true
+	}
+	summary := plainText(unescapeText(propValue(cb, ics.ComponentPropertySummary)))
+	if summary == "" {
+		return "", false
+	}
+	return "sha256:" + digest(summary, fmtTime(componentDue(cb, todo, zone)))[:32], true
+}
+
+// icalItem is the item of a component that is not expanded: a single
+// entry, a series whose rule could not be read, or an override whose
+// series is not expanded (identified by UID+RECURRENCE-ID).
+func icalItem(cb *ics.ComponentBase, todo bool, base *url.URL, zone *time.Location) (watch.Item, bool) {
+	uid, ok := componentUID(cb, todo, zone)
+	if !ok {
+		return watch.Item{}, false
 	}
 	id := uid
 	if rid := cb.GetProperty(ics.ComponentPropertyRecurrenceId); rid != nil {
@@ -134,16 +226,40 @@ func icalItem(cb *ics.ComponentBase, todo bool, base *url.URL, zone *time.Locati
 			id = uid + "#" + strings.TrimSpace(rid.Value)
 		}
 	}
-	status := strings.ToUpper(strings.TrimSpace(val(ics.ComponentPropertyStatus)))
-	pct, _ := strconv.Atoi(strings.TrimSpace(val(ics.ComponentPropertyPercentComplete)))
+	it := buildItem(props{own: cb}, id, componentDue(cb, todo, zone), base)
+	it.Alt = alt(id, it.URL)
+	return it, true
+}
+
+// props reads a component's properties; an overridden instance falls back
+// to its series' master for what it leaves out.
+type props struct{ own, master *ics.ComponentBase }
+
+func (p props) value(name ics.ComponentProperty) string {
+	if pr := p.own.GetProperty(name); pr != nil {
+		return pr.Value
+	}
+	if p.master != nil {
+		return propValue(p.master, name)
+	}
+	return ""
+}
+
+// buildItem makes the item with identity id and due time due from p's
+// text and status. Alt is left to the caller.
+func buildItem(p props, id string, due time.Time, base *url.URL) watch.Item {
+	summary := plainText(unescapeText(p.value(ics.ComponentPropertySummary)))
+	link := resolve(base, p.value(ics.ComponentPropertyUrl))
+	status := strings.ToUpper(strings.TrimSpace(p.value(ics.ComponentPropertyStatus)))
+	pct, _ := strconv.Atoi(strings.TrimSpace(p.value(ics.ComponentPropertyPercentComplete)))
 	done := status == "COMPLETED" || status == "CANCELLED" || pct >= 100 ||
-		strings.TrimSpace(val(ics.ComponentPropertyCompleted)) != ""
+		strings.TrimSpace(p.value(ics.ComponentPropertyCompleted)) != ""
 	title := summary
 	if title == "" {
 		title = "(untitled)"
 	}
-	desc := plainText(unescapeText(val(ics.ComponentPropertyDescription)))
-	loc := unescapeText(val(ics.ComponentPropertyLocation))
+	desc := plainText(unescapeText(p.value(ics.ComponentPropertyDescription)))
+	loc := unescapeText(p.value(ics.ComponentPropertyLocation))
 	return watch.Item{
 		ID:     id,
 		Title:  title,
@@ -151,8 +267,7 @@ func icalItem(cb *ics.ComponentBase, todo bool, base *url.URL, zone *time.Locati
 		Due:    due,
 		Done:   done,
 		Digest: digest(summary, fmtTime(due), link, loc, desc, strconv.FormatBool(done)),
-		Alt:    alt(id, link),
-	}, true
+	}
 }
 
 func fmtTime(t time.Time) string {

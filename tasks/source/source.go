@@ -56,6 +56,9 @@ type Options struct {
 	Scope func(*url.URL) bool
 	// DefaultZone interprets floating times and DATE values (default UTC).
 	DefaultZone *time.Location
+	// Now is the clock that places the window of listed occurrences of
+	// recurring calendar entries (default time.Now).
+	Now func() time.Time
 	// UserAgent overrides the default polite User-Agent.
 	UserAgent string
 	// Trusted lists exact destinations the address guard lets through
@@ -198,7 +201,11 @@ func (s *Source) parse(kind string, doc *document) ([]watch.Item, error) {
 	case KindRSS:
 		return parseFeed(doc.body, doc.url)
 	case KindICal:
-		return parseICal(doc.body, doc.url, s.o.DefaultZone, s.o.MaxItems)
+		now := time.Now
+		if s.o.Now != nil {
+			now = s.o.Now
+		}
+		return parseICal(doc.body, doc.url, s.o.DefaultZone, s.o.MaxItems, now())
 	case KindJSON:
 		return parseJSON(doc.body, doc.url, s.spec, s.o.DefaultZone)
 	case KindHTML:

@@ -11,7 +11,8 @@ FUZZTIME  ?= 5s
 
 # Redis-backed tests run whenever a Redis answers on 127.0.0.1:6379 (CI
 # makes sure one does); HERALD_TEST_REDIS_URL overrides the address.
-REDIS_UP  := $(shell (exec 3<>/dev/tcp/127.0.0.1/6379 && printf 'PING\r\n' >&3 && timeout 2 head -c 5 <&3) 2>/dev/null | grep -c PONG)
+# (/dev/tcp is bash's; make's own shell may be dash.)
+REDIS_UP  := $(shell bash -c "(exec 3<>/dev/tcp/127.0.0.1/6379 && printf 'PING\\r\\n' >&3 && timeout 2 head -c 5 <&3) 2>/dev/null | grep -c PONG")
 ifeq ($(HERALD_TEST_REDIS_URL),)
 ifeq ($(REDIS_UP),1)
 export HERALD_TEST_REDIS_URL := redis://127.0.0.1:6379/0

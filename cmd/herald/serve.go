@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
+	tgchan "github.com/herald-bridge/herald/channels/telegram"
 	"github.com/herald-bridge/herald/configs"
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/store"
@@ -150,6 +151,7 @@ func serve(e *env, log zerolog.Logger) error {
 		return err
 	}
 	defer s.store.Close()
+	s.takeOverLeases()
 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -229,6 +231,35 @@ func serve(e *env, log zerolog.Logger) error {
 		log.Warn().Msg("some work did not finish in time; it resumes on the next start")
 	}
 	return nil
+}
+
+// localLeases are the leases a process takes on its store. On the
+// embedded store the data-dir lock makes this process the only one, so a
+// lease still held by another holder was left by a process that died
+// without releasing it (SIGKILL, power loss).
+var localLeases = []string{tasks.SchedulerLease, tasks.CreateLease, tgchan.PollerLease}
+
+// takeOverLeases releases, on the embedded store, the leases a dead
+// predecessor still holds, so scheduling and the recovery of its
+// interrupted pushes start at once instead of after the lease expires.
+// Replicas on a shared store wait for expiry as they must.
+func (s *service) takeOverLeases() {
+	if s.shared() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, name := range localLeases {
+		l, err := s.store.Leases().Current(ctx, name)
+		if err != nil || l.Holder == "" || l.Holder == s.holder || !time.Now().Before(l.Expires) {
+			continue
+		}
+		if err := s.store.Leases().Release(ctx, l); err != nil {
+			s.log.Warn().Err(err).Str("lease", name).Msg("cannot take over a lease left by a stopped process; waiting for it to expire")
+			continue
+		}
+		s.log.Info().Str("lease", name).Msg("took over a lease left by a process that stopped without releasing it")
+	}
 }
 
 func (s *service) openStore() error {

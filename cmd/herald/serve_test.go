@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // minimalConfig is the reference config with only the listen address and
@@ -82,7 +83,22 @@ func TestServe_StaleAdminRecordAfterSIGKILLDoesNotBlockNextStart(t *testing.T) {
 		t.Fatalf("tasks list on a stale record: exit %d, want %d\n%s", code, exitNotRunning, errOut)
 	}
 	p2 := startServeAt(t, cfg, dataDir)
-	cli(t, dataDir, "status")
+	// The killed process still held the scheduling lease (15 s). The data-
+	// dir lock proves it dead, so the new one takes over at once instead of
+	// leaving schedules and the recovery of interrupted pushes waiting.
+	var st statusView
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		cliJSON(t, dataDir, &st, "status")
+		if st.Owner {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted serve does not own scheduling 5 s after start (the dead holder's lease lasts 15 s)\nlog:\n%s", p2.log.String())
+		}
+	}
+	if st.Epoch < 2 || !strings.Contains(p2.log.String(), "took over a lease") {
+		t.Fatalf("epoch %d after takeover; log:\n%s", st.Epoch, p2.log.String())
+	}
 	if code := p2.signal(syscall.SIGTERM); code != 0 {
 		t.Fatalf("exit %d", code)
 	}

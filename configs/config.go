@@ -24,6 +24,7 @@ const (
 	DefaultHistoryRuns    = 30
 	DefaultMaxItemsPerRun = 100
 	DefaultConcurrentRuns = 4
+	MaxWebhookTimeout     = 2 * time.Minute
 	MaxConcurrentRuns     = 64
 	DefaultInboundFormat  = "standard"
 	DefaultAssistantTime  = 20 * time.Second
@@ -199,6 +200,10 @@ type Webhook struct {
 	URL        string `yaml:"url"`
 	Secret     string `yaml:"secret"` // whsec_<base64>
 	Idempotent bool   `yaml:"idempotent"`
+	// Timeout bounds one attempt, from dial to the end of the answer
+	// (default 10s, at most MaxWebhookTimeout). An attempt that times out
+	// after sending may have arrived: it ends unknown.
+	Timeout Duration `yaml:"timeout"`
 }
 
 // Hook is an inbound webhook served at /hooks/<name>.

@@ -620,3 +620,13 @@ func TestLoad_Assistant(t *testing.T) {
 		})
 	}
 }
+
+func TestWebhookRecipientTimeout(t *testing.T) {
+	const base = "recipients:\n  ops:\n    webhook:\n      url: \"https://hooks.example.com/h\"\n      secret: \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n"
+	cfg, err := loadString(t, base+"      timeout: 3s\n", noEnv)
+	if err != nil || cfg.Recipients["ops"].Webhook.Timeout.D() != 3*time.Second {
+		t.Fatalf("timeout 3s: %v", err)
+	}
+	_, err = loadString(t, base+"      timeout: 5m\n", noEnv)
+	checkProblems(t, "herald.yaml", err, []want{{6, "recipients.ops.webhook.timeout: must be a duration of at most 2m0s (unset: 10s)"}})
+}

@@ -445,6 +445,9 @@ func (v *validator) recipients() {
 				v.httpsURL(wp+".url", w.URL, false)
 			}
 			v.whsec(wp+".secret", w.Secret, true)
+			if t := w.Timeout.D(); !v.d.bad[wp+".timeout"] && (t < 0 || t > MaxWebhookTimeout) {
+				v.errf(wp+".timeout", "must be a duration of at most %s (unset: 10s)", MaxWebhookTimeout)
+			}
 		}
 		if ap := rp + ".address"; r.Address != "" || v.d.lines[ap] != 0 {
 			switch {

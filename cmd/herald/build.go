@@ -168,7 +168,9 @@ func (s *service) routing(cfg *configs.Config) (delivery.TableConfig, error) {
 		}
 		switch {
 		case r.Webhook != nil:
-			sink, err := webhook.New(name, r.Webhook.URL, r.Webhook.Secret, r.Webhook.Idempotent, eg)
+			weg := eg
+			weg.Timeout = r.Webhook.Timeout.D() // zero: the sink's default
+			sink, err := webhook.New(name, r.Webhook.URL, r.Webhook.Secret, r.Webhook.Idempotent, weg)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("recipient %s: %w", name, err))
 				continue

@@ -406,18 +406,12 @@ func (t *turn) schedule(s string) string {
 	return s
 }
 
-var stateZh = map[tasks.State]string{
-	tasks.PendingApproval: "待批准", tasks.Active: "运行中", tasks.Paused: "已暂停", tasks.Errored: "出错",
-	tasks.Done: "已完成", tasks.Rejected: "已拒绝", tasks.Deleted: "已删除",
-}
-
 func (t *turn) state(s tasks.State) string {
+	w := tasks.StateText(s)
 	if t.zh() {
-		if z, ok := stateZh[s]; ok {
-			return z
-		}
+		return w.Zh
 	}
-	return strings.ReplaceAll(string(s), "_", " ")
+	return w.En
 }
 
 var outcomeZh = map[string]string{

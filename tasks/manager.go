@@ -656,7 +656,7 @@ func (m *Manager) Approve(ctx context.Context, who, id string) (*Task, error) {
 	}
 	t, err := m.update(ctx, id, func(t *Task) error {
 		if t.State != PendingApproval {
-			return userErr(ErrState, "request %s is already %s", "申请 %s 已经是“%s”状态。", t.Request.ID, stateText(t.State))
+			return userErr(ErrState, "request %s is already %s", "申请 %s 已经是“%s”状态。", t.Request.ID, StateText(t.State))
 		}
 		basis := "admin"
 		if u, err := url.Parse(t.Source.URL); err == nil && p.HostAllowed(u.Host) {
@@ -679,7 +679,7 @@ func (m *Manager) Reject(ctx context.Context, who, id, reason string) (*Task, er
 	}
 	t, err := m.update(ctx, id, func(t *Task) error {
 		if t.State != PendingApproval {
-			return userErr(ErrState, "request %s is already %s", "申请 %s 已经是“%s”状态。", t.Request.ID, stateText(t.State))
+			return userErr(ErrState, "request %s is already %s", "申请 %s 已经是“%s”状态。", t.Request.ID, StateText(t.State))
 		}
 		t.State = Rejected
 		t.Decision = &Decision{By: who, At: m.clock.Now(), Reason: reason}
@@ -696,7 +696,7 @@ func (m *Manager) Reject(ctx context.Context, who, id, reason string) (*Task, er
 func (m *Manager) Pause(ctx context.Context, who, id string) (*Task, error) {
 	return m.transition(ctx, who, id, "paused", func(t *Task) error {
 		if t.State != Active && t.State != Errored {
-			return userErr(ErrState, "task %s is %s, not active", "任务 %s 当前为“%s”，不在运行中。", t.ID, stateText(t.State))
+			return userErr(ErrState, "task %s is %s, not active", "任务 %s 当前为“%s”，不在运行中。", t.ID, StateText(t.State))
 		}
 		t.State = Paused
 		return nil
@@ -708,7 +708,7 @@ func (m *Manager) Resume(ctx context.Context, who, id string) (*Task, error) {
 	p := m.Policy()
 	return m.transition(ctx, who, id, "resumed", func(t *Task) error {
 		if t.State != Paused && t.State != Errored {
-			return userErr(ErrState, "task %s is %s, not paused", "任务 %s 当前为“%s”，没有暂停。", t.ID, stateText(t.State))
+			return userErr(ErrState, "task %s is %s, not paused", "任务 %s 当前为“%s”，没有暂停。", t.ID, StateText(t.State))
 		}
 		if err := p.checkScope(t); err != nil {
 			return err

@@ -207,8 +207,8 @@ var stateZh = map[State]string{
 	Done: "已完成", Rejected: "已拒绝", Deleted: "已删除",
 }
 
-// stateText names a state in both languages.
-func stateText(s State) Text {
+// StateText names a state in both languages, for people.
+func StateText(s State) Text {
 	t := Text{En: stateWord(s), Zh: stateZh[s]}
 	if t.Zh == "" {
 		t.Zh = t.En

@@ -92,7 +92,7 @@ func (m *Manager) RunNow(ctx context.Context, who, id string) (RunRecord, error)
 			"只有任务的创建者或管理员可以运行它。")
 	}
 	if t.State != Active && t.State != Errored && t.State != Paused {
-		return RunRecord{}, userErr(ErrState, "task %s is %s", "任务 %s 当前为“%s”，不能运行。", t.ID, stateText(t.State))
+		return RunRecord{}, userErr(ErrState, "task %s is %s", "任务 %s 当前为“%s”，不能运行。", t.ID, StateText(t.State))
 	}
 	if t.State != Active { // running a stopped task is resuming it once: recheck the scope (I8)
 		if err := m.Policy().checkScope(t); err != nil {
@@ -517,7 +517,7 @@ func (m *Manager) Rebaseline(ctx context.Context, who, id string) (*Task, error)
 			return nil, err
 		}
 	default:
-		return nil, userErr(ErrState, "task %s is %s", "任务 %s 当前为“%s”，不能这样做。", t.ID, stateText(t.State))
+		return nil, userErr(ErrState, "task %s is %s", "任务 %s 当前为“%s”，不能这样做。", t.ID, StateText(t.State))
 	}
 	// A snapshot is written only under the scheduling owner's fence (I5).
 	m.mu.Lock()

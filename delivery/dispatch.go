@@ -292,7 +292,7 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 		return
 	}
 	if d.o.Holder != nil {
-		if until, held := d.o.Holder.Hold(ctx, recipient, taskID, urgent, now); held {
+		if until, held := d.o.Holder.Hold(ctx, holdAddress(recipient, route), taskID, urgent, now); held {
 			d.each(len(live), func(i int) {
 				if _, err := d.o.Ledger.Defer(ctx, live[i].Key, until, now); err != nil {
 					log.Warn().Err(err).Msg("cannot hold a push")
@@ -534,17 +534,28 @@ func (d *Dispatcher) Reserve(ctx context.Context, recipient, taskID string) (wor
 		return "", nil, false
 	}
 	release = func() { <-d.direct }
-	if _, err := d.o.Router.Resolve(recipient); err != nil {
+	route, err := d.o.Router.Resolve(recipient)
+	if err != nil {
 		release()
 		return "", nil, false
 	}
 	if d.o.Holder != nil {
-		if _, held := d.o.Holder.Hold(ctx, recipient, taskID, time.Time{}, d.o.Now()); held {
+		if _, held := d.o.Holder.Hold(ctx, holdAddress(recipient, route), taskID, time.Time{}, d.o.Now()); held {
 			release()
 			return "", nil, false
 		}
 	}
 	return d.o.Worker, release, true
+}
+
+// holdAddress is whose preferences hold pushes to recipient: the chat a
+// named recipient points at (recipients.<name>.address), so /quiet and
+// /mute set in that chat hold them too; else the recipient itself.
+func holdAddress(recipient string, r Route) string {
+	if r.To.Kind == TelegramChat || r.To.Kind == FeishuChat {
+		return r.To.String()
+	}
+	return recipient
 }
 
 // Handoff sends effects claimed in flight for this dispatcher's worker

@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/telegram"
 	"github.com/herald-bridge/herald/store"
 )
 
@@ -268,4 +271,31 @@ func TestI3_HeldChangesCollapsedRetryTogether(t *testing.T) {
 func changed(taskID, itemID, title string) delivery.Message {
 	return delivery.Message{Kind: delivery.KindChanged, TaskID: taskID, TaskName: taskID,
 		Items: []delivery.Item{{ID: itemID, Title: title, URL: "https://news.example.edu/" + itemID, Change: delivery.ChangeChanged}}}
+}
+
+// A named recipient that points at a chat (recipients.<name>.address) is
+// held by that chat's /quiet and /mute, like pushes addressed to the chat.
+func TestQuietHoursHoldANamedRecipientPointingAtTheChat(t *testing.T) {
+	r := newRig(t)
+	api := newFakeBotAPI(t)
+	sink, err := telegram.New(botToken, api.URL, telegram.WithLimits(telegram.Limits{PerChat: rate.Inf, PerGroup: rate.Inf, Global: rate.Inf}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	to, err := delivery.ParseAddress(chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := delivery.NewTable(delivery.TableConfig{Named: map[string]delivery.Route{"ops-chat": {Sink: sink, To: to}}})
+	r.setPrefs(chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
+	key := r.admit("hook:ci", "d-1", "ops-chat", inbound("deploy"), 0)
+	r.start(table, "w", withHolder(r.prefs()))
+
+	waitFor(t, func() bool { return r.effect(key).NotBefore.Equal(nextMorning) }, "the push to be held until 07:00")
+	r.advance(nextMorning.Sub(t0) - time.Minute)
+	if got := len(api.sent()); got != 0 {
+		t.Fatalf("%d messages during quiet hours, want none", got)
+	}
+	r.advance(time.Minute)
+	r.settled(key, store.Completed)
 }

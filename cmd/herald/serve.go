@@ -371,6 +371,7 @@ func (s *service) routes() {
 	srv.Handle("/hooks/{name}", s.hooks.ServeHTTP)
 	inboxAPI := &webhook.InboxAPI{Tokens: webhook.InboxTokens{KV: s.store.Channels()}, Inbox: s.store.Inbox()}
 	srv.Handle("/api/v1/inbox", inboxAPI.ServeHTTP)
+	webhook.MountInboxPage(srv) // GET /inbox: the browser page over the API above
 }
 
 // readyz reports whether this replica can take traffic: its store answers.

@@ -48,6 +48,11 @@ type Item struct {
 	URL    string    `json:"url,omitempty"`
 	Change string    `json:"change"` // new | changed | removed | deadline
 	Due    time.Time `json:"due,omitzero"`
+	// WasTitle and WasDue are what a changed item was before, when that
+	// differs from Title and Due. Both are optional: payloads written
+	// before they existed decode without them and render as they did.
+	WasTitle string    `json:"was_title,omitempty"`
+	WasDue   time.Time `json:"was_due,omitzero"`
 }
 
 // MaxItems is how many items one message lists before "and N more".

@@ -111,7 +111,8 @@ func eventEffects(t *Task, runID string, events []watch.Event, now time.Time) ([
 		}
 		msg := delivery.Message{
 			Kind: kind, TaskID: t.ID, TaskName: t.displayName(), OccurredAt: now,
-			Items: []delivery.Item{{ID: ev.Item.ID, Title: ev.Item.Title, URL: ev.Item.URL, Change: change, Due: ev.Item.Due}},
+			Items: []delivery.Item{{ID: ev.Item.ID, Title: ev.Item.Title, URL: ev.Item.URL, Change: change, Due: ev.Item.Due,
+				WasTitle: ev.WasTitle, WasDue: ev.WasDue}},
 		}
 		payload, err := json.Marshal(msg)
 		if err != nil {

@@ -46,8 +46,8 @@ type cardButton struct {
 
 // FeishuCard renders m as the JSON of a Feishu interactive card: a header
 // with the title, one element per item (at most delivery.MaxItems) with its
-// link and due time, then "and N more". All text is plain_text, so user
-// strings need no markdown escaping.
+// link, due time and, for a changed item, what it was before, then "and N
+// more". All text is plain_text, so user strings need no markdown escaping.
 func FeishuCard(m delivery.Message, lang string, zone *time.Location, now time.Time) ([]byte, error) {
 	v := prepare(m, lang, zone, now)
 	c := card{
@@ -60,7 +60,7 @@ func FeishuCard(m delivery.Message, lang string, zone *time.Location, now time.T
 		c.Elements = append(c.Elements, cardElement{Tag: "div", Text: &t})
 	}
 	for _, it := range v.items {
-		s := it.title
+		s := it.title + it.was
 		if it.change != "" {
 			s = "[" + it.change + "] " + s
 		}

@@ -34,6 +34,9 @@ type words struct {
 	hour      func(n int) string
 	day       func(n int) string
 	separator string
+	was       func(title string) string    // a changed item's previous title, after its title
+	dueMoved  func(from, to string) string // a changed item's due time moved
+	wasDue    func(from string) string     // a changed item's due time was dropped
 }
 
 var en = words{
@@ -57,6 +60,9 @@ var en = words{
 	hour:      func(n int) string { return fmt.Sprintf("%d h", n) },
 	day:       func(n int) string { return fmt.Sprintf("%d d", n) },
 	separator: " — ",
+	was:       func(title string) string { return " (was: " + title + ")" },
+	dueMoved:  func(from, to string) string { return "due moved from " + from + " to " + to },
+	wasDue:    func(from string) string { return "was due " + from },
 }
 
 var zh = words{
@@ -75,6 +81,9 @@ var zh = words{
 	hour:      func(n int) string { return fmt.Sprintf("%d 小时", n) },
 	day:       func(n int) string { return fmt.Sprintf("%d 天", n) },
 	separator: " — ",
+	was:       func(title string) string { return "（原为：" + title + "）" },
+	dueMoved:  func(from, to string) string { return "截止时间由 " + from + " 改为 " + to },
+	wasDue:    func(from string) string { return "原截止时间 " + from },
 }
 
 func phrasebook(lang string) words {
@@ -97,9 +106,15 @@ type view struct {
 type itemView struct {
 	change string // localised change label, may be empty
 	title  string
+	was    string // localised previous-title phrase (" (was: …)"), may be empty
 	url    string
 	due    string // localised due phrase, may be empty
 }
+
+// MaxWasTitle caps, in characters, the previous title a changed item
+// shows; a longer one is cut and ends in "…", so the previous title can
+// never make an item's line much more than its title's length again.
+const MaxWasTitle = 200
 
 // duration renders d (positive) coarsely: minutes below 1 h, hours below
 // 48 h, days after.
@@ -122,11 +137,51 @@ func (w words) dueText(due time.Time, zone *time.Location, now time.Time) string
 	if due.IsZero() {
 		return ""
 	}
-	s := w.due + " " + due.In(zone).Format(w.dateFmt)
+	return w.due + " " + due.In(zone).Format(w.dateFmt) + w.relative(due, now)
+}
+
+// relative is the " (in 3 h)" / " (2 d ago)" suffix of a due time.
+func (w words) relative(due, now time.Time) string {
 	if d := due.Sub(now); d >= 0 {
-		return s + " (" + w.left(w.duration(d)) + ")"
+		return " (" + w.left(w.duration(d)) + ")"
 	}
-	return s + " (" + w.ago(w.duration(due.Sub(now).Abs())) + ")"
+	return " (" + w.ago(w.duration(due.Sub(now).Abs())) + ")"
+}
+
+// dueChangeText is the due phrase of an item now due at due and before
+// at was: "moved from … to …" when both are set and differ, the plain due
+// phrase when there was no earlier due time, "was due …" when it was
+// dropped.
+func (w words) dueChangeText(due, was time.Time, zone *time.Location, now time.Time) string {
+	switch {
+	case was.IsZero() || was.Equal(due):
+		return w.dueText(due, zone, now)
+	case due.IsZero():
+		return w.wasDue(was.In(zone).Format(w.dateFmt))
+	}
+	return w.dueMoved(was.In(zone).Format(w.dateFmt), due.In(zone).Format(w.dateFmt)) + w.relative(due, now)
+}
+
+// wasText is the previous-title phrase of an item, empty when there is
+// none or it reads the same as the title.
+func (w words) wasText(was, title string) string {
+	was = oneLine(was)
+	if was == "" || was == title {
+		return ""
+	}
+	return w.was(clipRunes(was, MaxWasTitle))
+}
+
+// clipRunes cuts s to at most n characters, ending a cut one in "…".
+func clipRunes(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return strings.TrimRight(s[:j], " ") + "…"
+		}
+		i++
+	}
+	return s
 }
 
 // Title is the headline of m in lang, relative to now.
@@ -182,7 +237,7 @@ func prepare(m delivery.Message, lang string, zone *time.Location, now time.Time
 		items = items[:delivery.MaxItems]
 	}
 	for _, it := range items {
-		iv := itemView{title: oneLine(it.Title), url: it.URL, due: w.dueText(it.Due, zone, now)}
+		iv := itemView{title: oneLine(it.Title), url: it.URL, due: w.dueChangeText(it.Due, it.WasDue, zone, now)}
 		if it.Change != "" {
 			iv.change = w.change[it.Change]
 			if iv.change == "" {
@@ -192,6 +247,7 @@ func prepare(m delivery.Message, lang string, zone *time.Location, now time.Time
 		if iv.title == "" {
 			iv.title = it.ID
 		}
+		iv.was = w.wasText(it.WasTitle, iv.title)
 		v.items = append(v.items, iv)
 	}
 	v.title = oneLine(v.title)
@@ -222,7 +278,7 @@ func Text(m delivery.Message, lang string, zone *time.Location, now time.Time) s
 		if it.change != "" {
 			b.WriteString("[" + it.change + "] ")
 		}
-		b.WriteString(it.title)
+		b.WriteString(it.title + it.was)
 		if it.due != "" {
 			b.WriteString(v.w.separator + it.due)
 		}

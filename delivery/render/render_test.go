@@ -52,6 +52,24 @@ func deadline() delivery.Message {
 	}
 }
 
+// was lists changed items that say what they were before: retitled
+// (with markup to escape), due moved, due dropped, and a previous title
+// long enough to be cut.
+func was() delivery.Message {
+	from := time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC)
+	return delivery.Message{
+		Kind:     delivery.KindChanged,
+		TaskName: "Exams",
+		Items: []delivery.Item{
+			{ID: "x1", Title: "Exam — Room <204>", URL: "https://exams.example.edu/x1", Change: delivery.ChangeChanged, WasTitle: "Exam — Room <101> & co"},
+			{ID: "x2", Title: "Essay 3", Change: delivery.ChangeChanged, Due: from.Add(48 * time.Hour), WasDue: from},
+			{ID: "x3", Title: "Quiz", Change: delivery.ChangeChanged, WasDue: from},
+			{ID: "x4", Title: "Notice", Change: delivery.ChangeChanged, WasTitle: strings.Repeat("long ", 60)},
+		},
+		OccurredAt: now,
+	}
+}
+
 func many(n int) delivery.Message {
 	m := delivery.Message{Kind: delivery.KindChanged, TaskName: "Feed"}
 	for i := range n {
@@ -96,6 +114,8 @@ func TestGolden(t *testing.T) {
 		{"many_en", many(25), "en", nil},
 		{"many_zh", many(25), "zh", sh},
 		{"text_en", delivery.Message{Kind: delivery.KindInbound, Title: "Build <failed> & more", Text: "line one\nline two"}, "en", nil},
+		{"was_en", was(), "en", time.UTC},
+		{"was_zh", was(), "zh", sh},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -152,6 +172,47 @@ func TestTelegramHTMLEscapes(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// A payload written before items said what they were decodes and renders
+// exactly as the existing golden files pin it.
+func TestOldPayloadRendersAsBefore(t *testing.T) {
+	old := `{"kind":"watch.changed","title":"","task_id":"t1","task_name":"Campus news","items":[` +
+		`{"id":"a","title":"Library opens late","url":"https://news.example.edu/a?x=1\u0026y=2","change":"new"},` +
+		`{"id":"b","title":"Exam \u003crooms\u003e \u0026 \"times\"","url":"https://news.example.edu/b","change":"changed"},` +
+		`{"id":"c","title":"Old notice","change":"removed"}],"occurred_at":"2026-11-30T01:00:00Z"}`
+	var m delivery.Message
+	if err := json.Unmarshal([]byte(old), &m); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "changed_en.txt", []byte(Text(m, "en", time.UTC, now)))
+	golden(t, "changed_en.tg.html", []byte(strings.Join(TelegramHTML(m, "en", time.UTC, now), "\n-----\n")))
+	golden(t, "changed_zh.tg.html", []byte(strings.Join(TelegramHTML(m, "zh", shanghai(t), now), "\n-----\n")))
+}
+
+// The previous title shows only when it reads differently from the
+// title, and the previous due time only when it moved.
+func TestWasShownOnlyWhenItDiffers(t *testing.T) {
+	due := now.Add(48 * time.Hour)
+	cases := []struct {
+		name string
+		it   delivery.Item
+		want string // the item's line in plain text
+	}{
+		{"same title after folding", delivery.Item{Title: "Exam  room", WasTitle: "Exam\nroom"}, "• Exam room"},
+		{"same due", delivery.Item{Title: "Essay", Due: due, WasDue: due}, "• Essay — due Wed 2 Dec 2026 01:00 UTC (in 2 d)"},
+		{"due added", delivery.Item{Title: "Essay", Due: due}, "• Essay — due Wed 2 Dec 2026 01:00 UTC (in 2 d)"},
+		{"retitled", delivery.Item{Title: "Exam B", WasTitle: "Exam A"}, "• Exam B (was: Exam A)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := delivery.Message{Kind: delivery.KindChanged, TaskName: "T", Items: []delivery.Item{c.it}}
+			lines := strings.Split(strings.TrimSpace(Text(m, "en", time.UTC, now)), "\n")
+			if got := lines[len(lines)-1]; got != c.want {
+				t.Errorf("line %q, want %q", got, c.want)
+			}
+		})
 	}
 }
 
@@ -271,7 +332,7 @@ func FuzzTelegramHTML(f *testing.F) {
 			t.Skip()
 		}
 		m := delivery.Message{Kind: delivery.KindChanged, TaskName: task, Text: text,
-			Items: []delivery.Item{{Title: title, URL: link, Change: delivery.ChangeNew}}}
+			Items: []delivery.Item{{Title: title, URL: link, Change: delivery.ChangeChanged, WasTitle: task}}}
 		for i, p := range TelegramHTML(m, "en", nil, now) {
 			checkPart(t, i, p)
 		}

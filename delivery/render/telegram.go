@@ -77,6 +77,11 @@ func TelegramHTML(m delivery.Message, lang string, zone *time.Location, now time
 			h.WriteString(title)
 		}
 		p.WriteString(title)
+		if it.was != "" {
+			was := EscapeHTML(it.was)
+			h.WriteString(was)
+			p.WriteString(was)
+		}
 		if it.due != "" {
 			d := EscapeHTML(v.w.separator + it.due)
 			h.WriteString(d)

@@ -242,13 +242,17 @@ type BodyTask struct {
 	Name string `json:"name"`
 }
 
-// BodyItem is one listed item.
+// BodyItem is one listed item. WasTitle and WasDue say what a changed
+// item was before; they are optional and omitted when empty, so
+// receivers written before them keep working.
 type BodyItem struct {
-	ID     string `json:"id"`
-	Title  string `json:"title"`
-	URL    string `json:"url,omitempty"`
-	Change string `json:"change"`
-	Due    string `json:"due,omitempty"`
+	ID       string `json:"id"`
+	Title    string `json:"title"`
+	URL      string `json:"url,omitempty"`
+	Change   string `json:"change"`
+	Due      string `json:"due,omitempty"`
+	WasTitle string `json:"was_title,omitempty"`
+	WasDue   string `json:"was_due,omitempty"`
 }
 
 // Encode renders the webhook body for message m under effect key key.
@@ -270,9 +274,12 @@ func Encode(key string, m delivery.Message, now time.Time) ([]byte, error) {
 		b.Task = &BodyTask{ID: m.TaskID, Name: m.TaskName}
 	}
 	for _, it := range m.Items {
-		bi := BodyItem{ID: it.ID, Title: it.Title, URL: it.URL, Change: it.Change}
+		bi := BodyItem{ID: it.ID, Title: it.Title, URL: it.URL, Change: it.Change, WasTitle: it.WasTitle}
 		if !it.Due.IsZero() {
 			bi.Due = it.Due.UTC().Format(time.RFC3339)
+		}
+		if !it.WasDue.IsZero() {
+			bi.WasDue = it.WasDue.UTC().Format(time.RFC3339)
 		}
 		b.Items = append(b.Items, bi)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"flag"
 	"io"
@@ -516,6 +517,7 @@ func TestBodyGolden(t *testing.T) {
 		{"state_no_time", func() delivery.Message {
 			return delivery.Message{Kind: delivery.KindState, TaskID: "t_42", TaskName: "CS101 notices", Text: "paused"}
 		}},
+		{"changed_was", func() delivery.Message { return wasMessage() }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -539,6 +541,68 @@ func TestBodyGolden(t *testing.T) {
 				t.Errorf("body mismatch\n got: %s\nwant: %s", got, want)
 			}
 		})
+	}
+}
+
+// wasMessage lists changed items that say what they were before, one
+// without (a due time in another zone, to show it leaves in UTC).
+func wasMessage() delivery.Message {
+	m := testDelivery().Message
+	m.Items = []delivery.Item{
+		{ID: "n1", Title: "Exam — Room 204", URL: "https://example.edu/n/1", Change: delivery.ChangeChanged, WasTitle: "Exam — Room <101>"},
+		{ID: "n2", Title: "Homework 4", Change: delivery.ChangeChanged, Due: time.Date(2026, 12, 5, 23, 59, 0, 0, time.UTC),
+			WasDue: time.Date(2026, 12, 4, 7, 59, 0, 0, time.FixedZone("CST", 8*3600))},
+		{ID: "n3", Title: "Reading list", Change: delivery.ChangeChanged},
+	}
+	return m
+}
+
+// was_title and was_due appear on an item exactly when set; a payload
+// stored before they existed encodes byte for byte as before.
+func TestBodyWasFields(t *testing.T) {
+	b, err := Encode("eff_3f9a1c", wasMessage(), testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Items []map[string]any `json:"items"`
+	}
+	if err := json.Unmarshal(b, &body); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{
+		{"was_title": "Exam — Room <101>"},
+		{"was_due": "2026-12-03T23:59:00Z"},
+		{},
+	}
+	for i, it := range body.Items {
+		for _, k := range []string{"was_title", "was_due"} {
+			got, has := it[k]
+			w, wantHas := want[i][k]
+			if has != wantHas || got != w {
+				t.Errorf("item %d %s = %v (present %v), want %v (present %v)", i, k, got, has, w, wantHas)
+			}
+		}
+	}
+
+	old := `{"kind":"watch.changed","title":"CS101 notices changed","task_id":"t_42","task_name":"CS101 notices","items":[` +
+		`{"id":"n1","title":"Exam moved <Room 3>","url":"https://example.edu/n/1?a=1&b=2","change":"new"},` +
+		`{"id":"n2","title":"Homework 4","change":"deadline","due":"2026-12-03T23:59:00Z"},` +
+		`{"id":"n3","title":"Old notice","change":"removed"}],"occurred_at":"2026-11-30T16:14:05+08:00"}`
+	var m delivery.Message
+	if err := json.Unmarshal([]byte(old), &m); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Encode("eff_3f9a1c", m, testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden, err := os.ReadFile(filepath.Join("testdata", "body_changed.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, bytes.TrimSuffix(golden, []byte("\n"))) {
+		t.Errorf("old payload encodes differently\n got: %s\nwant: %s", got, golden)
 	}
 }
 

@@ -39,6 +39,25 @@ type Event struct {
 	Item     Item
 	Offset   time.Duration // deadline: which remind-before offset
 	Identity string        // "new|<id>|<digest>", "changed|<id>|<digest>", "removed|<id>|<digest>", "deadline|<id>|<due unix>|<offset>"
+	// WasTitle and WasDue say what a changed item was before, from the
+	// snapshot entry (or tombstone) it replaces, so a notice can show what
+	// moved. Each is set only when it differs from the item's own; they
+	// are not part of Identity.
+	WasTitle string
+	WasDue   time.Time
+}
+
+// changedEvent is the changed event of item it under key, replacing the
+// recorded entry p.
+func changedEvent(key string, it Item, p Entry) Event {
+	ev := Event{Kind: EventChanged, Item: it, Identity: itemIdentity(EventChanged, key, it.Digest)}
+	if p.Title != it.Title {
+		ev.WasTitle = p.Title
+	}
+	if !p.Due.Equal(it.Due) {
+		ev.WasDue = p.Due
+	}
+	return ev
 }
 
 // Default bounds applied when Options leaves them zero.
@@ -361,7 +380,7 @@ func Compute(prev *Snapshot, items []Item, now time.Time, o Options) Diff {
 				next.Items[key] = e
 				d.Counts.Changed++
 				cs = append(cs, candidate{
-					ev: Event{Kind: EventChanged, Item: it, Identity: itemIdentity(EventChanged, key, it.Digest)},
+					ev: changedEvent(key, it, p),
 					apply: func(s *Snapshot) {
 						s.Items[key] = changed
 					},
@@ -395,7 +414,7 @@ func Compute(prev *Snapshot, items []Item, now time.Time, o Options) Diff {
 			default:
 				d.Counts.Changed++
 				cs = append(cs, candidate{
-					ev: Event{Kind: EventChanged, Item: it, Identity: itemIdentity(EventChanged, key, it.Digest)},
+					ev: changedEvent(key, it, t),
 					apply: func(s *Snapshot) {
 						delete(s.Tombstones, tk)
 						s.Items[key] = e

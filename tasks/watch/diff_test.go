@@ -692,3 +692,129 @@ func TestI2_RecurringSeriesIsNewsOnce(t *testing.T) {
 		t.Fatalf("no reminder for quiz#1: %v", d.Events)
 	}
 }
+
+// A changed event says what the item was before, from the entry or
+// tombstone it replaces, and only what differs; the was fields never
+// touch identities or counts.
+func TestChangedEventsSayWhatTheItemWas(t *testing.T) {
+	due := t0.Add(72 * time.Hour)
+	moved := t0.Add(120 * time.Hour)
+	withDue := func() []Item {
+		f := feed(3)
+		f[1].Due = due
+		return f
+	}
+	tests := []struct {
+		name     string
+		prev     []Item
+		tombs    bool // remove guid-00001 in a run between, so it returns from its tombstone
+		items    func() []Item
+		identity string
+		wasTitle string
+		wasDue   time.Time
+	}{
+		{
+			name: "retitled",
+			prev: feed(3),
+			items: func() []Item {
+				f := feed(3)
+				f[1].Title, f[1].Digest = "Notice 1 — Room 204", "d00001-v2"
+				return f
+			},
+			identity: "changed|guid-00001|d00001-v2",
+			wasTitle: "Notice 1",
+		},
+		{
+			name: "due moved",
+			prev: withDue(),
+			items: func() []Item {
+				f := withDue()
+				f[1].Due, f[1].Digest = moved, "d00001-v2"
+				return f
+			},
+			identity: "changed|guid-00001|d00001-v2",
+			wasDue:   due,
+		},
+		{
+			name: "due dropped",
+			prev: withDue(),
+			items: func() []Item {
+				f := feed(3)
+				f[1].Digest = "d00001-v2"
+				return f
+			},
+			identity: "changed|guid-00001|d00001-v2",
+			wasDue:   due,
+		},
+		{
+			name: "due added: nothing was",
+			prev: feed(3),
+			items: func() []Item {
+				f := withDue()
+				f[1].Digest = "d00001-v2"
+				return f
+			},
+			identity: "changed|guid-00001|d00001-v2",
+		},
+		{
+			name: "digest only: nothing was",
+			prev: withDue(),
+			items: func() []Item {
+				f := withDue()
+				f[1].Digest = "d00001-v2"
+				return f
+			},
+			identity: "changed|guid-00001|d00001-v2",
+		},
+		{
+			name: "re-keyed and retitled",
+			prev: feed(3),
+			items: func() []Item {
+				f := feed(3)
+				f[1].ID, f[1].Title, f[1].Digest = "x-1", "Notice one", "d00001-v2"
+				return f
+			},
+			identity: "changed|x-1|d00001-v2",
+			wasTitle: "Notice 1",
+		},
+		{
+			name:  "restored from its tombstone with new content",
+			prev:  withDue(),
+			tombs: true,
+			items: func() []Item {
+				f := feed(3)
+				f[1].Title, f[1].Due, f[1].Digest = "Notice 1 (moved)", moved, "d00001-v2"
+				return f
+			},
+			identity: "changed|guid-00001|d00001-v2",
+			wasTitle: "Notice 1",
+			wasDue:   due,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			prev := baselined(t, tc.prev)
+			if tc.tombs {
+				gone := slices.Delete(slices.Clone(tc.prev), 1, 2)
+				d := compute(t, prev, gone, t0, Options{})
+				assertIdentities(t, d.Events, "removed|guid-00001|d00001-v1")
+				prev = roundTrip(t, d.Next)
+			}
+			d := compute(t, prev, tc.items(), t0.Add(time.Minute), Options{})
+			assertIdentities(t, d.Events, tc.identity)
+			if d.Counts != (Counts{Changed: 1}) {
+				t.Fatalf("counts %+v, want one changed", d.Counts)
+			}
+			ev := d.Events[0]
+			if ev.WasTitle != tc.wasTitle {
+				t.Errorf("WasTitle %q, want %q", ev.WasTitle, tc.wasTitle)
+			}
+			if !ev.WasDue.Equal(tc.wasDue) {
+				t.Errorf("WasDue %v, want %v", ev.WasDue, tc.wasDue)
+			}
+			if got := d.Next.Items[ev.Item.ID]; got.Title != ev.Item.Title || !got.Due.Equal(ev.Item.Due) {
+				t.Errorf("next records %q due %v, want the new item", got.Title, got.Due)
+			}
+		})
+	}
+}

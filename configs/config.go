@@ -5,7 +5,11 @@
 package configs
 
 import (
+	"net/netip"
+	"net/url"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/herald-bridge/herald/tasks/watch"
@@ -148,9 +152,46 @@ type Assistant struct {
 	// MaxPerHour is how many plain-language asks one principal may make
 	// in an hour (default 30).
 	MaxPerHour int `yaml:"max_per_hour"`
+	// Local says the endpoint is a model server on this machine or the
+	// local network, named by IP address (or localhost): herald then trusts
+	// exactly that address and port, over http or https, without opening
+	// private networks to sources (policy.allow_private_networks).
+	Local bool `yaml:"local"`
 
 	// Enabled is decided by Load: endpoint and api_key are both set.
 	Enabled bool `yaml:"-"`
+}
+
+// TrustedEndpoint returns the addresses a local assistant endpoint
+// (Local) may be reached at: its IP and port, or both loopback addresses
+// for localhost. Validation has checked the URL.
+func (a Assistant) TrustedEndpoint() []netip.AddrPort {
+	u, err := url.Parse(a.Endpoint)
+	if err != nil {
+		return nil
+	}
+	port := uint16(443)
+	if u.Scheme == "http" {
+		port = 80
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil {
+			return nil
+		}
+		port = uint16(n)
+	}
+	if strings.EqualFold(u.Hostname(), "localhost") {
+		return []netip.AddrPort{
+			netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port),
+			netip.AddrPortFrom(netip.IPv6Loopback(), port),
+		}
+	}
+	ip, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return nil
+	}
+	return []netip.AddrPort{netip.AddrPortFrom(ip.Unmap(), port)}
 }
 
 // Policy says who may do what.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -629,4 +630,43 @@ func TestWebhookRecipientTimeout(t *testing.T) {
 	}
 	_, err = loadString(t, base+"      timeout: 5m\n", noEnv)
 	checkProblems(t, "herald.yaml", err, []want{{6, "recipients.ops.webhook.timeout: must be a duration of at most 2m0s (unset: 10s)"}})
+}
+
+// assistant.local trusts exactly one model server named by address, over
+// http, without opening private networks to sources.
+func TestAssistantLocalEndpoint(t *testing.T) {
+	const base = "assistant:\n  api_key: k\n  model: m\n  local: true\n"
+	cases := []struct {
+		endpoint string
+		trusted  []string
+		problem  string
+	}{
+		{endpoint: "http://10.1.2.3:11434/v1/chat/completions", trusted: []string{"10.1.2.3:11434"}},
+		{endpoint: "http://localhost:8000/v1/chat/completions", trusted: []string{"127.0.0.1:8000", "[::1]:8000"}},
+		{endpoint: "https://[fd00::5]/v1/chat/completions", trusted: []string{"[fd00::5]:443"}},
+		{endpoint: "http://models.lan:11434/v1", problem: `assistant.endpoint: with local: true, name the model server by IP address or localhost, not "models.lan"`},
+		{endpoint: "ftp://10.1.2.3/x", problem: "assistant.endpoint: not a valid http(s) URL"},
+	}
+	for _, c := range cases {
+		t.Run(c.endpoint, func(t *testing.T) {
+			cfg, err := loadString(t, base+"  endpoint: \""+c.endpoint+"\"\n", noEnv)
+			if c.problem != "" {
+				checkProblems(t, "herald.yaml", err, []want{{5, c.problem}})
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Policy.AllowPrivateNetworks {
+				t.Fatal("local: true must not open private networks")
+			}
+			var got []string
+			for _, ap := range cfg.Assistant.TrustedEndpoint() {
+				got = append(got, ap.String())
+			}
+			if !slices.Equal(got, c.trusted) {
+				t.Fatalf("trusted %v, want %v", got, c.trusted)
+			}
+		})
+	}
 }

@@ -4,9 +4,11 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 	"time"
@@ -250,9 +252,33 @@ func (v *validator) assistant() {
 		v.skip("assistant")
 		return
 	}
-	v.httpsURL("assistant.endpoint", a.Endpoint, false)
+	if a.Local {
+		v.localEndpoint("assistant.endpoint", a.Endpoint)
+	} else {
+		v.httpsURL("assistant.endpoint", a.Endpoint, false)
+	}
 	if a.Model == "" && !v.unsetErr("assistant.model") {
 		v.errf("assistant", "model is required")
+	}
+}
+
+// localEndpoint checks the URL of a local model server (assistant.local):
+// http or https, named by an IP address or localhost, so that exactly that
+// destination can be trusted whatever a name might resolve to.
+func (v *validator) localEndpoint(path, raw string) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.User != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		v.errf(path, "not a valid http(s) URL")
+		return
+	}
+	if _, err := netip.ParseAddr(u.Hostname()); err != nil && !strings.EqualFold(u.Hostname(), "localhost") {
+		v.errf(path, "with local: true, name the model server by IP address or localhost, not %s", v.d.quote(path, u.Hostname()))
+		return
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
+			v.errf(path, "port %s is not valid", v.d.quote(path, p))
+		}
 	}
 }
 

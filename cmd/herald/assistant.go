@@ -19,9 +19,12 @@ func newAssistant(cfg *configs.Config, log zerolog.Logger) conversation.Assistan
 	if !a.Enabled {
 		return nil
 	}
+	eg := egress.Options{AllowPrivate: cfg.Policy.AllowPrivateNetworks}
+	if a.Local {
+		eg.Trusted = a.TrustedEndpoint() // that one model server, not the network
+	}
 	c, err := assistant.New(assistant.Options{
-		Endpoint: a.Endpoint, APIKey: a.APIKey, Model: a.Model, Timeout: a.Timeout.D(),
-		Egress: egress.Options{AllowPrivate: cfg.Policy.AllowPrivateNetworks},
+		Endpoint: a.Endpoint, APIKey: a.APIKey, Model: a.Model, Timeout: a.Timeout.D(), Egress: eg,
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("assistant off: it cannot be built")

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"context"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/herald-bridge/herald/configs"
+	"github.com/herald-bridge/herald/conversation"
 	"github.com/herald-bridge/herald/conversation/assistant/assistanttest"
 )
 
@@ -71,5 +77,33 @@ func TestServe_AssistantDraftsAndReloadSwitchesIt(t *testing.T) {
 	}
 	if strings.Contains(logs, key) || strings.Contains(out, key) {
 		t.Errorf("the key leaked into the log or chat")
+	}
+}
+
+// assistant.local reaches a model server on a private address without
+// policy.allow_private_networks: exactly that destination is trusted, and
+// the same endpoint without local is refused (sources stay guarded).
+func TestAssistantLocalEndpointIsTheOnlyPrivateDestination(t *testing.T) {
+	const key = "sk-local-model-test-0011223344"
+	model := assistanttest.New(t, key) // http on 127.0.0.1
+	cfg := &configs.Config{Assistant: configs.Assistant{Enabled: true, Local: true,
+		Endpoint: model.URL, APIKey: key, Model: "local-model", Timeout: configs.Duration(5 * time.Second)}}
+	a := newAssistant(cfg, zerolog.Nop())
+	if a == nil {
+		t.Fatal("a local assistant was not built")
+	}
+	s, err := a.Interpret(context.Background(), conversation.Ask{Text: "what do I watch?", Lang: "en", Zone: "UTC"})
+	if err != nil || s.Action != conversation.SuggestList || model.Calls() != 1 {
+		t.Fatalf("Interpret = %+v, %v after %d calls; want the list answer", s, err, model.Calls())
+	}
+
+	cfg.Assistant.Local = false
+	if a := newAssistant(cfg, zerolog.Nop()); a != nil {
+		if _, err := a.Interpret(context.Background(), conversation.Ask{Text: "again", Lang: "en", Zone: "UTC"}); err == nil {
+			t.Fatal("a private endpoint was reached without local: true or allow_private_networks")
+		}
+	}
+	if model.Calls() != 1 {
+		t.Fatalf("the model saw %d calls, want 1", model.Calls())
 	}
 }

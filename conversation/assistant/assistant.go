@@ -84,7 +84,14 @@ func (o *Options) validate() error {
 	if o.Model == "" {
 		return errors.New("assistant: a model is required")
 	}
-	if err := egress.CheckURL(o.Endpoint, o.Egress.AllowPrivate); err != nil {
+	if len(o.Egress.Trusted) > 0 {
+		// A local model server: the dial guard lets exactly the trusted
+		// destinations through (and public ones), over http or https.
+		u, err := url.Parse(o.Endpoint)
+		if err != nil || u.Hostname() == "" || u.User != nil || (u.Scheme != "http" && u.Scheme != "https") {
+			return fmt.Errorf("assistant: endpoint: %w", egress.ErrBadURL)
+		}
+	} else if err := egress.CheckURL(o.Endpoint, o.Egress.AllowPrivate); err != nil {
 		return fmt.Errorf("assistant: endpoint: %w", err)
 	}
 	if o.Timeout <= 0 {

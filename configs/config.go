@@ -379,3 +379,26 @@ func (c *Config) Task(id string) (TaskDecl, bool) {
 	}
 	return TaskDecl{}, false
 }
+
+// RestartOnly names the settings that differ between old and new but
+// take effect only when the process starts again: the listener, the
+// store, and the chat channels' conversation side (deliveries through a
+// channel use the new settings at once). A reload reports them so that a
+// changed token or address is never silently ignored. Values are not
+// part of the answer (they may be secrets).
+func RestartOnly(old, new *Config) []string {
+	var out []string
+	if old.Server != new.Server {
+		out = append(out, "server")
+	}
+	if old.Store != new.Store {
+		out = append(out, "store")
+	}
+	if old.Channels.Telegram != new.Channels.Telegram {
+		out = append(out, "channels.telegram")
+	}
+	if old.Channels.Feishu != new.Channels.Feishu {
+		out = append(out, "channels.feishu")
+	}
+	return out
+}

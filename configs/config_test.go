@@ -670,3 +670,34 @@ func TestAssistantLocalEndpoint(t *testing.T) {
 		})
 	}
 }
+
+func TestRestartOnly(t *testing.T) {
+	base := func() *Config {
+		c := &Config{Language: "en"}
+		c.Server.Listen = "127.0.0.1:8080"
+		c.Channels.Telegram.Token = "123:abc"
+		return c
+	}
+	cases := []struct {
+		name string
+		edit func(*Config)
+		want []string
+	}{
+		{"nothing", func(*Config) {}, nil},
+		{"policy and language reload", func(c *Config) { c.Language = "zh"; c.Policy.Admins = []string{"console:x"} }, nil},
+		{"listener", func(c *Config) { c.Server.Listen = "127.0.0.1:9090" }, []string{"server"}},
+		{"tls", func(c *Config) { c.Server.TLS.CertFile = "c.pem" }, []string{"server"}},
+		{"store", func(c *Config) { c.Store.Redis.URL = "redis://r:6379/0" }, []string{"store"}},
+		{"telegram token", func(c *Config) { c.Channels.Telegram.Token = "123:def" }, []string{"channels.telegram"}},
+		{"feishu app", func(c *Config) { c.Channels.Feishu.AppID = "cli_x" }, []string{"channels.feishu"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n := base()
+			c.edit(n)
+			if got := RestartOnly(base(), n); !slices.Equal(got, c.want) {
+				t.Fatalf("RestartOnly = %v, want %v", got, c.want)
+			}
+		})
+	}
+}

@@ -120,8 +120,16 @@ func (s *service) reload(ctx context.Context, cfg *configs.Config) error {
 	s.channels.core.SetDefaults(cfg.Language, cfg.Location)
 	s.channels.core.SetAssistant(newAssistant(cfg, s.log.With().Str("component", "assistant").Logger()), cfg.Assistant.MaxPerHour)
 	s.mu.Lock()
+	old := s.cfg
 	s.cfg = cfg
 	s.mu.Unlock()
+	for _, key := range configs.RestartOnly(old, cfg) {
+		msg := "changed in the config; it takes effect at the next start"
+		if strings.HasPrefix(key, "channels.") {
+			msg = "changed in the config; pushes through the channel use it now, the chat side at the next start"
+		}
+		s.log.Warn().Str("setting", key).Msg(msg)
+	}
 	return s.manager.SetDeclared(ctx, declared(cfg))
 }
 

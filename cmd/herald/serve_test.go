@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -158,6 +159,38 @@ func TestServe_SIGHUPWithValidConfigAddsDeclaredTask(t *testing.T) {
 	}
 	if !strings.Contains(p.log.String(), "configuration reloaded") {
 		t.Errorf("the log does not report the reload:\n%s", p.log.String())
+	}
+	if strings.Contains(p.log.String(), "takes effect at the next start") {
+		t.Errorf("a reload that changed only tasks warned about a restart:\n%s", p.log.String())
+	}
+}
+
+// A reload that changes what only a start applies (the listener, the
+// store, a chat channel's conversation side) says so, by key and without
+// values, instead of ignoring it silently.
+func TestServe_SIGHUPNamesSettingsThatNeedARestart(t *testing.T) {
+	fx := newFixture(t)
+	p, _ := fx.start(t)
+	cfg, err := os.ReadFile(p.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := regexp.MustCompile(`(?m)^  public_url: .*$`).ReplaceAllString(string(cfg), `  public_url: "https://herald.example.org"`)
+	if edited == string(cfg) {
+		t.Fatalf("the fixture config has no server.public_url:\n%s", cfg)
+	}
+	if err := os.WriteFile(p.cfgPath, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the restart warning", func() bool {
+		return strings.Contains(p.log.String(), `"setting":"server"`) &&
+			strings.Contains(p.log.String(), "takes effect at the next start")
+	})
+	if strings.Contains(p.log.String(), "herald.example.org") {
+		t.Errorf("the warning quotes the value:\n%s", p.log.String())
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -36,6 +37,7 @@ var eventID = regexp.MustCompile(`ev[0-9]+x`)
 // loopback, and its outcome recorded. It reports events per second and the
 // latency from send to arrival (p50, p99), and fails on a duplicate.
 func BenchmarkHookToWebhookSink(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(400)) // as serve runs
 	st, err := bolt.Open(filepath.Join(b.TempDir(), "herald.db"), bolt.Options{})
 	if err != nil {
 		b.Fatal(err)

@@ -135,11 +135,14 @@ func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
 	if err != nil {
 		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_url"}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", s.userAgent)
-	req.Header.Set(signature.HeaderID, d.Key)
-	req.Header.Set(signature.HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
-	req.Header.Set(signature.HeaderSignature, signature.Sign(s.key, d.Key, now, body))
+	// Keys in canonical form, set at once: this is every push's path.
+	req.Header = http.Header{
+		"Content-Type":      {"application/json"},
+		"User-Agent":        {s.userAgent},
+		"Webhook-Id":        {d.Key},
+		"Webhook-Timestamp": {strconv.FormatInt(now.Unix(), 10)},
+		"Webhook-Signature": {signature.Sign(s.key, d.Key, now, body)},
+	}
 
 	// net/http replays a request on a reused connection only when nothing
 	// was written or the request is marked replayable (GET, or an

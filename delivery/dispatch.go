@@ -308,7 +308,7 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 // the ledger (unless begun is given: already in flight for this worker),
 // sent, and settled. msg, when given, is what begun's payloads encode.
 // Every begun effect shares the message's outcome, including those whose
-// item the message carries in a later state (collapse): they were
+// item the message carries in a later state (superseded): they were
 // delivered exactly when the message was.
 func (d *Dispatcher) send(ctx context.Context, route Route, live, begun []store.Effect, msg *Message) {
 	recipient, taskID := live[0].Recipient, live[0].TaskID
@@ -321,7 +321,7 @@ func (d *Dispatcher) send(ctx context.Context, route Route, live, begun []store.
 			return
 		}
 		if msg == nil {
-			m, err := merge(collapse(begun))
+			m, err := merge(begun)
 			if err != nil {
 				d.settleAll(ctx, begun, func(store.Effect) store.Outcome {
 					return store.Outcome{State: store.Failed, Error: "bad_payload"}
@@ -473,38 +473,34 @@ func notAfter(t, limit time.Time) time.Time {
 	return t
 }
 
-// collapse returns the effects whose payloads make up the message of a
-// group: an item listed several times (A→B→C while held) appears once, in
-// its final state, C. The superseded effects stay in the group: they are
-// begun and settled with the message that carries their item's later
-// state, so none reads as delivered unless that message was (I3), and a
-// retry or replay of the group sends the same collapsed message.
-func collapse(fxs []store.Effect) []store.Effect {
+// superseded marks, among a group's decoded messages, the changes whose
+// item the group lists again in a later state (A→B→C while held: A and B),
+// so the message says C once. The superseded effects stay in the group:
+// they are begun and settled with the message that carries their item's
+// later state, so none reads as delivered unless that message was (I3),
+// and a retry or replay of the group sends the same collapsed message.
+func superseded(fxs []store.Effect, msgs []Message) []bool {
+	out := make([]bool, len(fxs))
 	if len(fxs) < 2 {
-		return fxs
+		return out
 	}
 	latest := map[string]int{}
-	ids := make([]string, len(fxs))
-	for i, fx := range fxs {
-		var m Message
-		if fx.Kind != KindChanged || json.Unmarshal(fx.Payload, &m) != nil || len(m.Items) != 1 {
+	for i, m := range msgs {
+		if fxs[i].Kind != KindChanged || len(m.Items) != 1 {
 			continue
 		}
-		ids[i] = m.Items[0].ID
-		if j, ok := latest[ids[i]]; !ok || fxs[j].CreatedAt.Before(fx.CreatedAt) {
-			latest[ids[i]] = i
+		id := m.Items[0].ID
+		if j, ok := latest[id]; ok {
+			if fxs[j].CreatedAt.Before(fxs[i].CreatedAt) {
+				out[j], latest[id] = true, i
+			} else {
+				out[i] = true
+			}
+			continue
 		}
+		latest[id] = i
 	}
-	if len(latest) == len(fxs) {
-		return fxs
-	}
-	keep := make([]store.Effect, 0, len(fxs))
-	for i, fx := range fxs {
-		if ids[i] == "" || latest[ids[i]] == i {
-			keep = append(keep, fx)
-		}
-	}
-	return keep
+	return out
 }
 
 // offRetry is how long pushes wait before looking again at a transport
@@ -620,16 +616,24 @@ func backoff(attempts int) time.Duration {
 	return min(d, time.Minute)
 }
 
-// merge builds one message from a group's payloads.
+// merge builds one message from a group's payloads, each decoded once;
+// superseded changes are left out (superseded).
 func merge(fxs []store.Effect) (Message, error) {
-	var out Message
+	msgs := make([]Message, len(fxs))
 	for i, fx := range fxs {
-		var m Message
-		if err := json.Unmarshal(fx.Payload, &m); err != nil {
+		if err := json.Unmarshal(fx.Payload, &msgs[i]); err != nil {
 			return Message{}, err
 		}
-		if i == 0 {
-			out = m
+	}
+	skip := superseded(fxs, msgs)
+	var out Message
+	first := true
+	for i, m := range msgs {
+		if skip[i] {
+			continue
+		}
+		if first {
+			out, first = m, false
 			out.Items = nil
 		}
 		if m.Kind == KindChanged {

@@ -69,6 +69,10 @@ const (
 	Webhook      AddressKind = "webhook"    // named: HTTPS webhook
 )
 
+// Chat reports whether k is a chat people talk to herald in: only chats
+// have preferences (/quiet, /mute).
+func (k AddressKind) Chat() bool { return k == TelegramChat || k == FeishuChat }
+
 // Address is a parsed recipient address (SPEC §3). Named recipients are
 // resolved from config into an Address by the Router.
 type Address struct {

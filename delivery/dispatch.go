@@ -548,7 +548,7 @@ func (d *Dispatcher) Reserve(ctx context.Context, recipient, taskID string) (wor
 // named recipient points at (recipients.<name>.address), so /quiet and
 // /mute set in that chat hold them too; else the recipient itself.
 func holdAddress(recipient string, r Route) string {
-	if r.To.Kind == TelegramChat || r.To.Kind == FeishuChat {
+	if r.To.Kind.Chat() {
 		return r.To.String()
 	}
 	return recipient

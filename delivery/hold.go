@@ -137,7 +137,7 @@ func (s *PrefStore) Hold(ctx context.Context, recipient, taskID string, urgentDu
 // (/quiet, /mute), so named recipients and inboxes skip the store read.
 func hasPrefs(recipient string) bool {
 	kind, _, _ := strings.Cut(recipient, ":")
-	return AddressKind(kind) == TelegramChat || AddressKind(kind) == FeishuChat
+	return AddressKind(kind).Chat()
 }
 
 // quietUntil reports whether local time now lies in [from, to) (which may

@@ -523,6 +523,12 @@ func TestI10_SecretsNeverInCLIOutputOrServeLogs(t *testing.T) {
 	if found := secretsIn(metrics.String()); len(found) > 0 {
 		t.Errorf("/metrics contains secrets: %q", found)
 	}
+	// The embedded store's group commit is visible (batch size, busy time).
+	for _, name := range []string{"herald_store_commits_total ", "herald_store_commit_writes_total ", "herald_store_commit_seconds_total "} {
+		if !strings.Contains(metrics.String(), "\n"+name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
 	// Recipient addresses stay out of logs and metrics too: the webhook
 	// URL, and the inbox address.
 	for _, addr := range []string{fx.rcv.srv.URL, "inbox:console:admin", "inbox:nobody"} {

@@ -89,8 +89,9 @@ type Dispatcher struct {
 	taken map[string]bool // keys handed to a worker in this process
 	done  <-chan struct{} // closed when Run's context ends
 
-	direct   chan struct{}  // free slots for hand-offs (Reserve)
-	directWG sync.WaitGroup // hand-offs in progress
+	direct   chan struct{}        // free slots for hand-offs (Reserve)
+	directWG sync.WaitGroup       // hand-offs in progress
+	limbo    map[string]time.Time // unconfirmed claims to check, until when (Unconfirmed)
 }
 
 // NewDispatcher returns a dispatcher; call Run.

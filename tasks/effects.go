@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -77,6 +78,12 @@ func (m *Manager) Admit(ctx context.Context, a Admission) (store.CommitResult, e
 	if worker != "" {
 		if err != nil || len(res.Claimed) == 0 {
 			release()
+			if err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrStaleEpoch) {
+				// The answer may be lost rather than the write (a broken
+				// connection): if the claim was stored in flight for the
+				// worker, it must not stay there unsent.
+				m.o.Direct.Unconfirmed(effects[0].Key)
+			}
 		} else {
 			fx := effects[0]
 			fx.InFlight, fx.Worker = true, worker

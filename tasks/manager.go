@@ -82,6 +82,10 @@ type Direct interface {
 	// Handoff sends fxs, whose payloads encode msg (so it need not be
 	// decoded again).
 	Handoff(fxs []store.Effect, msg delivery.Message, release func())
+	// Unconfirmed is told of a claim in flight for the reserved worker
+	// whose commit failed without a clear answer: it may have been stored,
+	// and then nobody would send it.
+	Unconfirmed(key string)
 }
 
 func (o *Options) validate() error {

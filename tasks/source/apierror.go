@@ -13,19 +13,16 @@ import (
 // where items were expected, shaped like {"error":…}, {"code":401,…},
 // {"errors":[{"message":…}]} or {"message":"Requires authentication"}.
 // Such a body is a failure, never an empty list (SPEC §6).
-func apiError(kind, itemsPath string, body []byte) error {
+func apiError(kind string, spec watch.Spec, body []byte) error {
 	b := bytes.TrimLeft(bytes.TrimPrefix(body, []byte("\xef\xbb\xbf")), " \t\r\n")
 	if len(b) == 0 || b[0] != '{' || !gjson.ValidBytes(b) {
 		return nil
 	}
 	doc := gjson.ParseBytes(b)
-	switch kind {
-	case KindRSS:
-		if strings.Contains(doc.Get("version").String(), "jsonfeed.org") {
-			return nil
-		}
-	case KindJSON:
-		if itemsPath != "" && doc.Get(itemsPath).IsArray() {
+	var missing error
+	if k, ok := Lookup(kind); ok && k.JSONObject != nil {
+		var own bool
+		if own, missing = k.JSONObject(doc, spec); own {
 			return nil
 		}
 	}
@@ -63,10 +60,7 @@ func apiError(kind, itemsPath string, body []byte) error {
 		}
 	}
 	if !isErr {
-		if kind == KindJSON && itemsPath != "" {
-			return watch.Errorf(watch.Schema, "items path %q not found in the response", itemsPath)
-		}
-		return nil
+		return missing
 	}
 	return watch.Errorf(apiClass(code, msg), "API error in HTTP 200 response: %s", truncate(normSpace(msg), 120))
 }

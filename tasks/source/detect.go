@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"mime"
+	"slices"
 	"strings"
 )
 
@@ -17,36 +18,17 @@ func Detect(contentType string, body []byte) string {
 	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
 	head = bytes.TrimLeft(head, " \t\r\n")
 	lower := bytes.ToLower(head)
-	switch {
-	case bytes.HasPrefix(lower, []byte("begin:vcalendar")):
-		return KindICal
-	case bytes.HasPrefix(head, []byte("{")):
-		if bytes.Contains(lower, []byte("jsonfeed.org/version")) {
-			return KindRSS
-		}
-		return KindJSON
-	case bytes.HasPrefix(head, []byte("[")):
-		return KindJSON
-	case bytes.HasPrefix(head, []byte("<")):
-		for _, tag := range []string{"<rss", "<feed", "<rdf:rdf"} {
-			if bytes.Contains(lower, []byte(tag)) {
-				return KindRSS
-			}
-		}
-		if bytes.Contains(lower, []byte("<html")) || bytes.HasPrefix(lower, []byte("<!doctype html")) {
-			return KindHTML
+	for _, k := range registry {
+		if k.Sniff != nil && k.Sniff(head, lower) {
+			return k.Name
 		}
 	}
 	mt, _, _ := mime.ParseMediaType(contentType)
-	switch strings.ToLower(mt) {
-	case "text/calendar":
-		return KindICal
-	case "application/rss+xml", "application/atom+xml", "application/feed+json", "application/rdf+xml":
-		return KindRSS
-	case "application/json":
-		return KindJSON
-	case "text/html", "application/xhtml+xml":
-		return KindHTML
+	mt = strings.ToLower(mt)
+	for _, k := range registry {
+		if slices.Contains(k.MediaTypes, mt) {
+			return k.Name
+		}
 	}
 	return ""
 }

@@ -12,8 +12,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/herald-bridge/herald/delivery/egress"
+	"github.com/herald-bridge/herald/tasks/source/kind"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -22,6 +24,7 @@ type document struct {
 	url         *url.URL // final URL, after redirects: the base for relative links
 	body        []byte
 	contentType string
+	header      http.Header
 	validators  watch.Conditional
 	notModified bool
 }
@@ -46,26 +49,31 @@ func redact(u *url.URL) string {
 	return u.Scheme + "://" + u.Host
 }
 
-var acceptByKind = map[string]string{
-	KindRSS:  "application/rss+xml, application/atom+xml, application/feed+json, application/xml;q=0.9, text/xml;q=0.9, */*;q=0.5",
-	KindICal: "text/calendar, */*;q=0.5",
-	KindJSON: "application/json, */*;q=0.5",
-	KindHTML: "text/html, application/xhtml+xml, */*;q=0.5",
+func (s *Source) timeout() time.Duration {
+	if s.o.Timeout <= 0 {
+		return egress.DefaultTimeout
+	}
+	return s.o.Timeout
 }
 
 // fetch GETs the source, following in-scope redirects by hand so that each
 // hop is checked against the scope and dialled through the address guard.
 func (s *Source) fetch(parent context.Context, cond watch.Conditional) (*document, error) {
-	timeout := s.o.Timeout
-	if timeout <= 0 {
-		timeout = egress.DefaultTimeout
-	}
 	// One deadline for the whole fetch, redirects and body included.
-	ctx, cancel := context.WithTimeout(parent, timeout)
+	ctx, cancel := context.WithTimeout(parent, s.timeout())
 	defer cancel()
-	cur := s.u
+	return s.follow(ctx, parent, kind.Request{URL: s.u}, cond)
+}
+
+// follow sends r, following in-scope redirects; a POST redirected with
+// 301, 302 or 303 goes on as a GET without its body.
+func (s *Source) follow(ctx, parent context.Context, r kind.Request, cond watch.Conditional) (*document, error) {
+	if r.Method == "" {
+		r.Method = http.MethodGet
+	}
+	cur := r.URL
 	for hop := 0; ; hop++ {
-		resp, err := s.get(ctx, cur, cond)
+		resp, err := s.get(ctx, r.Method, cur, r.Form, cond)
 		if err != nil {
 			return nil, s.classifyTransport(parent, cur, err)
 		}
@@ -74,14 +82,18 @@ func (s *Source) fetch(parent context.Context, cond watch.Conditional) (*documen
 			loc := resp.Header.Get("Location")
 			drain(resp)
 			if hop >= MaxRedirects {
-				return nil, watch.Errorf(watch.Transient, "GET %s: more than %d redirects", redact(s.u), MaxRedirects)
+				return nil, watch.Errorf(watch.Transient, "%s %s: more than %d redirects", r.Method, redact(r.URL), MaxRedirects)
 			}
 			next, err := cur.Parse(loc)
 			if loc == "" || err != nil || (next.Scheme != "http" && next.Scheme != "https") || next.User != nil {
-				return nil, watch.Errorf(watch.Schema, "GET %s: unusable redirect", redact(cur))
+				return nil, watch.Errorf(watch.Schema, "%s %s: unusable redirect", r.Method, redact(cur))
 			}
 			if !s.inScope(next) {
-				return nil, watch.Errorf(watch.Scope, "GET %s: redirect to %s is outside the approved scope", redact(cur), next.Hostname())
+				return nil, watch.Errorf(watch.Scope, "%s %s: redirect to %s is outside the approved scope", r.Method, redact(cur), next.Hostname())
+			}
+			if r.Method != http.MethodGet && r.Method != http.MethodHead &&
+				resp.StatusCode != http.StatusTemporaryRedirect && resp.StatusCode != http.StatusPermanentRedirect {
+				r.Method, r.Form = http.MethodGet, nil
 			}
 			cur = next
 			continue
@@ -104,23 +116,31 @@ func (s *Source) fetch(parent context.Context, cond watch.Conditional) (*documen
 				url:         cur,
 				body:        body,
 				contentType: resp.Header.Get("Content-Type"),
+				header:      resp.Header,
 				validators:  validators(resp),
 			}, nil
 		default:
 			drain(resp)
-			return nil, watch.Errorf(statusClass(resp.StatusCode), "GET %s: HTTP %d", redact(cur), resp.StatusCode)
+			return nil, watch.Errorf(statusClass(resp.StatusCode), "%s %s: HTTP %d", r.Method, redact(cur), resp.StatusCode)
 		}
 	}
 }
 
-func (s *Source) get(ctx context.Context, u *url.URL, cond watch.Conditional) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+func (s *Source) get(ctx context.Context, method string, u *url.URL, form url.Values, cond watch.Conditional) (*http.Response, error) {
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return nil, watch.Errorf(watch.Schema, "request for %s: bad URL", redact(u))
 	}
-	accept := acceptByKind[s.spec.Kind]
-	if accept == "" {
-		accept = "*/*"
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	accept := "*/*"
+	if s.kind != nil && s.kind.Accept != "" {
+		accept = s.kind.Accept
 	}
 	req.Header.Set("Accept", accept)
 	// Asking for compression ourselves turns off the transport's transparent
@@ -270,4 +290,29 @@ func (s *Source) classifyTransport(parent context.Context, u *url.URL, err error
 		return watch.Errorf(watch.BlockedAddress, "GET %s: %w", redact(u), err)
 	}
 	return watch.Errorf(watch.Transient, "GET %s: %w", redact(u), err)
+}
+
+// getter is the kind.Getter of one run: each request must stay within the
+// approved scope, and its document is checked for an API error envelope.
+type getter struct {
+	s      *Source
+	parent context.Context
+}
+
+func (g getter) Do(ctx context.Context, r kind.Request) (*kind.Document, error) {
+	s := g.s
+	if r.URL == nil {
+		r.URL = s.u
+	}
+	if !sameOrigin(r.URL, s.u) && !s.inScope(r.URL) {
+		return nil, watch.Errorf(watch.Scope, "request to %s is outside the approved scope", r.URL.Hostname())
+	}
+	doc, err := s.follow(ctx, g.parent, r, watch.Conditional{})
+	if err != nil {
+		return nil, err
+	}
+	if err := apiError(s.spec.Kind, s.spec, doc.body); err != nil {
+		return nil, err
+	}
+	return &kind.Document{URL: doc.url, Body: doc.body, ContentType: doc.contentType, Header: doc.header}, nil
 }

@@ -16,15 +16,8 @@ import (
 
 	"github.com/andybalholm/cascadia"
 
+	"github.com/herald-bridge/herald/tasks/source/kind"
 	"github.com/herald-bridge/herald/tasks/watch"
-)
-
-// The source kinds.
-const (
-	KindRSS  = "rss"
-	KindICal = "ical"
-	KindJSON = "json"
-	KindHTML = "html"
 )
 
 // Defaults applied when an Options field is zero.
@@ -73,10 +66,11 @@ type Source struct {
 	o        Options
 	client   *http.Client
 	selector cascadia.Selector
+	kind     *kind.Kind // nil: detected from each fetched document
 }
 
-// New validates spec and returns its Source. It is the registry of kinds:
-// every kind is checked here, and Fetch dispatches on the same names.
+// New validates spec and returns its Source; its kind must be one of the
+// registry's, or empty to detect it from each fetched document.
 func New(spec watch.Spec, o Options) (*Source, error) {
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = DefaultMaxBytes
@@ -93,13 +87,12 @@ func New(spec watch.Spec, o Options) (*Source, error) {
 	}
 	s := &Source{spec: spec, u: u, o: o}
 	var errs []error
-	switch spec.Kind {
-	case "", KindRSS, KindICal, KindJSON:
-	case KindHTML:
-		if strings.TrimSpace(spec.Selector) == "" {
-			errs = append(errs, fmt.Errorf("%w: html source needs a selector", ErrInvalidSpec))
+	if k, ok := Lookup(spec.Kind); ok {
+		s.kind = &k
+		if k.NeedsSelector && strings.TrimSpace(spec.Selector) == "" {
+			errs = append(errs, fmt.Errorf("%w: %s source needs a selector", ErrInvalidSpec, k.Name))
 		}
-	default:
+	} else if spec.Kind != "" {
 		errs = append(errs, fmt.Errorf("%w: unknown kind %q", ErrInvalidSpec, spec.Kind))
 	}
 	if spec.Selector != "" {
@@ -159,9 +152,13 @@ func sanitizeName(k string) string {
 
 // Fetch fetches and parses the source. Errors are *watch.Error with a
 // Class, and never carry header values or the URL's path and query. On 304
-// the Result has NotModified set, no items, and Kind as configured. Fetch
-// is safe for concurrent use.
+// the Result has NotModified set, no items, and Kind as configured. A kind
+// that runs several requests yields its complete item set or an error,
+// never part of one. Fetch is safe for concurrent use.
 func (s *Source) Fetch(ctx context.Context, cond watch.Conditional) (watch.Result, error) {
+	if s.kind != nil && s.kind.Run != nil {
+		return s.run(ctx, *s.kind)
+	}
 	doc, err := s.fetch(ctx, cond)
 	if err != nil {
 		return watch.Result{}, err
@@ -171,45 +168,58 @@ func (s *Source) Fetch(ctx context.Context, cond watch.Conditional) (watch.Resul
 		res.NotModified = true
 		return res, nil
 	}
-	kind := s.spec.Kind
-	if kind == "" {
-		kind = Detect(doc.contentType, doc.body)
-		if kind == "" {
-			return watch.Result{}, watch.Errorf(watch.Schema, "cannot tell what kind of document %s serves", redact(doc.url))
-		}
-		if kind == KindHTML && s.spec.Selector == "" {
-			return watch.Result{}, watch.Errorf(watch.Schema, "%s serves an HTML page; an html watch needs a selector", redact(doc.url))
-		}
-	}
-	res.Kind = kind
-	if err := apiError(kind, s.spec.Items, doc.body); err != nil {
-		return watch.Result{}, err
-	}
-	items, err := s.parse(kind, doc)
+	k, err := s.kindOf(doc)
 	if err != nil {
 		return watch.Result{}, err
 	}
-	if len(items) > s.o.MaxItems {
-		return watch.Result{}, watch.Errorf(watch.TooLarge, "%d items, more than the limit of %d", len(items), s.o.MaxItems)
+	res.Kind = k.Name
+	if err := apiError(k.Name, s.spec, doc.body); err != nil {
+		return watch.Result{}, err
+	}
+	items, err := k.Parse(&kind.Document{URL: doc.url, Body: doc.body, ContentType: doc.contentType, Header: doc.header}, s.input())
+	if err != nil {
+		return watch.Result{}, err
+	}
+	if err := s.checkCount(items); err != nil {
+		return watch.Result{}, err
 	}
 	res.Items = items
 	return res, nil
 }
 
-func (s *Source) parse(kind string, doc *document) ([]watch.Item, error) {
-	switch kind {
-	case KindRSS:
-		return parseFeed(doc.body, doc.url)
-	case KindICal:
-		now := time.Now
-		if s.o.Now != nil {
-			now = s.o.Now
-		}
-		return parseICal(doc.body, doc.url, s.o.DefaultZone, s.o.MaxItems, now())
-	case KindJSON:
-		return parseJSON(doc.body, doc.url, s.spec, s.o.DefaultZone)
-	case KindHTML:
-		return parseHTML(doc.body, doc.contentType, doc.url, s.selector)
+// kindOf is the configured kind, else the one doc is detected as.
+func (s *Source) kindOf(doc *document) (kind.Kind, error) {
+	if s.kind != nil {
+		return *s.kind, nil
 	}
-	return nil, watch.Errorf(watch.Schema, "unknown kind %q", kind)
+	k, ok := Lookup(Detect(doc.contentType, doc.body))
+	switch {
+	case !ok || k.Parse == nil:
+		return kind.Kind{}, watch.Errorf(watch.Schema, "cannot tell what kind of document %s serves", redact(doc.url))
+	case k.NeedsSelector && s.spec.Selector == "":
+		return kind.Kind{}, watch.Errorf(watch.Schema, "%s serves an HTML page; an %s watch needs a selector", redact(doc.url), k.Name)
+	}
+	return k, nil
+}
+
+func (s *Source) checkCount(items []watch.Item) error {
+	if len(items) > s.o.MaxItems {
+		return watch.Errorf(watch.TooLarge, "%d items, more than the limit of %d", len(items), s.o.MaxItems)
+	}
+	return nil
+}
+
+// run carries out a kind that makes several requests, all within one
+// deadline, and keeps its items only when the whole run succeeded.
+func (s *Source) run(parent context.Context, k kind.Kind) (watch.Result, error) {
+	ctx, cancel := context.WithTimeout(parent, s.timeout())
+	defer cancel()
+	items, err := k.Run(ctx, getter{s: s, parent: parent}, s.input())
+	if err != nil {
+		return watch.Result{}, s.classifyTransport(parent, s.u, err)
+	}
+	if err := s.checkCount(items); err != nil {
+		return watch.Result{}, err
+	}
+	return watch.Result{Kind: k.Name, Items: items}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
+	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -407,7 +408,7 @@ func (d *decoder) decodeStruct(n ast.Node, v reflect.Value, path string, line in
 	if itemURL != nil {
 		spec := v.Addr().Interface().(*watch.Spec)
 		switch {
-		case spec.Kind != "json":
+		case spec.Kind != source.KindJSON:
 			d.ps.add(d.file, itemURLLine, "duplicate key \"url\" in %s (first at line %d); a second url (the item URL field) is only allowed for kind json", where(path), first["url"])
 		case first["link"] != 0:
 			d.ps.add(d.file, itemURLLine, "%s: the item URL field is given twice (link and a second url)", where(path))

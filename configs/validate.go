@@ -16,6 +16,7 @@ import (
 
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/tasks/schedule"
+	"github.com/herald-bridge/herald/tasks/source"
 )
 
 // parseSchedule validates a schedule string (SPEC §5) in the default zone.
@@ -652,10 +653,8 @@ func (v *validator) source(sp string, t TaskDecl) {
 		v.errf(sp, "source is required")
 		return
 	}
-	switch s.Kind {
-	case "", "rss", "ical", "json", "html":
-	default:
-		v.errf(sp+".kind", "unknown kind %s (want rss, ical, json or html)", v.d.quote(sp+".kind", s.Kind))
+	if !source.Valid(s.Kind) {
+		v.errf(sp+".kind", "unknown kind %s (want %s)", v.d.quote(sp+".kind", s.Kind), source.List("", "", ", ", " or "))
 	}
 	up := sp + ".url"
 	switch {
@@ -668,8 +667,8 @@ func (v *validator) source(sp string, t TaskDecl) {
 			v.errf(up, "want an http or https URL")
 		}
 	}
-	if s.Kind == "html" && s.Selector == "" {
-		v.errf(sp, "selector is required for kind html")
+	if source.NeedsSelector(s.Kind) && s.Selector == "" {
+		v.errf(sp, "selector is required for kind %s", s.Kind)
 	}
 	for k := range s.Headers {
 		if k == "" || strings.ContainsAny(k, " :\r\n") {

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/herald-bridge/herald/store"
+	"github.com/herald-bridge/herald/tasks/source"
 )
 
 // This file is the optional assistant path for plain-language chat
@@ -56,7 +57,7 @@ type Suggestion struct {
 type Draft struct {
 	URL      string
 	Schedule string // schedule text as /watch takes it ("every 1h"); "" asks, as /watch does
-	Kind     string // rss | ical | json | html; "" = detect
+	Kind     string // a kind of the table in tasks/source; "" = detect
 	Name     string
 	// RemindBefore, when not empty, makes the draft a /remind request.
 	RemindBefore []time.Duration
@@ -223,9 +224,9 @@ func draftText(d Draft) (string, error) {
 		}
 		b.WriteString(" " + s)
 	}
-	switch d.Kind {
-	case "":
-	case "rss", "ical", "json", "html":
+	switch {
+	case d.Kind == "":
+	case source.Valid(d.Kind):
 		b.WriteString(" as " + d.Kind)
 	default:
 		return "", bad("kind")

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/herald-bridge/herald/tasks/schedule"
+	"github.com/herald-bridge/herald/tasks/source"
 )
 
 // ErrNotCommand reports text that does not start with a slash: it goes to
@@ -28,7 +29,7 @@ type Command struct {
 	Name     string
 	URL      string          // watch, remind
 	Schedule string          // canonical schedule text; "" if not given
-	Kind     string          // rss | ical | json | html; "" = detect
+	Kind     string          // a kind of the table in tasks/source; "" = detect
 	TaskName string          // name <text>
 	Before   []time.Duration // remind offsets, longest first
 	ID       string          // task / request / inbox item id ("all" for /read all)
@@ -67,13 +68,6 @@ type ParseError struct {
 
 func (e *ParseError) Error() string { return e.En }
 
-// Kinds a watch may be given with "as".
-var kinds = map[string]string{
-	"rss": "rss", "atom": "rss", "feed": "rss", "jsonfeed": "rss",
-	"ical": "ical", "ics": "ical", "calendar": "ical", "ical/ics": "ical",
-	"json": "json", "html": "html", "web": "html", "page": "html",
-}
-
 var aliases = map[string]string{
 	"help": "help", "start": "help", "watch": "watch", "remind": "remind", "tasks": "tasks",
 	"task": "task", "pause": "pause", "resume": "resume", "delete": "delete", "run": "run",
@@ -86,9 +80,12 @@ var aliases = map[string]string{
 	"收件箱": "inbox", "已读": "read", "静音": "mute", "免打扰": "quiet", "取消": "cancel",
 }
 
+// kindChoice is the kinds as a usage line offers them: rss|ical|….
+var kindChoice = strings.Join(source.Names(), "|")
+
 var usage = map[string][2]string{
 	"help":    {"/help", "/help"},
-	"watch":   {`/watch <url> [every 30m | daily 08:00 [Area/City] | at 2026-12-01 09:00] [as rss|ical|json|html] [name "text"]`, `/watch <网址> [每 30 分钟 | 每天 08:00 [Area/City] | at 2026-12-01 09:00] [as rss|ical|json|html] [name 「名称」]`},
+	"watch":   {`/watch <url> [every 30m | daily 08:00 [Area/City] | at 2026-12-01 09:00] [as ` + kindChoice + `] [name "text"]`, `/watch <网址> [每 30 分钟 | 每天 08:00 [Area/City] | at 2026-12-01 09:00] [as ` + kindChoice + `] [name 「名称」]`},
 	"remind":  {"/remind <url> [before 72h,24h,2h]", "/remind <网址> [before 72h,24h,2h]"},
 	"tasks":   {"/tasks", "/tasks"},
 	"task":    {"/task <id>", "/task <任务编号>"},
@@ -576,13 +573,13 @@ func (p *argParser) clause(kw string, toks []token) error {
 		c.Schedule = s.String()
 	case kwAs:
 		if len(args) != 1 {
-			return usageErr(c.Name, CodeBadKind, "Say which kind: as rss, as ical, as json or as html.", "请指定类型：as rss、as ical、as json 或 as html。")
+			return usageErr(c.Name, CodeBadKind, "Say which kind: "+source.List("as ", "", ", ", " or ")+".", "请指定类型："+source.List("as ", "", "、", " 或 ")+"。")
 		}
-		k, ok := kinds[strings.ToLower(args[0])]
+		k, ok := source.ByWord(args[0])
 		if !ok {
 			return usageErr(c.Name, CodeBadKind,
-				fmt.Sprintf("Unknown kind %q; use rss, ical, json or html.", clip(args[0])),
-				fmt.Sprintf("未知类型 %q；可用 rss、ical、json 或 html。", clip(args[0])))
+				fmt.Sprintf("Unknown kind %q; use %s.", clip(args[0]), source.List("", "", ", ", " or ")),
+				fmt.Sprintf("未知类型 %q；可用 %s。", clip(args[0]), source.List("", "", "、", " 或 ")))
 		}
 		c.Kind = k
 	case kwName:

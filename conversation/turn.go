@@ -786,7 +786,7 @@ func (t *turn) quiet(q string) []Reply {
 func (t *turn) help() []Reply {
 	if t.zh() {
 		return []Reply{{Text: `我可以帮你关注网页、订阅源和日历，有变化时通知你。
-/watch <网址> [every 30m | daily 08:00] [as rss|ical|json|html] [name 名称] — 申请关注，例如 /watch https://news.example.edu/feed.xml every 1h
+/watch <网址> [every 30m | daily 08:00] [as ` + kindChoice + `] [name 名称] — 申请关注，例如 /watch https://news.example.edu/feed.xml every 1h
 /remind <日历网址> [before 72h,24h,2h] — 截止提醒
 /tasks — 我的任务（管理员：全部）
 /task <编号> — 详情、范围、最近运行
@@ -797,7 +797,7 @@ func (t *turn) help() []Reply {
 /cancel — 取消当前对话`}}
 	}
 	return []Reply{{Text: `I watch web pages, feeds and calendars and tell you what changed.
-/watch <url> [every 30m | daily 08:00] [as rss|ical|json|html] [name text] — request a watch, e.g. /watch https://news.example.edu/feed.xml every 1h
+/watch <url> [every 30m | daily 08:00] [as ` + kindChoice + `] [name text] — request a watch, e.g. /watch https://news.example.edu/feed.xml every 1h
 /remind <calendar url> [before 72h,24h,2h] — deadline reminders
 /tasks — my tasks (admins: all)
 /task <id> — details, scope, last runs

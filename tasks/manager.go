@@ -17,6 +17,7 @@ import (
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks/schedule"
+	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -388,11 +389,9 @@ func (m *Manager) Submit(ctx context.Context, s Submission) (*Task, error) {
 	if u.User != nil {
 		return nil, userErr(ErrInvalid, "please leave credentials out of the URL", "请不要把账号密码写在网址里。")
 	}
-	switch s.Kind {
-	case "", "rss", "ical", "json", "html":
-	default:
-		return nil, userErr(ErrInvalid, "unknown kind %q: use rss, ical, json or html",
-			"未知的类型 %q；请用 rss、ical、json 或 html。", s.Kind)
+	if !source.Valid(s.Kind) {
+		return nil, userErr(ErrInvalid, "unknown kind %q: use %s", "未知的类型 %q；请用 %s。", s.Kind,
+			Text{En: source.List("", "", ", ", " or "), Zh: source.List("", "", "、", " 或 ")})
 	}
 	if s.Schedule == "" {
 		s.Schedule = "every 1h"

@@ -30,6 +30,7 @@ import (
 	"github.com/herald-bridge/herald/conversation"
 	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/tasks/schedule"
+	"github.com/herald-bridge/herald/tasks/source"
 )
 
 // Defaults and bounds.
@@ -282,9 +283,7 @@ func (a answer) check() (conversation.Suggestion, error) {
 	case len(a.RemindBefore) > maxBefore:
 		return bad("too many reminder offsets")
 	}
-	switch d.Kind {
-	case "", "rss", "ical", "json", "html":
-	default:
+	if !source.Valid(d.Kind) {
 		return bad("unknown kind")
 	}
 	for _, s := range a.RemindBefore {

@@ -12,7 +12,7 @@ import (
 // Spec describes one watched source. Field paths (Items, ID, Title, Link,
 // Due) apply to the json kind; Selector to html.
 type Spec struct {
-	Kind     string            `json:"kind"` // rss | ical | json | html ("" = detect from content)
+	Kind     string            `json:"kind"` // a kind of the table in tasks/source ("" = detect from content)
 	URL      string            `json:"url"`
 	Selector string            `json:"selector,omitempty"`
 	Items    string            `json:"items,omitempty"`

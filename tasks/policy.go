@@ -188,3 +188,29 @@ func (p Policy) checkScope(t *Task) error {
 	}
 	return nil
 }
+
+// mayTarget checks that a chat request targets only the requesting chat,
+// the requester's inbox, or named recipients the policy lets it use (§3).
+func (p Policy) mayTarget(s Submission, r string) error {
+	switch {
+	case r == s.ReplyTo && r != "":
+		return nil
+	case r == "inbox:"+s.Principal:
+		return nil
+	case !delivery.IsLiteral(r):
+		if !p.Named[r] {
+			return userErr(ErrInvalid, "there is no recipient named %s", "没有名为 %s 的接收方。", r)
+		}
+		if !p.IsAdmin(s.Principal) {
+			return userErr(ErrForbidden, "only an admin can send to %s", "只有管理员可以推送到 %s。", r)
+		}
+		return nil
+	case p.IsAdmin(s.Principal):
+		if _, err := delivery.ParseAddress(r); err != nil {
+			return userErr(ErrInvalid, "%v", "接收地址无效（%v）。", err)
+		}
+		return nil
+	}
+	return userErr(ErrForbidden, "you can only have pushes sent to this chat or your inbox",
+		"只能推送到本聊天或你的收件箱。")
+}

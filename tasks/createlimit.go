@@ -1,0 +1,145 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/herald-bridge/herald/store"
+)
+
+func (m *Manager) countLive(ctx context.Context) (int, error) {
+	all, err := m.all(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, t := range all {
+		if t.State != Deleted && t.State != Rejected {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// CreateLease is the lease under which a replica counts the live tasks
+// and creates one, so that the task limit holds across replicas (I7).
+const CreateLease = "task-create"
+
+// createLeaseTTL bounds how long a replica that dies while creating a task
+// keeps the others from creating one. Counting and one catalog write take
+// far less; a holder that stalls past it cannot write (see createWithinLimit).
+const createLeaseTTL = 5 * time.Second
+
+// createWaits are the waits between attempts to take CreateLease while
+// another replica holds it: about 3 s in all, then the request is refused
+// with a plain "try again" rather than left hanging.
+var createWaits = []time.Duration{
+	10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond,
+	160 * time.Millisecond, 320 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond,
+	500 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond,
+}
+
+// createWithinLimit stores t as a new task unless the live tasks already
+// reach limit (I7). Counting and storing are one step across replicas: both
+// happen while this replica holds CreateLease, and the catalog write is
+// fenced with the lease's epoch. A replica that stalled past the lease's
+// lifetime while another took it over (and may have counted and created in
+// between) has its write refused as stale, and counts again.
+//
+// The write is fenced by CreateLease, not by the scheduler lease: any
+// replica takes requests, owner or not, so the scheduler's fence would
+// refuse them on every other replica, and what must not interleave with
+// this count is another replica's count, which only CreateLease orders.
+// Updates of existing tasks stay unfenced revision compare-and-swaps: none
+// of them turns a task that is not counted into one that is.
+func (m *Manager) createWithinLimit(ctx context.Context, t *Task, limit int, now time.Time) error {
+	// Acquire renews a lease its holder already holds, so the lease alone
+	// does not order this replica's own requests: createMu does.
+	m.createMu.Lock()
+	defer m.createMu.Unlock()
+	for range 3 {
+		lease, err := m.takeCreateLease(ctx)
+		if err != nil {
+			return err
+		}
+		err = m.countAndCreate(ctx, store.Fence{Lease: lease.Name, Epoch: lease.Epoch}, t, limit, now)
+		m.releaseCreateLease(ctx, lease)
+		if errors.Is(err, store.ErrStaleEpoch) {
+			continue // another replica took the lease over meanwhile: count again
+		}
+		return err
+	}
+	return busyErr()
+}
+
+func (m *Manager) countAndCreate(ctx context.Context, f store.Fence, t *Task, limit int, now time.Time) error {
+	n, err := m.countLive(ctx)
+	if err != nil {
+		return err
+	}
+	if n >= limit {
+		return userErr(ErrLimit, "herald has reached its task limit (%d); delete one first",
+			"任务数量已达上限（%d 个）；请先删除一个任务。", n)
+	}
+	return m.create(ctx, f, t, now)
+}
+
+// takeCreateLease takes CreateLease, waiting while another replica holds it.
+func (m *Manager) takeCreateLease(ctx context.Context) (store.Lease, error) {
+	for i := 0; ; i++ {
+		l, err := m.store.Leases().Acquire(ctx, CreateLease, m.o.Holder, createLeaseTTL)
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, store.ErrLeaseHeld) {
+			return store.Lease{}, fmt.Errorf("take the task-create lease: %w", err)
+		}
+		if i == len(createWaits) {
+			return store.Lease{}, busyErr()
+		}
+		select {
+		case <-ctx.Done():
+			return store.Lease{}, ctx.Err()
+		case <-m.clock.After(createWaits[i]):
+		}
+	}
+}
+
+// releaseCreateLease gives CreateLease up even when ctx has ended, so the
+// next request need not wait for it to expire.
+func (m *Manager) releaseCreateLease(ctx context.Context, l store.Lease) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if err := m.store.Leases().Release(rctx, l); err != nil {
+		m.log.Warn().Err(err).Msg("cannot release the task-create lease; it expires on its own")
+	}
+}
+
+func busyErr() error {
+	return userErr(ErrBusy, "herald is busy with other new tasks; try again in a moment",
+		"正在处理其他新任务，请稍后再试。")
+}
+
+// create stores t under a new id, with its write fenced by f.
+func (m *Manager) create(ctx context.Context, f store.Fence, t *Task, now time.Time) error {
+	for range 5 {
+		id := randomID(3)
+		t.ID, t.Request = "t-"+id, Request{ID: "r-" + id, By: t.Owner, At: now, Via: t.ReplyTo}
+		b, err := encodeTask(t)
+		if err != nil {
+			return err
+		}
+		rev, err := m.store.Catalog().Put(ctx, f, t.ID, 0, b)
+		if errors.Is(err, store.ErrConflict) {
+			continue // id taken: draw another
+		}
+		if err != nil {
+			return fmt.Errorf("store task: %w", err)
+		}
+		t.Revision = rev
+		return nil
+	}
+	return errors.New("could not allocate a task id")
+}

@@ -1,0 +1,153 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/herald-bridge/herald/store"
+	"github.com/herald-bridge/herald/tasks/schedule"
+	"github.com/herald-bridge/herald/tasks/watch"
+)
+
+// Declared is a task declared in the config file: approved by the file.
+type Declared struct {
+	ID, Name     string
+	Source       watch.Spec
+	Schedule     string
+	RemindBefore []time.Duration
+	Notify       []string
+	Include      []string
+	Exclude      []string
+	Owner        string
+}
+
+// SetDeclared makes the catalog match the config file's tasks: new ones
+// are created active, edited ones updated (their revision grows), removed
+// ones deleted.
+func (m *Manager) SetDeclared(ctx context.Context, decls []Declared) error {
+	m.createMu.Lock()
+	defer m.createMu.Unlock()
+	all, err := m.all(ctx)
+	if err != nil {
+		return err
+	}
+	byID := map[string]*Task{}
+	for _, t := range all {
+		byID[t.ID] = t
+	}
+	now := m.clock.Now()
+	seen := map[string]bool{}
+	var errs []error
+	for _, d := range decls {
+		seen[d.ID] = true
+		cur, ok := byID[d.ID]
+		if ok && cur.Origin != OriginConfig {
+			errs = append(errs, fmt.Errorf("config task %s: id already used by a chat task", d.ID))
+			continue
+		}
+		want := func(t *Task) {
+			t.Name, t.Source, t.Schedule, t.RemindBefore = d.Name, d.Source, d.Schedule, d.RemindBefore
+			t.Notify, t.Include, t.Exclude, t.Owner = slices.Clone(d.Notify), d.Include, d.Exclude, d.Owner
+		}
+		if !ok {
+			t := &Task{ID: d.ID, Origin: OriginConfig, CreatedAt: now, UpdatedAt: now,
+				Request: Request{ID: "r-" + strings.TrimPrefix(d.ID, "t-"), By: "config", At: now, Via: "config"}}
+			want(t)
+			if err := m.approveInto(t, "config", "config", true, now); err != nil {
+				errs = append(errs, fmt.Errorf("config task %s: %w", d.ID, err))
+				continue
+			}
+			b, _ := encodeTask(t)
+			if _, err := m.store.Catalog().Put(ctx, store.Fence{}, t.ID, 0, b); err != nil {
+				errs = append(errs, fmt.Errorf("config task %s: %w", d.ID, err))
+				continue
+			}
+			m.signal(t.ID, "approved")
+			continue
+		}
+		probe := *cur
+		want(&probe)
+		same, _ := json.Marshal(cur)
+		changed, _ := json.Marshal(&probe)
+		if string(same) == string(changed) && cur.State != Deleted {
+			continue
+		}
+		sourceChanged := false
+		_, err := m.update(ctx, d.ID, func(t *Task) error {
+			oldSchedule, oldSource := t.Schedule, t.Source
+			want(t)
+			sourceChanged = !reflect.DeepEqual(oldSource, t.Source)
+			if t.Schedule != oldSchedule && t.State != Deleted {
+				if err := m.replan(t, now); err != nil {
+					return err
+				}
+			}
+			g, err := grantFor(t, "config", "config")
+			if err != nil {
+				return err
+			}
+			g.At = now
+			t.Grant = g
+			if t.State == Deleted {
+				t.State, t.NextRun = Active, now
+			}
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("config task %s: %w", d.ID, err))
+			continue
+		}
+		if sourceChanged { // a new source starts from a new baseline (I2), not a diff against the old one
+			if _, err := m.store.Ledger().Commit(ctx, store.RunCommit{TaskID: d.ID, Snapshot: []byte{}}); err != nil {
+				errs = append(errs, fmt.Errorf("config task %s: reset snapshot: %w", d.ID, err))
+			}
+		}
+		m.signal(d.ID, "updated")
+	}
+	for _, t := range all {
+		if t.Origin == OriginConfig && !seen[t.ID] && t.State != Deleted {
+			if _, err := m.Delete(ctx, "", t.ID); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// replan applies an edited schedule at once: the next check is measured
+// from the end of the last run (or now, before the first), and a finished
+// task whose new schedule has more runs becomes active again.
+func (m *Manager) replan(t *Task, now time.Time) error {
+	sched, err := schedule.Parse(t.Schedule, m.o.Zone)
+	if err != nil {
+		return userErr(ErrInvalid, "the schedule %q cannot be read: %v", "无法识别时间安排 %q（%v）。", t.Schedule, err)
+	}
+	if t.LastRunEnd.IsZero() {
+		if t.State == Active {
+			t.NextRun = now // the first run (the baseline) is still owed
+		}
+		return nil
+	}
+	next, err := sched.Next(t.LastRunEnd)
+	switch {
+	case errors.Is(err, schedule.ErrNoMore):
+		t.NextRun = time.Time{}
+		if t.State == Active {
+			t.State = Done
+		}
+	case err != nil:
+		return fmt.Errorf("schedule %q: %w", t.Schedule, err)
+	default:
+		t.NextRun = next
+		if t.State == Done {
+			t.State = Active
+		}
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/herald-bridge/herald/store"
+)
+
+// Get returns a task by task id ("t-…") or request id ("r-…").
+//
+// A request id names its task: "r-7f3a" is task "t-7f3a", and for a task
+// declared in config, "r-campus-news" is task "campus-news".
+func (m *Manager) Get(ctx context.Context, id string) (*Task, error) {
+	typed := strings.TrimSpace(id)
+	for _, cand := range candidateIDs(typed) {
+		rec, err := m.store.Catalog().Get(ctx, cand)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read task: %w", err)
+		}
+		return decodeTask(rec.Value, rec.Revision)
+	}
+	return nil, userErr(ErrNotFound, "there is no task or request %s",
+		"没有编号为 %s 的任务或申请；发送 /tasks 查看。", typed)
+}
+
+// taskID returns the task id that id names (see Get), or id itself.
+func (m *Manager) taskID(ctx context.Context, id string) string {
+	if t, err := m.Get(ctx, id); err == nil {
+		return t.ID
+	}
+	return strings.TrimSpace(id)
+}
+
+func candidateIDs(id string) []string {
+	if rest, ok := strings.CutPrefix(id, "r-"); ok && rest != "" {
+		return []string{id, "t-" + rest, rest}
+	}
+	return []string{id}
+}
+
+// List returns the tasks visible to who (admins: all), not deleted.
+func (m *Manager) List(ctx context.Context, who string) ([]*Task, error) {
+	all, err := m.all(ctx)
+	if err != nil {
+		return nil, err
+	}
+	admin := m.Policy().IsAdmin(who) || who == ""
+	var out []*Task
+	for _, t := range all {
+		if t.State == Deleted {
+			continue
+		}
+		if admin || t.Owner == who {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b *Task) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, nil
+}
+
+func (m *Manager) all(ctx context.Context) ([]*Task, error) {
+	recs, err := m.store.Catalog().List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	out := make([]*Task, 0, len(recs))
+	for _, r := range recs {
+		t, err := decodeTask(r.Value, r.Revision)
+		if err != nil {
+			m.log.Error().Str("task", r.ID).Err(err).Msg("skipping unreadable task record")
+			continue
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// Runs returns a task's newest runs.
+func (m *Manager) Runs(ctx context.Context, id string, limit int) ([]RunRecord, error) {
+	raw, err := m.store.Runs().List(ctx, m.taskID(ctx, id), limit)
+	if err != nil {
+		return nil, fmt.Errorf("read runs: %w", err)
+	}
+	out := make([]RunRecord, 0, len(raw))
+	for _, b := range raw {
+		var r RunRecord
+		if err := jsonUnmarshal(b, &r); err == nil {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// Effects returns a task's (or hook's) ledger entries, newest first.
+func (m *Manager) Effects(ctx context.Context, source string, limit int) ([]store.Effect, error) {
+	return m.store.Ledger().List(ctx, m.taskID(ctx, source), limit)
+}
+
+// Redeliver makes a new recorded attempt of an ended effect on the same
+// key (an explicit human replay, recorded with who).
+func (m *Manager) Redeliver(ctx context.Context, who, key string) (store.Effect, error) {
+	fx, err := m.store.Ledger().Get(ctx, key)
+	if err != nil {
+		return fx, fmt.Errorf("redeliver: %w", err)
+	}
+	if t, err := m.Get(ctx, fx.TaskID); err == nil {
+		if !m.mayManage(who, t) {
+			return fx, userErr(ErrForbidden, "only the task's owner or an admin can redeliver its effects",
+				"只有任务的创建者或管理员可以重新投递它的推送。")
+		}
+	} else if !m.Policy().IsAdmin(who) && who != "" {
+		return fx, userErr(ErrForbidden, "only an admin can redeliver this effect", "只有管理员可以重新投递这条推送。")
+	}
+	fx, err = m.store.Ledger().Redeliver(ctx, key, who, m.clock.Now())
+	if err != nil {
+		return fx, fmt.Errorf("redeliver: %w", err)
+	}
+	m.wakeDelivery()
+	return fx, nil
+}

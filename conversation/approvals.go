@@ -175,3 +175,59 @@ func (c *Core) chatLang(ctx context.Context, chat string) string {
 	}
 	return c.lang()
 }
+
+// decide approves or rejects a request, typed or pressed.
+func (t *turn) decide(id string, approve bool, reason string, pressed bool) []Reply {
+	if !t.c.o.Tasks.Policy().IsAdmin(t.m.Principal) {
+		en, zh := "Only an admin can approve requests.", "只有管理员可以批准申请。"
+		if !approve {
+			en, zh = "Only an admin can reject requests.", "只有管理员可以拒绝申请。"
+		}
+		if pressed {
+			return []Reply{{Toast: t.tr(en, zh)}}
+		}
+		return t.reply(en, zh)
+	}
+	var tk *tasks.Task
+	var err error
+	if approve {
+		tk, err = t.c.o.Tasks.Approve(t.ctx, t.m.Principal, id)
+	} else {
+		tk, err = t.c.o.Tasks.Reject(t.ctx, t.m.Principal, id, reason)
+	}
+	if err != nil {
+		msg := t.errText(err)
+		if pressed {
+			return []Reply{{Text: msg, Edit: true, Toast: msg}}
+		}
+		return []Reply{{Text: msg}}
+	}
+	var text, toast string
+	if approve {
+		text = t.tr(fmt.Sprintf("Approved %s by %s: task %s (%s) is active.", tk.Request.ID, t.m.Principal, tk.ID, name(tk)),
+			fmt.Sprintf("%s 已由 %s 批准：任务 %s（%s）已启用。", tk.Request.ID, t.m.Principal, tk.ID, name(tk)))
+		toast = t.tr("Approved", "已批准")
+	} else {
+		text = t.tr(fmt.Sprintf("Rejected %s by %s (%s).", tk.Request.ID, t.m.Principal, name(tk)),
+			fmt.Sprintf("%s 已由 %s 拒绝（%s）。", tk.Request.ID, t.m.Principal, name(tk)))
+		toast = t.tr("Rejected", "已拒绝")
+	}
+	if pressed {
+		return []Reply{{Text: text, Edit: true, Toast: toast}}
+	}
+	return []Reply{{Text: text}}
+}
+
+// press answers a button.
+func (t *turn) press(p Press) []Reply {
+	switch p.Action {
+	case "approve", "reject":
+		if !validID(p.Arg) {
+			return []Reply{{Toast: t.tr("This button is no longer valid.", "此按钮已失效。")}}
+		}
+		return t.decide(p.Arg, p.Action == "approve", "", true)
+	case actionDraftSend, actionDraftDrop:
+		return t.pressDraft(p)
+	}
+	return []Reply{{Toast: t.tr("This button is no longer valid.", "此按钮已失效。")}}
+}

@@ -7,11 +7,255 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/herald-bridge/herald/tasks/schedule"
 	"github.com/herald-bridge/herald/tasks/source"
 )
+
+func isSpace(r rune) bool {
+	return unicode.IsSpace(r) || r == '\u3000' || r == '\u200b' || r == '\ufeff'
+}
+
+type token struct {
+	text   string
+	quoted bool
+}
+
+var closers = map[rune]rune{'"': '"', '\'': '\'', '“': '”', '‘': '’', '「': '」', '『': '』', '《': '》', '«': '»'}
+
+// tokenize splits on any whitespace; a token opening with a quote mark
+// runs to the matching closing mark.
+func tokenize(s string) ([]token, *ParseError) {
+	var out []token
+	rs := []rune(s)
+	for i := 0; i < len(rs); {
+		if isSpace(rs[i]) {
+			i++
+			continue
+		}
+		if c, ok := closers[rs[i]]; ok && len(out) > 0 {
+			j := i + 1
+			for j < len(rs) && rs[j] != c && !(c == '"' && rs[j] == '”') {
+				j++
+			}
+			if j == len(rs) {
+				return nil, &ParseError{Code: CodeUsage, En: "A quoted text is missing its closing quote mark.", Zh: "引号没有闭合。"}
+			}
+			out = append(out, token{text: strings.TrimFunc(string(rs[i+1:j]), isSpace), quoted: true})
+			i = j + 1
+			continue
+		}
+		j := i
+		for j < len(rs) && !isSpace(rs[j]) {
+			j++
+		}
+		out = append(out, token{text: string(rs[i:j])})
+		i = j
+	}
+	if len(out) == 0 {
+		out = append(out, token{})
+	}
+	return out, nil
+}
+
+type argParser struct {
+	cmd  *Command
+	toks []token
+	zone *time.Location
+}
+
+func (p *argParser) parse() error {
+	c := p.cmd
+	switch c.Name {
+	case "help":
+		return nil // topics are free text
+	case "tasks", "inbox", "cancel":
+		return p.none()
+	case "task", "pause", "resume", "delete", "run", "approve":
+		return p.idOnly()
+	case "reject":
+		id, err := p.id(0)
+		if err != nil {
+			return err
+		}
+		c.ID = id
+		var parts []string
+		for _, t := range p.toks[1:] {
+			parts = append(parts, t.text)
+		}
+		c.Reason = strings.Join(parts, " ")
+		if utf8.RuneCountInString(c.Reason) > 500 {
+			return usageErr("reject", CodeUsage, "The reason is too long (500 characters at most).", "原因太长（最多 500 字）。")
+		}
+		return nil
+	case "read":
+		if len(p.toks) > 0 && (strings.EqualFold(p.toks[0].text, "all") || p.toks[0].text == "全部") {
+			c.ID = "all"
+			return p.none(1)
+		}
+		return p.idOnly()
+	case "mute":
+		return p.mute()
+	case "quiet":
+		return p.quiet()
+	case "watch", "remind":
+		return p.watch()
+	}
+	return unknownCommand(c.Name)
+}
+
+// idOnly reads a command whose one argument is an id.
+func (p *argParser) idOnly() error {
+	id, err := p.id(0)
+	if err != nil {
+		return err
+	}
+	p.cmd.ID = id
+	return p.none(1)
+}
+
+// none fails when tokens from index from on are present.
+func (p *argParser) none(from ...int) error {
+	i := 0
+	if len(from) > 0 {
+		i = from[0]
+	}
+	if len(p.toks) > i {
+		return p.unexpected(p.toks[i].text)
+	}
+	return nil
+}
+
+func (p *argParser) unexpected(tok string) error {
+	shown := tok
+	if utf8.RuneCountInString(shown) > 30 {
+		shown = string([]rune(shown)[:30]) + "…"
+	}
+	if strings.Contains(tok, "://") {
+		shown = "a second URL"
+		return usageErr(p.cmd.Name, CodeUnexpected, "I don't know what to do with "+shown+".", "多余的网址。")
+	}
+	return usageErr(p.cmd.Name, CodeUnexpected,
+		fmt.Sprintf("I don't know what to do with %q.", shown),
+		fmt.Sprintf("无法理解 %q。", shown))
+}
+
+// id reads an identifier at token i.
+func (p *argParser) id(i int) (string, error) {
+	if len(p.toks) <= i || p.toks[i].text == "" {
+		return "", usageErr(p.cmd.Name, CodeUsage, "Which one? Give its id.", "请给出编号。")
+	}
+	s := p.toks[i].text
+	if !validID(s) {
+		return "", usageErr(p.cmd.Name, CodeBadID,
+			"An id has letters, digits, '-', '_', '.' or ':' only, like t-7f3a.",
+			"编号只能包含字母、数字和 - _ . :，例如 t-7f3a。")
+	}
+	return s, nil
+}
+
+func validID(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == ':'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *argParser) mute() error {
+	id, err := p.id(0)
+	if err != nil {
+		return err
+	}
+	p.cmd.ID = id
+	if len(p.toks) < 2 {
+		return usageErr("mute", CodeUsage, "For how long?", "静音多久？")
+	}
+	rest := p.toks[1:]
+	if t := rest[0].text; len(rest) == 1 && (strings.EqualFold(t, "off") || t == "关闭") {
+		p.cmd.Duration = 0
+		return nil
+	}
+	var parts []string
+	for _, t := range rest {
+		parts = append(parts, t.text)
+	}
+	d, err := schedule.ParseDuration(strings.Join(parts, ""))
+	if err != nil {
+		msg := err.Error()
+		var pe *schedule.ParseError
+		if errors.As(err, &pe) {
+			msg = pe.Msg
+		}
+		return usageErr("mute", CodeBadDuration, "That duration doesn't work: "+msg+".", "时长无效："+msg+"。")
+	}
+	p.cmd.Duration = d
+	return nil
+}
+
+func (p *argParser) quiet() error {
+	if len(p.toks) == 0 {
+		return usageErr("quiet", CodeUsage, "Give quiet hours or off.", "请给出免打扰时段或 off。")
+	}
+	var parts []string
+	for _, t := range p.toks {
+		parts = append(parts, t.text)
+	}
+	s := schedule.Normalize(strings.Join(parts, ""))
+	if strings.EqualFold(s, "off") || s == "关闭" {
+		p.cmd.Quiet = "off"
+		return nil
+	}
+	for _, dash := range []string{"–", "—", "~", "〜", "至", "到", "to"} {
+		s = strings.ReplaceAll(s, dash, "-")
+	}
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		return usageErr("quiet", CodeBadQuiet, "Quiet hours look like 22:00-07:00.", "免打扰时段的格式是 22:00-07:00。")
+	}
+	from, ok1 := clock(a)
+	to, ok2 := clock(b)
+	if !ok1 || !ok2 {
+		return usageErr("quiet", CodeBadQuiet, "Quiet hours look like 22:00-07:00, on a 24-hour clock.", "免打扰时段的格式是 22:00-07:00（24 小时制）。")
+	}
+	if from == to {
+		return usageErr("quiet", CodeBadQuiet, "Quiet hours must start and end at different times.", "免打扰的开始和结束时间不能相同。")
+	}
+	p.cmd.Quiet = from + "-" + to
+	return nil
+}
+
+// clock reads "H:MM" or "HH:MM" and returns "HH:MM".
+func clock(s string) (string, bool) {
+	h, m, ok := strings.Cut(strings.TrimSpace(s), ":")
+	if !ok || len(h) < 1 || len(h) > 2 || len(m) != 2 {
+		return "", false
+	}
+	hh, mm := 0, 0
+	for _, r := range h {
+		if r < '0' || r > '9' {
+			return "", false
+		}
+		hh = hh*10 + int(r-'0')
+	}
+	for _, r := range m {
+		if r < '0' || r > '9' {
+			return "", false
+		}
+		mm = mm*10 + int(r-'0')
+	}
+	if hh > 23 || mm > 59 {
+		return "", false
+	}
+	return fmt.Sprintf("%02d:%02d", hh, mm), true
+}
 
 // clause keywords of /watch and /remind.
 const (

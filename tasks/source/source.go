@@ -1,7 +1,7 @@
 // Package source fetches watched sources and turns them into items: one
 // guarded fetcher (size cap, timeouts, conditional GET, scoped redirects,
-// failure classes) and one parser per kind — rss (RSS, Atom, JSON Feed),
-// ical (VEVENT/VTODO), json (gjson paths) and html (CSS selector).
+// failure classes) and the table of kinds it runs (kinds.go), each with
+// its parser or multi-request run and its rules.
 package source
 
 import (

@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"errors"
+	"net/url"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -44,22 +45,40 @@ type SinkDeps struct {
 	Log    zerolog.Logger
 }
 
-// BuildSink builds cfg's sink, with any secret of the section scrubbed
-// from the error.
+// BuildSink builds cfg's sink, with the section's secrets redacted from
+// the error.
 func BuildSink(cfg SinkConfig, deps SinkDeps) (Sink, error) {
 	s, err := cfg.NewSink(deps)
 	if err == nil {
 		return s, nil
 	}
-	msg := err.Error()
-	scrubbed := msg
-	for _, v := range cfg.Secrets() {
-		if v != "" {
-			scrubbed = strings.ReplaceAll(scrubbed, v, "[redacted]")
+	if msg := err.Error(); Redact(msg, cfg.Secrets()) != msg {
+		return nil, errors.New(Redact(msg, cfg.Secrets()))
+	}
+	return nil, err
+}
+
+// Redact removes secrets from msg for a log line or an error (I10). A
+// secret that is a URL keeps only its scheme and host, and its path and
+// query are removed wherever they appear alone: hook URLs carry their
+// token in either (…/hook/<token>, ?access_token=…, ?key=…).
+func Redact(msg string, secrets []string) string {
+	for _, s := range secrets {
+		if s == "" {
+			continue
+		}
+		u, err := url.Parse(s)
+		if err != nil || u.Host == "" {
+			msg = strings.ReplaceAll(msg, s, "…")
+			continue
+		}
+		msg = strings.ReplaceAll(msg, s, u.Scheme+"://"+u.Host+"/…")
+		if len(u.Path) > 1 {
+			msg = strings.ReplaceAll(msg, u.Path, "/…")
+		}
+		if u.RawQuery != "" {
+			msg = strings.ReplaceAll(msg, u.RawQuery, "…")
 		}
 	}
-	if scrubbed == msg {
-		return nil, err
-	}
-	return nil, errors.New(scrubbed)
+	return msg
 }

@@ -105,11 +105,16 @@ func (o *adminOps) listTasks(ctx context.Context, _ json.RawMessage) (any, error
 	if err != nil {
 		return nil, err
 	}
-	out := make([]taskView, 0, len(list))
-	for _, t := range list {
-		out = append(out, viewTask(t))
+	return viewsOf(list, viewTask), nil
+}
+
+// viewsOf renders each of list with view.
+func viewsOf[T, V any](list []T, view func(T) V) []V {
+	out := make([]V, 0, len(list))
+	for _, x := range list {
+		out = append(out, view(x))
 	}
-	return out, nil
+	return out
 }
 
 func (o *adminOps) showTask(ctx context.Context, in idIn) (any, error) {
@@ -171,11 +176,7 @@ func (o *adminOps) showLedger(ctx context.Context, in ledgerIn) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]effectView, 0, len(fxs))
-	for _, fx := range fxs {
-		out = append(out, viewEffect(fx))
-	}
-	return out, nil
+	return viewsOf(fxs, viewEffect), nil
 }
 
 type redeliverIn struct {
@@ -205,11 +206,7 @@ func (o *adminOps) listInbox(ctx context.Context, in inboxListIn) (any, error) {
 	s.mu.Lock()
 	lang, zone := s.cfg.Language, s.cfg.Location
 	s.mu.Unlock()
-	out := make([]inboxView, 0, len(items))
-	for _, it := range items {
-		out = append(out, viewInbox(it, lang, zone))
-	}
-	return out, nil
+	return viewsOf(items, func(it store.InboxItem) inboxView { return viewInbox(it, lang, zone) }), nil
 }
 
 func (o *adminOps) readInbox(ctx context.Context, in struct{ Principal, ID string }) (any, error) {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-bridge/herald/configs/section"
+	"github.com/herald-bridge/herald/delivery/webhook"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -28,7 +30,7 @@ const (
 	DefaultHistoryRuns    = 30
 	DefaultMaxItemsPerRun = 100
 	DefaultConcurrentRuns = 4
-	MaxWebhookTimeout     = 2 * time.Minute
+	MaxWebhookTimeout     = webhook.MaxTimeout
 	MaxConcurrentRuns     = 64
 	DefaultInboundFormat  = "standard"
 	DefaultAssistantTime  = 20 * time.Second
@@ -220,33 +222,6 @@ type Limits struct {
 	ConcurrentRuns int `yaml:"concurrent_runs"`
 }
 
-// Recipient is a named recipient: exactly one of FeishuBot, Webhook and
-// Address.
-type Recipient struct {
-	FeishuBot *FeishuBot `yaml:"feishu_bot"`
-	Webhook   *Webhook   `yaml:"webhook"`
-	Address   string     `yaml:"address"`
-	Language  string     `yaml:"language"`
-	Timezone  string     `yaml:"timezone"`
-}
-
-// FeishuBot is a Feishu custom group bot. Its URL holds a token.
-type FeishuBot struct {
-	URL    string `yaml:"url"`
-	Secret string `yaml:"secret"` // signing secret; optional
-}
-
-// Webhook is an outbound Standard Webhooks recipient.
-type Webhook struct {
-	URL        string `yaml:"url"`
-	Secret     string `yaml:"secret"` // whsec_<base64>
-	Idempotent bool   `yaml:"idempotent"`
-	// Timeout bounds one attempt, from dial to the end of the answer
-	// (default 10s, at most MaxWebhookTimeout). An attempt that times out
-	// after sending may have arrived: it ends unknown.
-	Timeout Duration `yaml:"timeout"`
-}
-
 // Hook is an inbound webhook served at /hooks/<name>.
 type Hook struct {
 	Format string `yaml:"format"` // standard | github
@@ -302,12 +277,7 @@ func (t TaskDecl) RemindDurations() []time.Duration {
 }
 
 // Duration is a time.Duration written as Go duration text ("72h", "30m").
-type Duration time.Duration
-
-// D returns d as a time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-func (d Duration) String() string { return time.Duration(d).String() }
+type Duration = section.Duration
 
 // applyDefaults fills unset values.
 func (c *Config) applyDefaults() {

@@ -1,7 +1,6 @@
 package configs
 
 import (
-	"encoding/base64"
 	"fmt"
 	"net"
 	"net/netip"
@@ -14,6 +13,7 @@ import (
 	"time"
 	_ "time/tzdata" // zones are validated against embedded tzdata
 
+	"github.com/herald-bridge/herald/configs/section"
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/tasks/schedule"
 	"github.com/herald-bridge/herald/tasks/source"
@@ -436,91 +436,6 @@ func sortedKeys[T any](m map[string]T) []string {
 	return keys
 }
 
-func (v *validator) recipients() {
-	for _, name := range sortedKeys(v.cfg.Recipients) {
-		r := v.cfg.Recipients[name]
-		rp := "recipients." + name
-		if !namePattern.MatchString(name) || delivery.IsLiteral(name) {
-			v.errf(rp, "recipient names use letters, digits, '.', '_' and '-' and must not look like an address")
-		}
-		n := 0
-		if r.FeishuBot != nil {
-			n++
-		}
-		if r.Webhook != nil {
-			n++
-		}
-		if r.Address != "" || v.d.lines[rp+".address"] != 0 {
-			n++
-		}
-		if n != 1 {
-			v.errf(rp, "set exactly one of feishu_bot, webhook and address")
-		}
-		if b := r.FeishuBot; b != nil {
-			bp := rp + ".feishu_bot"
-			if b.URL == "" && len(v.d.unset[bp+".url"]) == 0 {
-				v.errf(bp, "url is required")
-			} else {
-				v.httpsURL(bp+".url", b.URL, false)
-			}
-		}
-		if w := r.Webhook; w != nil {
-			wp := rp + ".webhook"
-			if w.URL == "" && len(v.d.unset[wp+".url"]) == 0 {
-				v.errf(wp, "url is required")
-			} else {
-				v.httpsURL(wp+".url", w.URL, false)
-			}
-			v.whsec(wp+".secret", w.Secret, true)
-			if t := w.Timeout.D(); !v.d.bad[wp+".timeout"] && (t < 0 || t > MaxWebhookTimeout) {
-				v.errf(wp+".timeout", "must be a duration of at most %s (unset: 10s)", MaxWebhookTimeout)
-			}
-		}
-		if ap := rp + ".address"; r.Address != "" || v.d.lines[ap] != 0 {
-			switch {
-			case v.unsetErr(ap):
-			case r.Address == "":
-				v.errf(ap, "is empty")
-			default:
-				if _, err := delivery.ParseAddress(r.Address); err != nil {
-					v.errf(ap, "%v", err)
-				}
-			}
-		}
-		v.language(rp+".language", r.Language)
-		if _, err := loadZone(r.Timezone); err != nil {
-			v.errf(rp+".timezone", "%v", err)
-		}
-	}
-}
-
-// whsec checks a Standard Webhooks secret: whsec_ followed by base64 of
-// 24 to 64 bytes. The value is never printed.
-func (v *validator) whsec(path, s string, required bool) {
-	if v.unsetErr(path) {
-		return
-	}
-	if s == "" {
-		if required {
-			v.errf(path, "a whsec_<base64> secret is required")
-		}
-		return
-	}
-	b, ok := strings.CutPrefix(s, "whsec_")
-	if !ok {
-		v.errf(path, "must be whsec_ followed by base64")
-		return
-	}
-	key, err := base64.StdEncoding.DecodeString(b)
-	if err != nil {
-		v.errf(path, "must be whsec_ followed by base64 (it does not decode)")
-		return
-	}
-	if len(key) < 24 || len(key) > 64 {
-		v.errf(path, "must decode to 24-64 bytes, not %d", len(key))
-	}
-}
-
 // target checks a notify or route entry: a literal address or the name of
 // a configured recipient.
 func (v *validator) target(path, s string) {
@@ -564,8 +479,8 @@ func (v *validator) inbound() {
 				return
 			}
 			hasSecret = true
-			if standard {
-				v.whsec(path, s, false)
+			if p := section.WhsecProblem(s); standard && p != "" {
+				v.errf(path, "%s", p)
 			}
 		}
 		check(hp+".secret", h.Secret)

@@ -12,15 +12,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/configs"
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/delivery/feishu"
-	"github.com/herald-bridge/herald/delivery/feishubot"
 	"github.com/herald-bridge/herald/delivery/inbox"
 	"github.com/herald-bridge/herald/delivery/telegram"
-	"github.com/herald-bridge/herald/delivery/webhook"
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/source"
@@ -133,13 +132,14 @@ func (s *service) reload(ctx context.Context, cfg *configs.Config) error {
 	return s.manager.SetDeclared(ctx, declared(cfg))
 }
 
-// routing is the one builder that turns config into sinks: a switch per
-// kind. Adding a sink = a new package + one case here.
+// routing is the one builder that turns config into sinks: the literal
+// address transports from the transports table, each named recipient from
+// its sink section (configs.Recipient.Sink) or its address. Adding a sink
+// needs nothing here.
 func (s *service) routing(cfg *configs.Config) (delivery.TableConfig, error) {
 	log := s.log.With().Str("component", "delivery").Logger()
-	eg := egress.Options{AllowPrivate: cfg.Policy.AllowPrivateNetworks}
 	tc := delivery.TableConfig{
-		Sinks:    map[delivery.AddressKind]delivery.Sink{delivery.InboxAddr: inbox.New(s.store.Inbox())},
+		Sinks:    map[delivery.AddressKind]delivery.Sink{},
 		Named:    map[string]delivery.Route{},
 		Lang:     cfg.Language,
 		Zone:     cfg.Location,
@@ -147,26 +147,18 @@ func (s *service) routing(cfg *configs.Config) (delivery.TableConfig, error) {
 		Disabled: map[delivery.AddressKind]string{},
 	}
 	var errs []error
-	if t := cfg.Channels.Telegram; t.Token != "" {
-		sink, err := telegram.New(t.Token, t.APIURL, telegram.WithLogger(log))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("telegram delivery: %w", err))
-		} else {
-			tc.Sinks[delivery.TelegramChat] = sink
+	for _, t := range transports {
+		sink, off, err := t.build(s, cfg, log)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s delivery: %w", t.kind, err))
+		case off != "":
+			tc.Disabled[t.kind] = off
+		default:
+			tc.Sinks[t.kind] = sink
 		}
-	} else {
-		tc.Disabled[delivery.TelegramChat] = "channels.telegram.token is not set"
 	}
-	if f := cfg.Channels.Feishu; f.AppID != "" && f.AppSecret != "" {
-		sink, err := feishu.New(f.AppID, f.AppSecret, f.BaseURL, feishu.WithLogger(log), feishu.WithTokenSource(s.feishuTokens(f)))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("feishu delivery: %w", err))
-		} else {
-			tc.Sinks[delivery.FeishuChat] = sink
-		}
-	} else {
-		tc.Disabled[delivery.FeishuChat] = "channels.feishu app_id/app_secret are not set"
-	}
+	deps := delivery.SinkDeps{Egress: egress.Options{AllowPrivate: cfg.Policy.AllowPrivateNetworks}, Store: s.store, Log: log}
 	for name, r := range cfg.Recipients {
 		route := delivery.Route{Lang: r.Language}
 		if r.Timezone != "" {
@@ -174,24 +166,15 @@ func (s *service) routing(cfg *configs.Config) (delivery.TableConfig, error) {
 				route.Zone = z
 			}
 		}
-		switch {
-		case r.Webhook != nil:
-			weg := eg
-			weg.Timeout = r.Webhook.Timeout.D() // zero: the sink's default
-			sink, err := webhook.New(name, r.Webhook.URL, r.Webhook.Secret, r.Webhook.Idempotent, weg)
+		if sc := r.Sink(); sc != nil {
+			deps.Name = name
+			sink, err := delivery.BuildSink(sc, deps)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("recipient %s: %w", name, err))
 				continue
 			}
-			route.Sink, route.To = sink, delivery.Address{Kind: delivery.Webhook, Name: name}
-		case r.FeishuBot != nil:
-			sink, err := feishubot.New(r.FeishuBot.URL, r.FeishuBot.Secret, feishubot.WithHTTPClient(egress.Client(eg)), feishubot.WithLogger(log))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("recipient %s: %w", name, err))
-				continue
-			}
-			route.Sink, route.To = sink, delivery.Address{Kind: delivery.FeishuBot, Name: name}
-		default:
+			route.Sink, route.To = sink, delivery.Address{Kind: sc.Kind(), Name: name}
+		} else {
 			a, err := delivery.ParseAddress(r.Address)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("recipient %s: %w", name, err))
@@ -208,6 +191,39 @@ func (s *service) routing(cfg *configs.Config) (delivery.TableConfig, error) {
 		tc.Named[name] = route
 	}
 	return tc, errors.Join(errs...)
+}
+
+// transports are the sinks for literal addresses (telegram:chat:…,
+// feishu:…, inbox:…). Each builds its sink, or says why it is off.
+var transports = []struct {
+	kind  delivery.AddressKind
+	build func(s *service, cfg *configs.Config, log zerolog.Logger) (sink delivery.Sink, off string, err error)
+}{
+	{delivery.InboxAddr, func(s *service, _ *configs.Config, _ zerolog.Logger) (delivery.Sink, string, error) {
+		return inbox.New(s.store.Inbox()), "", nil
+	}},
+	{delivery.TelegramChat, func(_ *service, cfg *configs.Config, log zerolog.Logger) (delivery.Sink, string, error) {
+		t := cfg.Channels.Telegram
+		if t.Token == "" {
+			return nil, "channels.telegram.token is not set", nil
+		}
+		sink, err := telegram.New(t.Token, t.APIURL, telegram.WithLogger(log))
+		if err != nil {
+			return nil, "", err
+		}
+		return sink, "", nil
+	}},
+	{delivery.FeishuChat, func(s *service, cfg *configs.Config, log zerolog.Logger) (delivery.Sink, string, error) {
+		f := cfg.Channels.Feishu
+		if f.AppID == "" || f.AppSecret == "" {
+			return nil, "channels.feishu app_id/app_secret are not set", nil
+		}
+		sink, err := feishu.New(f.AppID, f.AppSecret, f.BaseURL, feishu.WithLogger(log), feishu.WithTokenSource(s.feishuTokens(f)))
+		if err != nil {
+			return nil, "", err
+		}
+		return sink, "", nil
+	}},
 }
 
 // feishuApp is the Feishu app's one tenant token source and the settings

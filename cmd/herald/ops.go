@@ -22,225 +22,222 @@ import (
 // who holds the data dir's access record.
 const consoleAdmin = ""
 
-// mountAdmin registers every CLI operation on the admin API.
+// mountAdmin registers every CLI operation on the admin API: one method
+// of adminOps each, named in one table.
 func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 	a := hook.NewAdmin(token)
-	m := s.manager
-	shutdown := newShutdownWatch()
-	type idIn struct {
-		ID     string `json:"id"`
-		NoWait bool   `json:"no_wait"`
-		Reason string `json:"reason"`
+	o := &adminOps{s: s, m: s.manager, coord: coord, shutdown: newShutdownWatch()}
+	for _, op := range []struct {
+		name string
+		do   hook.AdminOp
+	}{
+		{"status", o.status},
+		{"reload", o.reload},
+		{"tasks.list", o.listTasks},
+		{"tasks.show", withInput(o.showTask)},
+		{"tasks.pause", withInput(o.act((*tasks.Manager).Pause))},
+		{"tasks.resume", withInput(o.act((*tasks.Manager).Resume))},
+		{"tasks.delete", withInput(o.act((*tasks.Manager).Delete))},
+		{"tasks.rebaseline", withInput(o.act((*tasks.Manager).Rebaseline))},
+		{"tasks.run", withInput(o.runTask)},
+		{"requests.approve", withInput(o.act((*tasks.Manager).Approve))},
+		{"requests.reject", withInput(o.reject)},
+		{"ledger.show", withInput(o.showLedger)},
+		{"ledger.redeliver", withInput(o.redeliver)},
+		{"inbox.list", withInput(o.listInbox)},
+		{"inbox.read", withInput(o.readInbox)},
+		{"inbox.token", withInput(o.inboxToken)},
+		{"send-test", withInput(o.sendTest)},
+	} {
+		a.Register(op.name, op.do)
 	}
-	decode := func(raw json.RawMessage, v any) error {
-		if err := json.Unmarshal(raw, v); err != nil {
-			return hook.BadInput("request body does not have the expected fields")
-		}
-		return nil
-	}
-	a.Register("status", func(ctx context.Context, _ json.RawMessage) (any, error) {
-		owner, epoch := m.Owner()
-		list, _ := m.List(ctx, consoleAdmin)
-		s.mu.Lock()
-		driver := s.cfg.Store.Driver
-		s.mu.Unlock()
-		st := statusView{Version: version, Holder: s.holder, Owner: owner, Epoch: epoch, Store: driver,
-			StoreOK: s.store.Ping(ctx) == nil, Channels: s.channels.status(), Tasks: len(list), Listen: s.server.Addr()}
-		return st, nil
-	})
-	a.Register("reload", func(ctx context.Context, _ json.RawMessage) (any, error) {
-		if err := coord.Reload(); err != nil {
-			return nil, hook.BadInput(err.Error())
-		}
-		return map[string]bool{"reloaded": true}, nil
-	})
-	a.Register("tasks.list", func(ctx context.Context, _ json.RawMessage) (any, error) {
-		list, err := m.List(ctx, consoleAdmin)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]taskView, 0, len(list))
-		for _, t := range list {
-			out = append(out, viewTask(t))
-		}
-		return out, nil
-	})
-	a.Register("tasks.show", func(ctx context.Context, raw json.RawMessage) (any, error) {
-		var in idIn
-		if err := decode(raw, &in); err != nil {
-			return nil, err
-		}
-		t, err := m.Get(ctx, in.ID)
-		if err != nil {
-			return nil, err
-		}
-		runs, _ := m.Runs(ctx, t.ID, 0)
-		return taskDetail{taskView: viewTask(t), Request: t.Request, Decision: t.Decision, Grant: t.Grant, Source: t.Source.URL,
-			Kind: t.Source.Kind, Notify: t.Notify, Unreachable: t.Unreachable, Failures: t.Failures, Runs: runs}, nil
-	})
-	for _, op := range []string{"pause", "resume", "delete", "rebaseline"} {
-		a.Register("tasks."+op, func(ctx context.Context, raw json.RawMessage) (any, error) {
-			var in idIn
-			if err := decode(raw, &in); err != nil {
-				return nil, err
-			}
-			var t *tasks.Task
-			var err error
-			switch op {
-			case "pause":
-				t, err = m.Pause(ctx, consoleAdmin, in.ID)
-			case "resume":
-				t, err = m.Resume(ctx, consoleAdmin, in.ID)
-			case "delete":
-				t, err = m.Delete(ctx, consoleAdmin, in.ID)
-			default:
-				t, err = m.Rebaseline(ctx, consoleAdmin, in.ID)
-			}
-			if err != nil {
-				return nil, err
-			}
-			return viewTask(t), nil
-		})
-	}
-	a.Register("tasks.run", func(ctx context.Context, raw json.RawMessage) (any, error) {
-		var in idIn
-		if err := decode(raw, &in); err != nil {
-			return nil, err
-		}
-		if in.NoWait {
-			go func() {
-				rctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-				defer cancel()
-				_, _ = m.RunNow(rctx, consoleAdmin, in.ID)
-			}()
-			return tasks.RunRecord{TaskID: in.ID, Start: time.Now().UTC(), Outcome: "started"}, nil
-		}
-		stopping := shutdown.from(ctx)
-		ctx, cancel := untilStopping(ctx, stopping)
-		defer cancel()
-		rec, err := m.RunNow(ctx, consoleAdmin, in.ID)
-		if err != nil && isClosed(stopping) {
-			return nil, errStopping("the check was cancelled")
-		}
-		return rec, err
-	})
-	a.Register("requests.approve", func(ctx context.Context, raw json.RawMessage) (any, error) {
-		var in idIn
-		if err := decode(raw, &in); err != nil {
-			return nil, err
-		}
-		t, err := m.Approve(ctx, consoleAdmin, in.ID)
-		if err != nil {
-			return nil, err
-		}
-		return viewTask(t), nil
-	})
-	a.Register("requests.reject", func(ctx context.Context, raw json.RawMessage) (any, error) {
-		var in idIn
-		if err := decode(raw, &in); err != nil {
-			return nil, err
-		}
-		t, err := m.Reject(ctx, consoleAdmin, in.ID, in.Reason)
-		if err != nil {
-			return nil, err
-		}
-		return viewTask(t), nil
-	})
-	a.Register("ledger.show", func(ctx context.Context, raw json.RawMessage) (any, error) {
-		var in struct {
-			Task  string `json:"task"`
-			Limit int    `json:"limit"`
-		}
-		if err := decode(raw, &in); err != nil {
-			return nil, err
-		}
-		fxs, err := m.Effects(ctx, s.ledgerSource(ctx, in.Task), in.Limit)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]effectView, 0, len(fxs))
-		for _, fx := range fxs {
-			out = append(out, viewEffect(fx))
-		}
-		return out, nil
-	})
-	a.Register("ledger.redeliver", func(ctx context.Context, raw json.RawMessage) (any, error) {
-		var in struct {
-			Key string `json:"key"`
-		}
-		if err := decode(raw, &in); err != nil {
-			return nil, err
-		}
-		fx, err := m.Redeliver(ctx, "console:admin", in.Key)
-		if err != nil {
-			return nil, err
-		}
-		return viewEffect(fx), nil
-	})
-	a.Register("inbox.list", func(ctx context.Context, raw json.RawMessage) (any, error) {
-		var in struct {
-			Principal string `json:"principal"`
-			Unread    bool   `json:"unread"`
-			Before    string `json:"before"`
-		}
-		if err := decode(raw, &in); err != nil {
-			return nil, err
-		}
-		items, err := s.store.Inbox().List(ctx, in.Principal, store.InboxQuery{Before: in.Before, Limit: 100, UnreadOnly: in.Unread})
-		if err != nil {
-			return nil, err
-		}
-		s.mu.Lock()
-		lang, zone := s.cfg.Language, s.cfg.Location
-		s.mu.Unlock()
-		out := make([]inboxView, 0, len(items))
-		for _, it := range items {
-			out = append(out, viewInbox(it, lang, zone))
-		}
-		return out, nil
-	})
-	a.Register("inbox.read", func(ctx context.Context, raw json.RawMessage) (any, error) {
-		var in struct{ Principal, ID string }
-		if err := decode(raw, &in); err != nil {
-			return nil, err
-		}
-		n, err := s.store.Inbox().MarkRead(ctx, in.Principal, in.ID)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]int{"marked": n}, nil
-	})
-	a.Register("inbox.token", func(ctx context.Context, raw json.RawMessage) (any, error) {
-		var in struct{ Principal string }
-		if err := decode(raw, &in); err != nil {
-			return nil, err
-		}
-		if !delivery.ValidPrincipal(in.Principal) {
-			return nil, hook.BadInput("a principal looks like telegram:<id>, feishu:<open_id> or console:<name>")
-		}
-		tok, err := hook.InboxTokens{KV: s.store.Channels()}.Issue(ctx, in.Principal)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]string{"token": tok}, nil
-	})
-	a.Register("send-test", func(ctx context.Context, raw json.RawMessage) (any, error) {
-		var in struct{ Recipient string }
-		if err := decode(raw, &in); err != nil {
-			return nil, err
-		}
-		stopping := shutdown.from(ctx)
-		ctx, cancel := untilStopping(ctx, stopping)
-		defer cancel()
-		v, err := s.sendTest(ctx, in.Recipient)
-		settled := v.State == string(store.Completed) || v.State == string(store.Failed) || v.State == string(store.Unknown)
-		if isClosed(stopping) && (err != nil || !settled) {
-			return nil, errStopping("the test push was claimed; its outcome will be in the ledger")
-		}
-		return v, err
-	})
 	s.channels.mountAdmin(a)
 	s.server.Handle("/admin/v1/{op}", a.ServeHTTP)
+}
+
+// adminOps are the CLI's operations on a running service.
+type adminOps struct {
+	s        *service
+	m        *tasks.Manager
+	coord    *configs.Coordinator
+	shutdown *shutdownWatch
+}
+
+// withInput adapts an operation taking its decoded request body.
+func withInput[In any](op func(context.Context, In) (any, error)) hook.AdminOp {
+	return func(ctx context.Context, raw json.RawMessage) (any, error) {
+		var in In
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return nil, hook.BadInput("request body does not have the expected fields")
+		}
+		return op(ctx, in)
+	}
+}
+
+// idIn is the body of an operation on one task or request.
+type idIn struct {
+	ID     string `json:"id"`
+	NoWait bool   `json:"no_wait"`
+	Reason string `json:"reason"`
+}
+
+func (o *adminOps) status(ctx context.Context, _ json.RawMessage) (any, error) {
+	s := o.s
+	owner, epoch := o.m.Owner()
+	list, _ := o.m.List(ctx, consoleAdmin)
+	s.mu.Lock()
+	driver := s.cfg.Store.Driver
+	s.mu.Unlock()
+	st := statusView{Version: version, Holder: s.holder, Owner: owner, Epoch: epoch, Store: driver,
+		StoreOK: s.store.Ping(ctx) == nil, Channels: s.channels.status(), Tasks: len(list), Listen: s.server.Addr()}
+	return st, nil
+}
+
+func (o *adminOps) reload(context.Context, json.RawMessage) (any, error) {
+	if err := o.coord.Reload(); err != nil {
+		return nil, hook.BadInput(err.Error())
+	}
+	return map[string]bool{"reloaded": true}, nil
+}
+
+func (o *adminOps) listTasks(ctx context.Context, _ json.RawMessage) (any, error) {
+	list, err := o.m.List(ctx, consoleAdmin)
+	if err != nil {
+		return nil, err
+	}
+	return viewsOf(list, viewTask), nil
+}
+
+// viewsOf renders each of list with view.
+func viewsOf[T, V any](list []T, view func(T) V) []V {
+	out := make([]V, 0, len(list))
+	for _, x := range list {
+		out = append(out, view(x))
+	}
+	return out
+}
+
+func (o *adminOps) showTask(ctx context.Context, in idIn) (any, error) {
+	t, err := o.m.Get(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	runs, _ := o.m.Runs(ctx, t.ID, 0)
+	return taskDetail{taskView: viewTask(t), Request: t.Request, Decision: t.Decision, Grant: t.Grant, Source: t.Source.URL,
+		Kind: t.Source.Kind, Notify: t.Notify, Unreachable: t.Unreachable, Failures: t.Failures, Runs: runs}, nil
+}
+
+// act is an operation that changes one task as the console admin and
+// answers with the task as it now is.
+func (o *adminOps) act(change func(m *tasks.Manager, ctx context.Context, who, id string) (*tasks.Task, error)) func(context.Context, idIn) (any, error) {
+	return func(ctx context.Context, in idIn) (any, error) {
+		t, err := change(o.m, ctx, consoleAdmin, in.ID)
+		if err != nil {
+			return nil, err
+		}
+		return viewTask(t), nil
+	}
+}
+
+func (o *adminOps) reject(ctx context.Context, in idIn) (any, error) {
+	t, err := o.m.Reject(ctx, consoleAdmin, in.ID, in.Reason)
+	if err != nil {
+		return nil, err
+	}
+	return viewTask(t), nil
+}
+
+func (o *adminOps) runTask(ctx context.Context, in idIn) (any, error) {
+	if in.NoWait {
+		go func() {
+			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			_, _ = o.m.RunNow(rctx, consoleAdmin, in.ID)
+		}()
+		return tasks.RunRecord{TaskID: in.ID, Start: time.Now().UTC(), Outcome: "started"}, nil
+	}
+	stopping := o.shutdown.from(ctx)
+	ctx, cancel := untilStopping(ctx, stopping)
+	defer cancel()
+	rec, err := o.m.RunNow(ctx, consoleAdmin, in.ID)
+	if err != nil && isClosed(stopping) {
+		return nil, errStopping("the check was cancelled")
+	}
+	return rec, err
+}
+
+type ledgerIn struct {
+	Task  string `json:"task"`
+	Limit int    `json:"limit"`
+}
+
+func (o *adminOps) showLedger(ctx context.Context, in ledgerIn) (any, error) {
+	fxs, err := o.m.Effects(ctx, o.s.ledgerSource(ctx, in.Task), in.Limit)
+	if err != nil {
+		return nil, err
+	}
+	return viewsOf(fxs, viewEffect), nil
+}
+
+type redeliverIn struct {
+	Key string `json:"key"`
+}
+
+func (o *adminOps) redeliver(ctx context.Context, in redeliverIn) (any, error) {
+	fx, err := o.m.Redeliver(ctx, "console:admin", in.Key)
+	if err != nil {
+		return nil, err
+	}
+	return viewEffect(fx), nil
+}
+
+type inboxListIn struct {
+	Principal string `json:"principal"`
+	Unread    bool   `json:"unread"`
+	Before    string `json:"before"`
+}
+
+func (o *adminOps) listInbox(ctx context.Context, in inboxListIn) (any, error) {
+	s := o.s
+	items, err := s.store.Inbox().List(ctx, in.Principal, store.InboxQuery{Before: in.Before, Limit: 100, UnreadOnly: in.Unread})
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	lang, zone := s.cfg.Language, s.cfg.Location
+	s.mu.Unlock()
+	return viewsOf(items, func(it store.InboxItem) inboxView { return viewInbox(it, lang, zone) }), nil
+}
+
+func (o *adminOps) readInbox(ctx context.Context, in struct{ Principal, ID string }) (any, error) {
+	n, err := o.s.store.Inbox().MarkRead(ctx, in.Principal, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]int{"marked": n}, nil
+}
+
+func (o *adminOps) inboxToken(ctx context.Context, in struct{ Principal string }) (any, error) {
+	if !delivery.ValidPrincipal(in.Principal) {
+		return nil, hook.BadInput("a principal looks like telegram:<id>, feishu:<open_id> or console:<name>")
+	}
+	tok, err := hook.InboxTokens{KV: o.s.store.Channels()}.Issue(ctx, in.Principal)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"token": tok}, nil
+}
+
+func (o *adminOps) sendTest(ctx context.Context, in struct{ Recipient string }) (any, error) {
+	stopping := o.shutdown.from(ctx)
+	ctx, cancel := untilStopping(ctx, stopping)
+	defer cancel()
+	v, err := o.s.sendTest(ctx, in.Recipient)
+	settled := v.State == string(store.Completed) || v.State == string(store.Failed) || v.State == string(store.Unknown)
+	if isClosed(stopping) && (err != nil || !settled) {
+		return nil, errStopping("the test push was claimed; its outcome will be in the ledger")
+	}
+	return v, err
 }
 
 // sendTest sends one test push through the whole path — claim, queue,

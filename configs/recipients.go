@@ -1,0 +1,157 @@
+package configs
+
+import (
+	"reflect"
+	"strings"
+
+	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/feishubot"
+	"github.com/herald-bridge/herald/delivery/webhook"
+)
+
+// Recipient is a named recipient: exactly one sink section or Address.
+//
+// Each sink section is a field whose type implements delivery.SinkConfig:
+// the sink's package owns the section's keys, checks and constructor, and
+// configs finds the fields by their type. Adding a sink is adding its
+// field here; nothing else in configs names it.
+type Recipient struct {
+	FeishuBot *feishubot.Config `yaml:"feishu_bot"`
+	Webhook   *webhook.Config   `yaml:"webhook"`
+
+	Address  string `yaml:"address"`
+	Language string `yaml:"language"`
+	Timezone string `yaml:"timezone"`
+}
+
+// The sink sections under their configs names.
+type (
+	FeishuBot = feishubot.Config
+	Webhook   = webhook.Config
+)
+
+// SinkSection is one sink section set in a recipient.
+type SinkSection struct {
+	Key    string // its YAML key: feishu_bot, webhook, …
+	Config delivery.SinkConfig
+}
+
+// sinkField is a field of Recipient holding a sink section.
+type sinkField struct {
+	key   string
+	index int
+}
+
+// sinkFields are Recipient's sink sections, in field order.
+var sinkFields = func() []sinkField {
+	want := reflect.TypeFor[delivery.SinkConfig]()
+	t := reflect.TypeFor[Recipient]()
+	var out []sinkField
+	for i := 0; i < t.NumField(); i++ {
+		if f := t.Field(i); f.Type.Kind() == reflect.Pointer && f.Type.Implements(want) {
+			out = append(out, sinkField{key: fieldName(f), index: i})
+		}
+	}
+	return out
+}()
+
+// SinkKeys are the YAML keys of the sink sections a recipient may set.
+func SinkKeys() []string {
+	keys := make([]string, len(sinkFields))
+	for i, f := range sinkFields {
+		keys[i] = f.key
+	}
+	return keys
+}
+
+// Sinks returns the sink sections set in r (valid config: at most one).
+func (r Recipient) Sinks() []SinkSection {
+	v := reflect.ValueOf(r)
+	var out []SinkSection
+	for _, f := range sinkFields {
+		if fv := v.Field(f.index); !fv.IsNil() {
+			out = append(out, SinkSection{Key: f.key, Config: fv.Interface().(delivery.SinkConfig)})
+		}
+	}
+	return out
+}
+
+// Sink returns r's sink section, or nil when r is an address.
+func (r Recipient) Sink() delivery.SinkConfig {
+	if s := r.Sinks(); len(s) > 0 {
+		return s[0].Config
+	}
+	return nil
+}
+
+// recipientChoice is what a recipient sets exactly one of, in words.
+var recipientChoice = func() string {
+	keys := append(SinkKeys(), "address")
+	return strings.Join(keys[:len(keys)-1], ", ") + " and " + keys[len(keys)-1]
+}()
+
+func (v *validator) recipients() {
+	for _, name := range sortedKeys(v.cfg.Recipients) {
+		r := v.cfg.Recipients[name]
+		rp := "recipients." + name
+		if !namePattern.MatchString(name) || delivery.IsLiteral(name) {
+			v.errf(rp, "recipient names use letters, digits, '.', '_' and '-' and must not look like an address")
+		}
+		sinks := r.Sinks()
+		ap := rp + ".address"
+		address := r.Address != "" || v.d.lines[ap] != 0
+		if n := len(sinks); (address && n != 0) || (!address && n != 1) {
+			v.errf(rp, "set exactly one of %s", recipientChoice)
+		}
+		for _, s := range sinks {
+			s.Config.Check(sectionChecker{v: v, path: rp + "." + s.Key})
+		}
+		if address {
+			switch {
+			case v.unsetErr(ap):
+			case r.Address == "":
+				v.errf(ap, "is empty")
+			default:
+				if _, err := delivery.ParseAddress(r.Address); err != nil {
+					v.errf(ap, "%v", err)
+				}
+			}
+		}
+		v.language(rp+".language", r.Language)
+		if _, err := loadZone(r.Timezone); err != nil {
+			v.errf(rp+".timezone", "%v", err)
+		}
+	}
+}
+
+// sectionChecker is the validator as seen by a section another package
+// owns: keys relative to the section's path.
+type sectionChecker struct {
+	v    *validator
+	path string
+}
+
+func (c sectionChecker) at(key string) string {
+	if key == "" {
+		return c.path
+	}
+	return c.path + "." + key
+}
+
+func (c sectionChecker) Errorf(key, format string, args ...any) {
+	c.v.errf(c.at(key), format, args...)
+}
+
+func (c sectionChecker) Unset(key string) bool { return c.v.unsetErr(c.at(key)) }
+
+func (c sectionChecker) Bad(key string) bool { return c.v.d.bad[c.at(key)] }
+
+func (c sectionChecker) Quote(key, s string) string { return c.v.d.quote(c.at(key), s) }
+
+func (c sectionChecker) RequiredURL(key, raw string) {
+	if raw == "" && len(c.v.d.unset[c.at(key)]) == 0 {
+		c.v.errf(c.path, "%s is required", key)
+		return
+	}
+	c.v.httpsURL(c.at(key), raw, false)
+}

@@ -1,0 +1,24 @@
+package configs
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestRecipientSinks_KeyIsKind: every sink section registered in
+// Recipient is keyed in YAML by the kind its sink reports in metrics and
+// redacted addresses, and the keys are those the config file accepts.
+func TestRecipientSinks_KeyIsKind(t *testing.T) {
+	if got, want := SinkKeys(), []string{"feishu_bot", "webhook"}; !slices.Equal(got, want) {
+		t.Fatalf("sink keys %v, want %v", got, want)
+	}
+	r := Recipient{FeishuBot: &FeishuBot{}, Webhook: &Webhook{}}
+	for _, s := range r.Sinks() {
+		if string(s.Config.Kind()) != s.Key {
+			t.Errorf("section %q builds kind %q", s.Key, s.Config.Kind())
+		}
+	}
+	if (Recipient{Address: "inbox:console:admin"}).Sink() != nil {
+		t.Error("an address recipient has no sink section")
+	}
+}

@@ -15,6 +15,7 @@ import (
 	_ "time/tzdata" // zones are validated against embedded tzdata
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/tasks/schedule"
 )
 
@@ -358,15 +359,7 @@ func isLoopback(host string) bool {
 }
 
 // principal kinds accepted in policy lists.
-func validPrincipal(p string, wildcard bool) bool {
-	if wildcard {
-		switch p {
-		case "telegram:*", "feishu:*", "console:*":
-			return true
-		}
-	}
-	return delivery.ValidPrincipal(p) && !strings.Contains(p, "*")
-}
+func validPrincipal(p string, wildcard bool) bool { return address.ValidPattern(p, wildcard) }
 
 func (v *validator) principals(path string, list []string, wildcard bool) {
 	for i, p := range list {
@@ -375,9 +368,9 @@ func (v *validator) principals(path string, list []string, wildcard bool) {
 			continue
 		}
 		if !validPrincipal(p, wildcard) {
-			want := "telegram:<user_id>, feishu:<open_id> or console:<name>"
+			want := address.Forms()
 			if wildcard {
-				want += " (or telegram:*, feishu:*, console:*)"
+				want += " (or " + address.Patterns() + ")"
 			}
 			v.errf(ep, "malformed principal %s (want %s)", v.d.quote(ep, p), want)
 		}
@@ -640,7 +633,7 @@ func (v *validator) tasks() {
 		if t.Owner != "" {
 			op := tp + ".owner"
 			if !v.unsetErr(op) && !validPrincipal(t.Owner, false) {
-				v.errf(op, "malformed principal %s (want telegram:<user_id>, feishu:<open_id> or console:<name>)", v.d.quote(op, t.Owner))
+				v.errf(op, "malformed principal %s (want %s)", v.d.quote(op, t.Owner), address.Forms())
 			}
 		}
 	}

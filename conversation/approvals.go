@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/tasks"
 )
 
@@ -120,9 +121,9 @@ func (t *turn) notifyKinds(tk *tasks.Task) string {
 		switch {
 		case r == tk.ReplyTo && r != "":
 			parts = append(parts, t.tr("the requester's chat", "申请人的聊天"))
-		case r == "inbox:"+tk.Owner:
+		case r == address.InboxOf(tk.Owner):
 			parts = append(parts, t.tr("the requester's inbox", "申请人的收件箱"))
-		case strings.HasPrefix(r, "inbox:"):
+		case address.IsInbox(r):
 			parts = append(parts, t.tr("an inbox", "一个收件箱"))
 		case strings.Contains(r, ":"):
 			parts = append(parts, t.tr("another chat", "另一个聊天"))

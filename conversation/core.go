@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks"
 )
@@ -284,18 +285,4 @@ func hasHan(s string) bool {
 
 // ChatOf returns the private chat address of a principal, where herald
 // can start a conversation with it ("" when there is none).
-func ChatOf(principal string) string {
-	kind, id, ok := strings.Cut(principal, ":")
-	if !ok || id == "" {
-		return ""
-	}
-	switch kind {
-	case "telegram":
-		return "telegram:chat:" + id
-	case "feishu":
-		return "feishu:user:" + id
-	case "console":
-		return "console:" + id
-	}
-	return ""
-}
+func ChatOf(principal string) string { return address.ChatOf(principal) }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/schedule"
@@ -267,7 +268,7 @@ func (t *turn) notifyFor() []string {
 	if _, err := delivery.ParseAddress(t.m.Chat); err == nil {
 		return []string{t.m.Chat}
 	}
-	return []string{"inbox:" + t.m.Principal}
+	return []string{address.InboxOf(t.m.Principal)}
 }
 
 func (t *turn) submit(cmd Command) []Reply {
@@ -347,9 +348,9 @@ func (t *turn) recipient(tk *tasks.Task, r string) string {
 		return t.tr("this chat", "本聊天")
 	case r == tk.ReplyTo && r != "":
 		return t.tr("the requesting chat", "申请所在的聊天")
-	case r == "inbox:"+t.m.Principal:
+	case r == address.InboxOf(t.m.Principal):
 		return t.tr("your inbox (/inbox)", "你的收件箱（/inbox）")
-	case strings.HasPrefix(r, "inbox:"):
+	case address.IsInbox(r):
 		return t.tr("an inbox", "一个收件箱")
 	case delivery.IsLiteral(r):
 		return t.tr("another chat", "另一个聊天")

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks/schedule"
 	"github.com/herald-bridge/herald/tasks/watch"
@@ -407,7 +408,7 @@ func (m *Manager) Submit(ctx context.Context, s Submission) (*Task, error) {
 		if s.ReplyTo != "" {
 			notify = []string{s.ReplyTo}
 		} else {
-			notify = []string{"inbox:" + s.Principal}
+			notify = []string{address.InboxOf(s.Principal)}
 		}
 	}
 	for _, r := range notify {
@@ -450,7 +451,7 @@ func (p Policy) mayTarget(s Submission, r string) error {
 	switch {
 	case r == s.ReplyTo && r != "":
 		return nil
-	case r == "inbox:"+s.Principal:
+	case r == address.InboxOf(s.Principal):
 		return nil
 	case !delivery.IsLiteral(r):
 		if !p.Named[r] {

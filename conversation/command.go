@@ -105,15 +105,6 @@ var usage = map[string][2]string{
 	"cancel":  {"/cancel", "/cancel"},
 }
 
-// Usage returns the one-line usage of a command in English and Chinese.
-func Usage(name string) (en, zh string) {
-	u, ok := usage[name]
-	if !ok {
-		return "", ""
-	}
-	return u[0], u[1]
-}
-
 func usageErr(name, code, en, zh string) *ParseError {
 	u := usage[name]
 	if en != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -321,7 +322,7 @@ func (m *Manager) Runs(ctx context.Context, id string, limit int) ([]RunRecord, 
 	out := make([]RunRecord, 0, len(raw))
 	for _, b := range raw {
 		var r RunRecord
-		if err := jsonUnmarshal(b, &r); err == nil {
+		if err := json.Unmarshal(b, &r); err == nil {
 			out = append(out, r)
 		}
 	}

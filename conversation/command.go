@@ -1,6 +1,6 @@
 // Package conversation turns chat messages into requests for the task
 // manager and answers people. This file holds the chat command grammar
-// (SPEC §4), shared by Telegram, Feishu and the console.
+// (README, Chat commands), shared by Telegram, Feishu and the console.
 package conversation
 
 import (

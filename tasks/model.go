@@ -1,7 +1,7 @@
 // Package tasks is herald's single authority over the task catalog, the
 // clock and every effect: chat commands, the admin CLI, config files and
 // inbound hooks all reach the Manager, and nothing else writes task,
-// snapshot or ledger records (SPEC §1).
+// snapshot or ledger records (README, Architecture).
 //
 // Where a chat command becomes a task: Manager.Submit (requests),
 // Manager.Approve (grants). Where a task becomes a push: Manager.run →

@@ -10,7 +10,7 @@ import (
 	"github.com/herald-bridge/herald/delivery/address"
 )
 
-// Policy is who may do what (SPEC §10 policy).
+// Policy is who may do what (README, Principals and addresses).
 type Policy struct {
 	Admins       []string
 	Requesters   []string // patterns: "telegram:*", "console:alice"

@@ -101,8 +101,8 @@ func (t *turn) promptText(tk *tasks.Task, p tasks.Policy) string {
 		host = u.Hostname()
 	}
 	from := tk.Owner
-	if n, err := t.c.o.Store.Dialogs().Get(t.ctx, requesterKey(tk.Owner)); err == nil && len(n) > 0 {
-		from = string(n) + " (" + tk.Owner + ")"
+	if tk.Request.Name != "" {
+		from = tk.Request.Name + " (" + tk.Owner + ")"
 	}
 	fmt.Fprintf(&b, t.tr("Request %s from %s: %s %s (host %s), %s.\n", "申请 %s，来自 %s：%s %s（主机 %s），%s。\n"),
 		tk.Request.ID, from, what, ShowURL(tk.Source.URL), host, t.schedule(tk.Schedule))

@@ -240,8 +240,6 @@ func (t *turn) request(cmd Command) []Reply {
 	return t.submit(cmd)
 }
 
-func requesterKey(principal string) string { return "requester/" + principal }
-
 // clipName keeps a display name short and on one line.
 func clipName(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
@@ -273,16 +271,11 @@ func (t *turn) notifyFor() []string {
 
 func (t *turn) submit(cmd Command) []Reply {
 	sub := tasks.Submission{
-		Principal: t.m.Principal, ReplyTo: t.replyTo(), Lang: t.lang, URL: cmd.URL, Kind: cmd.Kind,
+		Principal: t.m.Principal, By: clipName(t.m.Name), ReplyTo: t.replyTo(), Lang: t.lang, URL: cmd.URL, Kind: cmd.Kind,
 		Schedule: cmd.Schedule, Name: cmd.TaskName, Notify: t.notifyFor(),
 	}
 	if cmd.Name == "remind" {
 		sub.RemindBefore = cmd.Before
-	}
-	if t.m.Name != "" {
-		// The display name, for the admins' prompt (not part of the task);
-		// written first, as the prompt may go out before Submit returns.
-		_ = t.c.o.Store.Dialogs().Put(t.ctx, requesterKey(t.m.Principal), []byte(clipName(t.m.Name)), noticeWindow)
 	}
 	tk, err := t.c.o.Tasks.Submit(t.ctx, sub)
 	if err != nil {

@@ -362,6 +362,7 @@ func (m *Manager) Redeliver(ctx context.Context, who, key string) (store.Effect,
 // Submission is a request for a new task (from chat, CLI or the assistant).
 type Submission struct {
 	Principal    string
+	By           string // the requester's display name, for the admins ("" none)
 	ReplyTo      string // the requesting chat's address
 	Lang         string
 	URL          string
@@ -423,6 +424,7 @@ func (m *Manager) Submit(ctx context.Context, s Submission) (*Task, error) {
 		Schedule: sched.String(), RemindBefore: s.RemindBefore, Notify: notify,
 		Include: s.Include, Exclude: s.Exclude, Owner: s.Principal, ReplyTo: s.ReplyTo, Lang: s.Lang,
 		Origin: OriginChat, State: PendingApproval, CreatedAt: now, UpdatedAt: now,
+		Request: Request{Name: s.By},
 	}
 	host := strings.ToLower(u.Host)
 	switch {
@@ -589,7 +591,7 @@ func busyErr() error {
 func (m *Manager) create(ctx context.Context, f store.Fence, t *Task, now time.Time) error {
 	for range 5 {
 		id := randomID(3)
-		t.ID, t.Request = "t-"+id, Request{ID: "r-" + id, By: t.Owner, At: now, Via: t.ReplyTo}
+		t.ID, t.Request = "t-"+id, Request{ID: "r-" + id, By: t.Owner, At: now, Via: t.ReplyTo, Name: t.Request.Name}
 		b, err := encodeTask(t)
 		if err != nil {
 			return err

@@ -80,6 +80,9 @@ type Request struct {
 	By  string    `json:"by"`
 	At  time.Time `json:"at"`
 	Via string    `json:"via,omitempty"` // chat address or "config" / "cli"
+	// Name is the requester's display name, shown to admins with the
+	// principal; "" when the channel gave none.
+	Name string `json:"name,omitempty"`
 }
 
 // Decision records an approval or rejection.

@@ -107,7 +107,7 @@ func Parse(s string) (Address, error) {
 	}
 	if p, ok := strings.CutPrefix(s, inbox); ok {
 		if !ValidPrincipal(p) {
-			return Address{}, errors.New("inbox principal must look like telegram:<id>, feishu:<open_id> or console:<name>")
+			return Address{}, errors.New("inbox principal must look like " + Forms())
 		}
 		return Address{Kind: Inbox, ID: p}, nil
 	}

@@ -1,4 +1,4 @@
-// Package configs loads herald's YAML configuration file (SPEC §10): strict
+// Package configs loads herald's YAML configuration file (README, Configuration): strict
 // decoding with file:line errors, ${VAR} expansion from a secrets file and
 // the environment, defaults, validation that reports every problem at once,
 // and a Coordinator that reloads the file and notifies subscribers.
@@ -17,7 +17,7 @@ import (
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
-// Defaults (SPEC I7 bounds and §10).
+// Defaults (README, The promise: I7; Configuration).
 const (
 	DefaultListen         = "127.0.0.1:8080"
 	DefaultDriver         = "bolt"
@@ -63,7 +63,7 @@ type Config struct {
 	Recipients map[string]Recipient `yaml:"recipients"`
 	Inbound    map[string]Hook      `yaml:"inbound"`
 	Tasks      []TaskDecl           `yaml:"tasks"`
-	// Assistant is the optional plain-language path (SPEC §4).
+	// Assistant is the optional plain-language path (README, Assistant).
 	Assistant Assistant `yaml:"assistant"`
 
 	// Location is Timezone resolved.

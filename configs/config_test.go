@@ -201,7 +201,7 @@ func TestLoad_SecretsFileBeforeEnvironment(t *testing.T) {
 	}
 }
 
-// specEnv sets every variable the SPEC §10 example names.
+// specEnv sets every variable the full example configuration names.
 var specEnv = env(
 	"TELEGRAM_BOT_TOKEN", "123456:tg-token-value",
 	"TELEGRAM_WEBHOOK_SECRET", "tg_hook_secret",

@@ -15,11 +15,12 @@ import (
 
 	"github.com/herald-bridge/herald/configs/section"
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/tasks/schedule"
 	"github.com/herald-bridge/herald/tasks/source"
 )
 
-// parseSchedule validates a schedule string (SPEC §5) in the default zone.
+// parseSchedule validates a schedule string (README, Configuration: schedules) in the default zone.
 // Tests replace it with a stand-in.
 var parseSchedule = func(text string, defaultZone *time.Location) error {
 	_, err := schedule.Parse(text, defaultZone)
@@ -359,15 +360,7 @@ func isLoopback(host string) bool {
 }
 
 // principal kinds accepted in policy lists.
-func validPrincipal(p string, wildcard bool) bool {
-	if wildcard {
-		switch p {
-		case "telegram:*", "feishu:*", "console:*":
-			return true
-		}
-	}
-	return delivery.ValidPrincipal(p) && !strings.Contains(p, "*")
-}
+func validPrincipal(p string, wildcard bool) bool { return address.ValidPattern(p, wildcard) }
 
 func (v *validator) principals(path string, list []string, wildcard bool) {
 	for i, p := range list {
@@ -376,9 +369,9 @@ func (v *validator) principals(path string, list []string, wildcard bool) {
 			continue
 		}
 		if !validPrincipal(p, wildcard) {
-			want := "telegram:<user_id>, feishu:<open_id> or console:<name>"
+			want := address.Forms()
 			if wildcard {
-				want += " (or telegram:*, feishu:*, console:*)"
+				want += " (or " + address.Patterns() + ")"
 			}
 			v.errf(ep, "malformed principal %s (want %s)", v.d.quote(ep, p), want)
 		}
@@ -556,7 +549,7 @@ func (v *validator) tasks() {
 		if t.Owner != "" {
 			op := tp + ".owner"
 			if !v.unsetErr(op) && !validPrincipal(t.Owner, false) {
-				v.errf(op, "malformed principal %s (want telegram:<user_id>, feishu:<open_id> or console:<name>)", v.d.quote(op, t.Owner))
+				v.errf(op, "malformed principal %s (want %s)", v.d.quote(op, t.Owner), address.Forms())
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/tasks"
 )
 
@@ -100,8 +101,8 @@ func (t *turn) promptText(tk *tasks.Task, p tasks.Policy) string {
 		host = u.Hostname()
 	}
 	from := tk.Owner
-	if n, err := t.c.o.Store.Dialogs().Get(t.ctx, requesterKey(tk.Owner)); err == nil && len(n) > 0 {
-		from = string(n) + " (" + tk.Owner + ")"
+	if tk.Request.Name != "" {
+		from = tk.Request.Name + " (" + tk.Owner + ")"
 	}
 	fmt.Fprintf(&b, t.tr("Request %s from %s: %s %s (host %s), %s.\n", "申请 %s，来自 %s：%s %s（主机 %s），%s。\n"),
 		tk.Request.ID, from, what, ShowURL(tk.Source.URL), host, t.schedule(tk.Schedule))
@@ -120,9 +121,9 @@ func (t *turn) notifyKinds(tk *tasks.Task) string {
 		switch {
 		case r == tk.ReplyTo && r != "":
 			parts = append(parts, t.tr("the requester's chat", "申请人的聊天"))
-		case r == "inbox:"+tk.Owner:
+		case r == address.InboxOf(tk.Owner):
 			parts = append(parts, t.tr("the requester's inbox", "申请人的收件箱"))
-		case strings.HasPrefix(r, "inbox:"):
+		case address.IsInbox(r):
 			parts = append(parts, t.tr("an inbox", "一个收件箱"))
 		case strings.Contains(r, ":"):
 			parts = append(parts, t.tr("another chat", "另一个聊天"))

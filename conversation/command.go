@@ -1,6 +1,6 @@
 // Package conversation turns chat messages into requests for the task
 // manager and answers people. This file holds the chat command grammar
-// (SPEC §4), shared by Telegram, Feishu and the console.
+// (README, Chat commands), shared by Telegram, Feishu and the console.
 package conversation
 
 import (
@@ -96,15 +96,6 @@ var usage = map[string][2]string{
 	"mute":    {"/mute <task-id> <duration, like 2h or 1d | off>", "/mute <任务编号> <时长，如 2h 或 1d | off>"},
 	"quiet":   {"/quiet <HH:MM-HH:MM | off>", "/quiet <HH:MM-HH:MM | off>"},
 	"cancel":  {"/cancel", "/cancel"},
-}
-
-// Usage returns the one-line usage of a command in English and Chinese.
-func Usage(name string) (en, zh string) {
-	u, ok := usage[name]
-	if !ok {
-		return "", ""
-	}
-	return u[0], u[1]
 }
 
 func usageErr(name, code, en, zh string) *ParseError {

@@ -11,7 +11,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/herald-bridge/herald/conversation/perchat"
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks"
 )
@@ -64,7 +66,7 @@ type Options struct {
 	Lang string
 	// BotName is our own username (/cmd@BotName); "" accepts any.
 	BotName string
-	// Assistant reads plain-language text (SPEC §4); nil: such text gets
+	// Assistant reads plain-language text (README, Assistant); nil: such text gets
 	// the short help answer. SetAssistant changes it on reload.
 	Assistant Assistant
 	// AssistantPerHour bounds the asks one principal may put to the
@@ -108,7 +110,7 @@ type Core struct {
 
 	mu      sync.Mutex
 	senders map[string]Sender
-	chats   map[string]*chatLock
+	chats   perchat.Line[string]
 
 	defMu sync.RWMutex // guards o.Lang and o.Zone, which a reload changes
 
@@ -142,17 +144,12 @@ func (c *Core) zone() *time.Location {
 	return c.o.Zone
 }
 
-type chatLock struct {
-	mu   sync.Mutex
-	refs int
-}
-
 // New returns a Core.
 func New(o Options) (*Core, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	c := &Core{o: o, log: o.Log, senders: map[string]Sender{}, chats: map[string]*chatLock{}}
+	c := &Core{o: o, log: o.Log, senders: map[string]Sender{}}
 	c.SetAssistant(o.Assistant, o.AssistantPerHour)
 	return c, nil
 }
@@ -186,28 +183,6 @@ func channelOf(chat string) string {
 	return prefix
 }
 
-// lock serialises the turns of one chat: dialogs and approvals depend on
-// the order people typed in.
-func (c *Core) lock(chat string) func() {
-	c.mu.Lock()
-	l := c.chats[chat]
-	if l == nil {
-		l = &chatLock{}
-		c.chats[chat] = l
-	}
-	l.refs++
-	c.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		c.mu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(c.chats, chat)
-		}
-		c.mu.Unlock()
-	}
-}
-
 // Handle answers one message. Turns of the same chat run one at a time,
 // in arrival order. A message id seen before (per channel, within
 // MessageWindow) and a group message not addressed to us (other than a
@@ -219,7 +194,7 @@ func (c *Core) Handle(ctx context.Context, m Message) []Reply {
 	if m.Chat == "" || m.Principal == "" {
 		return nil
 	}
-	unlock := c.lock(m.Chat)
+	unlock := c.chats.Lock(m.Chat)
 	defer unlock()
 	if ctx.Err() != nil {
 		return nil // a cancelled turn does nothing (I9)
@@ -284,18 +259,4 @@ func hasHan(s string) bool {
 
 // ChatOf returns the private chat address of a principal, where herald
 // can start a conversation with it ("" when there is none).
-func ChatOf(principal string) string {
-	kind, id, ok := strings.Cut(principal, ":")
-	if !ok || id == "" {
-		return ""
-	}
-	switch kind {
-	case "telegram":
-		return "telegram:chat:" + id
-	case "feishu":
-		return "feishu:user:" + id
-	case "console":
-		return "console:" + id
-	}
-	return ""
-}
+func ChatOf(principal string) string { return address.ChatOf(principal) }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/tasks"
 )
 
@@ -25,8 +26,6 @@ func (t *turn) request(cmd Command) []Reply {
 	}
 	return t.submit(cmd)
 }
-
-func requesterKey(principal string) string { return "requester/" + principal }
 
 // clipName keeps a display name short and on one line.
 func clipName(s string) string {
@@ -54,21 +53,16 @@ func (t *turn) notifyFor() []string {
 	if _, err := delivery.ParseAddress(t.m.Chat); err == nil {
 		return []string{t.m.Chat}
 	}
-	return []string{"inbox:" + t.m.Principal}
+	return []string{address.InboxOf(t.m.Principal)}
 }
 
 func (t *turn) submit(cmd Command) []Reply {
 	sub := tasks.Submission{
-		Principal: t.m.Principal, ReplyTo: t.replyTo(), Lang: t.lang, URL: cmd.URL, Kind: cmd.Kind,
+		Principal: t.m.Principal, By: clipName(t.m.Name), ReplyTo: t.replyTo(), Lang: t.lang, URL: cmd.URL, Kind: cmd.Kind,
 		Schedule: cmd.Schedule, Name: cmd.TaskName, Notify: t.notifyFor(),
 	}
 	if cmd.Name == "remind" {
 		sub.RemindBefore = cmd.Before
-	}
-	if t.m.Name != "" {
-		// The display name, for the admins' prompt (not part of the task);
-		// written first, as the prompt may go out before Submit returns.
-		_ = t.c.o.Store.Dialogs().Put(t.ctx, requesterKey(t.m.Principal), []byte(clipName(t.m.Name)), noticeWindow)
 	}
 	tk, err := t.c.o.Tasks.Submit(t.ctx, sub)
 	if err != nil {
@@ -134,9 +128,9 @@ func (t *turn) recipient(tk *tasks.Task, r string) string {
 		return t.tr("this chat", "本聊天")
 	case r == tk.ReplyTo && r != "":
 		return t.tr("the requesting chat", "申请所在的聊天")
-	case r == "inbox:"+t.m.Principal:
+	case r == address.InboxOf(t.m.Principal):
 		return t.tr("your inbox (/inbox)", "你的收件箱（/inbox）")
-	case strings.HasPrefix(r, "inbox:"):
+	case address.IsInbox(r):
 		return t.tr("an inbox", "一个收件箱")
 	case delivery.IsLiteral(r):
 		return t.tr("another chat", "另一个聊天")

@@ -7,9 +7,9 @@ package delivery
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
+
+	"github.com/herald-bridge/herald/delivery/address"
 )
 
 // Message kinds (also the outbound webhook "type").
@@ -62,9 +62,9 @@ const MaxItems = 20
 type AddressKind string
 
 const (
-	TelegramChat AddressKind = "telegram"   // telegram:chat:<chat_id>
-	FeishuChat   AddressKind = "feishu"     // feishu:chat:<chat_id> / feishu:user:<open_id>
-	InboxAddr    AddressKind = "inbox"      // inbox:<principal>
+	TelegramChat AddressKind = AddressKind(address.Telegram)
+	FeishuChat   AddressKind = AddressKind(address.Feishu)
+	InboxAddr    AddressKind = AddressKind(address.Inbox)
 	FeishuBot    AddressKind = "feishu_bot" // named: custom group bot
 	Webhook      AddressKind = "webhook"    // named: HTTPS webhook
 )
@@ -73,33 +73,29 @@ const (
 // have preferences (/quiet, /mute).
 func (k AddressKind) Chat() bool { return k == TelegramChat || k == FeishuChat }
 
-// Address is a parsed recipient address (SPEC §3). Named recipients are
+// Address is a parsed recipient address (README, Configuration; literal
+// addresses are spelled by package address). Named recipients are
 // resolved from config into an Address by the Router.
 type Address struct {
 	Kind AddressKind
 	// Telegram: chat id. Feishu: chat_id or open_id (see IDType). Inbox: principal.
 	// Named recipients: the recipient's name.
 	ID     string
-	IDType string // feishu: "chat_id" | "open_id"
+	IDType string // feishu: address.ChatID | address.OpenID
 	Name   string // the named recipient, if any
 }
 
 // String renders the address as written in config; it is a recipient
 // address and must not reach logs or metrics (I10): use Redacted there.
 func (a Address) String() string {
-	switch a.Kind {
-	case TelegramChat:
-		return "telegram:chat:" + a.ID
-	case FeishuChat:
-		if a.IDType == "open_id" {
-			return "feishu:user:" + a.ID
-		}
-		return "feishu:chat:" + a.ID
-	case InboxAddr:
-		return "inbox:" + a.ID
-	default:
-		return a.Name
+	if s := a.literal().String(); s != "" {
+		return s
 	}
+	return a.Name
+}
+
+func (a Address) literal() address.Address {
+	return address.Address{Kind: address.Kind(a.Kind), ID: a.ID, IDType: a.IDType}
 }
 
 // Redacted names the address without its identifying part.
@@ -112,72 +108,18 @@ func (a Address) Redacted() string {
 
 // ParseAddress parses a literal address (not a named recipient).
 func ParseAddress(s string) (Address, error) {
-	switch {
-	case strings.HasPrefix(s, "telegram:chat:"):
-		id := strings.TrimPrefix(s, "telegram:chat:")
-		if !isChatID(id) {
-			return Address{}, fmt.Errorf("telegram chat id must be an integer")
-		}
-		return Address{Kind: TelegramChat, ID: id}, nil
-	case strings.HasPrefix(s, "feishu:chat:"):
-		id := strings.TrimPrefix(s, "feishu:chat:")
-		if id == "" {
-			return Address{}, fmt.Errorf("feishu chat id is empty")
-		}
-		return Address{Kind: FeishuChat, ID: id, IDType: "chat_id"}, nil
-	case strings.HasPrefix(s, "feishu:user:"):
-		id := strings.TrimPrefix(s, "feishu:user:")
-		if id == "" {
-			return Address{}, fmt.Errorf("feishu open_id is empty")
-		}
-		return Address{Kind: FeishuChat, ID: id, IDType: "open_id"}, nil
-	case strings.HasPrefix(s, "inbox:"):
-		p := strings.TrimPrefix(s, "inbox:")
-		if !ValidPrincipal(p) {
-			return Address{}, fmt.Errorf("inbox principal must look like telegram:<id>, feishu:<open_id> or console:<name>")
-		}
-		return Address{Kind: InboxAddr, ID: p}, nil
+	a, err := address.Parse(s)
+	if err != nil {
+		return Address{}, err
 	}
-	return Address{}, fmt.Errorf("not a recipient address (want telegram:chat:<id>, feishu:chat:<id>, feishu:user:<open_id> or inbox:<principal>)")
+	return Address{Kind: AddressKind(a.Kind), ID: a.ID, IDType: a.IDType}, nil
 }
 
 // IsLiteral reports whether s is written as an address rather than a name.
-func IsLiteral(s string) bool {
-	for _, p := range []string{"telegram:", "feishu:", "inbox:"} {
-		if strings.HasPrefix(s, p) {
-			return true
-		}
-	}
-	return false
-}
+func IsLiteral(s string) bool { return address.IsLiteral(s) }
 
-// ValidPrincipal reports whether p is telegram:<int>, feishu:<open_id> or console:<name>.
-func ValidPrincipal(p string) bool {
-	kind, id, ok := strings.Cut(p, ":")
-	if !ok || id == "" || strings.ContainsAny(id, " \t\n") {
-		return false
-	}
-	switch kind {
-	case "telegram":
-		return isChatID(id) && !strings.HasPrefix(id, "-")
-	case "feishu", "console":
-		return true
-	}
-	return false
-}
-
-func isChatID(s string) bool {
-	s = strings.TrimPrefix(s, "-")
-	if s == "" || len(s) > 20 {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
-}
+// ValidPrincipal reports whether p is a well-formed principal.
+func ValidPrincipal(p string) bool { return address.ValidPrincipal(p) }
 
 // Delivery is one send request handed to a sink.
 type Delivery struct {

@@ -29,9 +29,9 @@ type Router interface {
 	Resolve(recipient string) (Route, error)
 }
 
-// Holder decides whether a recipient's pushes are held right now (quiet
-// hours, mute) and until when.
-type Holder interface {
+// HoldPolicy decides whether a recipient's pushes are held right now
+// (quiet hours, mute) and until when.
+type HoldPolicy interface {
 	Hold(ctx context.Context, recipient, taskID string, urgentDue time.Time, now time.Time) (until time.Time, held bool)
 }
 
@@ -45,7 +45,7 @@ type Hooks struct {
 type Options struct {
 	Ledger  store.Ledger
 	Router  Router
-	Holder  Holder // nil: nothing is held
+	Holds   HoldPolicy // nil: nothing is held
 	Hooks   Hooks
 	Worker  string // this replica's worker id (recorded on each attempt)
 	Workers int    // concurrent sends (default 64: each waits on two store commits per push)
@@ -292,8 +292,8 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 	if len(live) == 0 {
 		return
 	}
-	if d.o.Holder != nil {
-		if until, held := d.o.Holder.Hold(ctx, holdAddress(recipient, route), taskID, urgent, now); held {
+	if d.o.Holds != nil {
+		if until, held := d.o.Holds.Hold(ctx, holdAddress(recipient, route), taskID, urgent, now); held {
 			d.each(len(live), func(i int) {
 				if _, err := d.o.Ledger.Defer(ctx, live[i].Key, until, now); err != nil {
 					log.Warn().Err(err).Msg("cannot hold a push")
@@ -536,8 +536,8 @@ func (d *Dispatcher) Reserve(ctx context.Context, recipient, taskID string) (wor
 		release()
 		return "", nil, false
 	}
-	if d.o.Holder != nil {
-		if _, held := d.o.Holder.Hold(ctx, holdAddress(recipient, route), taskID, time.Time{}, d.o.Now()); held {
+	if d.o.Holds != nil {
+		if _, held := d.o.Holds.Hold(ctx, holdAddress(recipient, route), taskID, time.Time{}, d.o.Now()); held {
 			release()
 			return "", nil, false
 		}

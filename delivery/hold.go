@@ -91,7 +91,7 @@ func clock(s string) (time.Duration, error) {
 	return time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute, nil
 }
 
-// Hold implements Holder: a muted task is held until the mute ends; quiet
+// Hold implements HoldPolicy: a muted task is held until the mute ends; quiet
 // hours hold everything except deadline reminders due within UrgentWindow,
 // and hold a later reminder only until it comes within that window.
 func (s *PrefStore) Hold(ctx context.Context, recipient, taskID string, urgentDue, now time.Time) (time.Time, bool) {
@@ -165,4 +165,4 @@ func quietUntil(now time.Time, from, to time.Duration) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-var _ Holder = (*PrefStore)(nil)
+var _ HoldPolicy = (*PrefStore)(nil)

@@ -29,8 +29,8 @@ func (r *rig) setPrefs(address string, fn func(*delivery.Prefs)) {
 	}
 }
 
-func withHolder(h delivery.Holder) func(*delivery.Options) {
-	return func(o *delivery.Options) { o.Holder = h }
+func withHolds(h delivery.HoldPolicy) func(*delivery.Options) {
+	return func(o *delivery.Options) { o.Holds = h }
 }
 
 // nextMorning is 07:00 after t0 (23:00), when 22:00-07:00 quiet hours end.
@@ -44,7 +44,7 @@ func TestQuietHoursHoldDurablyThenDeliverOnce(t *testing.T) {
 	api := newFakeBotAPI(t)
 	r.setPrefs(chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
 	key := r.admit("hook:ci", "d-1", chat, inbound("deploy"), 0)
-	stop := r.start(telegramRoute(t, api.URL), "w", withHolder(r.prefs()))
+	stop := r.start(telegramRoute(t, api.URL), "w", withHolds(r.prefs()))
 
 	waitFor(t, func() bool { return r.effect(key).NotBefore.Equal(nextMorning) }, "the push to be held until 07:00")
 	if fx := r.effect(key); fx.State != store.Pending || len(fx.Attempts) != 0 {
@@ -54,7 +54,7 @@ func TestQuietHoursHoldDurablyThenDeliverOnce(t *testing.T) {
 	r.crash()
 
 	r.open()
-	r.start(telegramRoute(t, api.URL), "w", withHolder(r.prefs()))
+	r.start(telegramRoute(t, api.URL), "w", withHolds(r.prefs()))
 	r.advance(nextMorning.Sub(t0) - time.Minute)
 	if got := len(api.sent()); got != 0 {
 		t.Fatalf("%d messages during quiet hours, want none", got)
@@ -79,7 +79,7 @@ func TestMuteHoldsOneTaskUntilTheMuteEnds(t *testing.T) {
 	r.setPrefs(chat, func(p *delivery.Prefs) { p.Mutes = map[string]time.Time{"t-news": until} })
 	muted := r.admit("t-news", "n1@v1", chat, changed("t-news", "n1", "Library hours changed"), 0)
 	other := r.admit("t-grades", "g1@v1", chat, changed("t-grades", "g1", "Grades posted"), 0)
-	r.start(telegramRoute(t, api.URL), "w", withHolder(r.prefs()))
+	r.start(telegramRoute(t, api.URL), "w", withHolds(r.prefs()))
 
 	r.settled(other, store.Completed)
 	waitFor(t, func() bool { return r.effect(muted).NotBefore.Equal(until) }, "the muted push to be held")
@@ -107,7 +107,7 @@ func TestQuietHoursLetUrgentDeadlinesThrough(t *testing.T) {
 	r.setPrefs(chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
 	urgent := r.commitReminder("hw-cs", "hw-4", chat, t0.Add(90*time.Minute))
 	later := r.commitReminder("hw-math", "ps-9", chat, t0.Add(5*time.Hour))
-	r.start(telegramRoute(t, api.URL), "w", withHolder(r.prefs()))
+	r.start(telegramRoute(t, api.URL), "w", withHolds(r.prefs()))
 
 	fx := r.settled(urgent, store.Completed)
 	if !fx.Attempts[0].Start.Equal(t0) {
@@ -131,7 +131,7 @@ func TestQuietHoursLetUrgentDeadlinesThrough(t *testing.T) {
 func heldChanges(t *testing.T, r *rig, api *fakeBotAPI) []string {
 	t.Helper()
 	r.setPrefs(chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
-	r.start(telegramRoute(t, api.URL), "w", withHolder(r.prefs()))
+	r.start(telegramRoute(t, api.URL), "w", withHolds(r.prefs()))
 	var keys []string
 	for i, room := range []string{"A101", "B202", "C303"} {
 		if i > 0 {
@@ -289,7 +289,7 @@ func TestQuietHoursHoldANamedRecipientPointingAtTheChat(t *testing.T) {
 	table := delivery.NewTable(delivery.TableConfig{Named: map[string]delivery.Route{"ops-chat": {Sink: sink, To: to}}})
 	r.setPrefs(chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
 	key := r.admit("hook:ci", "d-1", "ops-chat", inbound("deploy"), 0)
-	r.start(table, "w", withHolder(r.prefs()))
+	r.start(table, "w", withHolds(r.prefs()))
 
 	waitFor(t, func() bool { return r.effect(key).NotBefore.Equal(nextMorning) }, "the push to be held until 07:00")
 	r.advance(nextMorning.Sub(t0) - time.Minute)

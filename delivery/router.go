@@ -7,12 +7,6 @@ import (
 	"time"
 )
 
-// Named is a configured recipient (SPEC §3): a Feishu custom group bot, an
-// HTTPS webhook, or an alias for an address.
-type Named struct {
-	Route Route
-}
-
 // Table is the Router built from config: one sink per transport for
 // literal addresses plus the named recipients. Swap replaces it on reload
 // without touching queued work.

@@ -83,7 +83,7 @@ type Snapshots interface {
 
 // ---------------------------------------------------------------- ledger
 
-// EffectState is the ledger state of one effect (SPEC I3).
+// EffectState is the ledger state of one effect (README, The promise: I3).
 type EffectState string
 
 const (

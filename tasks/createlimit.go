@@ -126,7 +126,7 @@ func busyErr() error {
 func (m *Manager) create(ctx context.Context, f store.Fence, t *Task, now time.Time) error {
 	for range 5 {
 		id := randomID(3)
-		t.ID, t.Request = "t-"+id, Request{ID: "r-" + id, By: t.Owner, At: now, Via: t.ReplyTo}
+		t.ID, t.Request = "t-"+id, Request{ID: "r-" + id, By: t.Owner, At: now, Via: t.ReplyTo, Name: t.Request.Name}
 		b, err := encodeTask(t)
 		if err != nil {
 			return err

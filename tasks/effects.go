@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
@@ -164,5 +165,5 @@ func (t *Task) ownerAddress() string {
 	if _, err := delivery.ParseAddress(t.ReplyTo); err == nil {
 		return t.ReplyTo
 	}
-	return "inbox:" + t.Owner
+	return address.InboxOf(t.Owner)
 }

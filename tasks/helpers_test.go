@@ -139,6 +139,11 @@ func (r *rig) activeTask(notify ...string) *Task {
 	return tk
 }
 
+// runTask runs task id once, as a wake that was not scheduled.
+func (m *Manager) runTask(ctx context.Context, id string, kind wakeKind) RunRecord {
+	return m.run(ctx, id, kind, false)
+}
+
 func (r *rig) run(id string) RunRecord {
 	r.t.Helper()
 	rec, err := r.m.RunNow(context.Background(), "", id)

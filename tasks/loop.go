@@ -3,7 +3,6 @@ package tasks
 import (
 	"container/heap"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -307,5 +306,3 @@ func (m *Manager) planTask(ctx context.Context, p *planner, t *Task) {
 func (t *Task) diffOptions(l Limits) watch.Options {
 	return watch.Options{RemindBefore: t.RemindBefore, Include: t.Include, Exclude: t.Exclude, MaxEvents: l.MaxItemsPerRun}
 }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

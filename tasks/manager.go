@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks/schedule"
 	"github.com/herald-bridge/herald/tasks/source"
@@ -243,6 +244,7 @@ func (m *Manager) wakeDelivery() { m.o.WakeDelivery() }
 // Submission is a request for a new task (from chat, CLI or the assistant).
 type Submission struct {
 	Principal    string
+	By           string // the requester's display name, for the admins ("" none)
 	ReplyTo      string // the requesting chat's address
 	Lang         string
 	URL          string
@@ -288,7 +290,7 @@ func (m *Manager) Submit(ctx context.Context, s Submission) (*Task, error) {
 		if s.ReplyTo != "" {
 			notify = []string{s.ReplyTo}
 		} else {
-			notify = []string{"inbox:" + s.Principal}
+			notify = []string{address.InboxOf(s.Principal)}
 		}
 	}
 	for _, r := range notify {
@@ -302,6 +304,7 @@ func (m *Manager) Submit(ctx context.Context, s Submission) (*Task, error) {
 		Schedule: sched.String(), RemindBefore: s.RemindBefore, Notify: notify,
 		Include: s.Include, Exclude: s.Exclude, Owner: s.Principal, ReplyTo: s.ReplyTo, Lang: s.Lang,
 		Origin: OriginChat, State: PendingApproval, CreatedAt: now, UpdatedAt: now,
+		Request: Request{Name: s.By},
 	}
 	host := strings.ToLower(u.Host)
 	switch {

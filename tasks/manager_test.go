@@ -447,8 +447,8 @@ func (heldAlways) Hold(_ context.Context, recipient, _ string, _, _ time.Time) (
 func TestI1_AdmissionHandedToAFreeWorkerIsSentOnce(t *testing.T) {
 	r := newRig(t)
 	sink := newRecorder()
-	newDispatcher := func(h delivery.Holder) *delivery.Dispatcher {
-		d, err := delivery.NewDispatcher(delivery.Options{Ledger: r.store.Ledger(), Worker: "replica-a", Now: r.clock.Now, Holder: h,
+	newDispatcher := func(h delivery.HoldPolicy) *delivery.Dispatcher {
+		d, err := delivery.NewDispatcher(delivery.Options{Ledger: r.store.Ledger(), Worker: "replica-a", Now: r.clock.Now, Holds: h,
 			Router: delivery.NewTable(delivery.TableConfig{Sinks: map[delivery.AddressKind]delivery.Sink{delivery.InboxAddr: sink}})})
 		if err != nil {
 			t.Fatal(err)

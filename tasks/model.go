@@ -1,7 +1,7 @@
 // Package tasks is herald's single authority over the task catalog, the
 // clock and every effect: chat commands, the admin CLI, config files and
 // inbound hooks all reach the Manager, and nothing else writes task,
-// snapshot or ledger records (SPEC §1).
+// snapshot or ledger records (README, Architecture).
 //
 // Where a chat command becomes a task: Manager.Submit (requests),
 // Manager.Approve (grants). Where a task becomes a push: Manager.run →
@@ -80,6 +80,9 @@ type Request struct {
 	By  string    `json:"by"`
 	At  time.Time `json:"at"`
 	Via string    `json:"via,omitempty"` // chat address or "config" / "cli"
+	// Name is the requester's display name, shown to admins with the
+	// principal; "" when the channel gave none.
+	Name string `json:"name,omitempty"`
 }
 
 // Decision records an approval or rejection.

@@ -7,9 +7,10 @@ import (
 	"strings"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/address"
 )
 
-// Policy is who may do what (SPEC §10 policy).
+// Policy is who may do what (README, Principals and addresses).
 type Policy struct {
 	Admins       []string
 	Requesters   []string // patterns: "telegram:*", "console:alice"
@@ -67,15 +68,7 @@ func (p Policy) MayRequest(principal string) bool {
 	return false
 }
 
-func matchPrincipal(pat, principal string) bool {
-	if pat == principal || pat == "*" {
-		return true
-	}
-	if prefix, ok := strings.CutSuffix(pat, "*"); ok {
-		return strings.HasPrefix(principal, prefix)
-	}
-	return false
-}
+func matchPrincipal(pat, principal string) bool { return address.Match(pat, principal) }
 
 // HostAllowed reports whether any requester may watch host.
 func (p Policy) HostAllowed(host string) bool { return matchHosts(p.AllowedHosts, host) }
@@ -195,7 +188,7 @@ func (p Policy) mayTarget(s Submission, r string) error {
 	switch {
 	case r == s.ReplyTo && r != "":
 		return nil
-	case r == "inbox:"+s.Principal:
+	case r == address.InboxOf(s.Principal):
 		return nil
 	case !delivery.IsLiteral(r):
 		if !p.Named[r] {

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -91,7 +92,7 @@ func (m *Manager) Runs(ctx context.Context, id string, limit int) ([]RunRecord, 
 	out := make([]RunRecord, 0, len(raw))
 	for _, b := range raw {
 		var r RunRecord
-		if err := jsonUnmarshal(b, &r); err == nil {
+		if err := json.Unmarshal(b, &r); err == nil {
 			out = append(out, r)
 		}
 	}

@@ -153,12 +153,8 @@ func (m *Manager) session(t *Task) chan struct{} {
 	return sem
 }
 
-// runTask performs one run: fetch (with I6 retries), diff, and one atomic
+// run performs one run: fetch (with I6 retries), diff, and one atomic
 // commit of snapshot + claims carrying the captured revision and epoch (I5).
-func (m *Manager) runTask(ctx context.Context, id string, kind wakeKind) RunRecord {
-	return m.run(ctx, id, kind, false)
-}
-
 func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled bool) RunRecord {
 	start := m.clock.Now()
 	rec := RunRecord{ID: "run-" + randomID(4), TaskID: id, Start: start}

@@ -30,7 +30,7 @@ const (
 	chatAdmin   = "oc_admin000000000000000000000001"
 )
 
-// feed serves a real podcast feed; add puts a new episode on top.
+// feed serves a podcast feed; add puts a new episode on top.
 type feed struct {
 	mu   sync.Mutex
 	body string
@@ -39,7 +39,7 @@ type feed struct {
 
 func newFeed(t *testing.T) *feed {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "rss2-podcast-enclosures-theomnishow.xml"))
+	b, err := os.ReadFile(filepath.Join("testdata", "rss2-podcast-enclosures.xml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 
 	"github.com/herald-bridge/herald/conversation"
+	"github.com/herald-bridge/herald/delivery/address"
 )
 
 // Event types handled.
@@ -274,8 +275,8 @@ func (c *Channel) onCard(ctx context.Context, e *callback.CardActionTriggerEvent
 	msg := conversation.Message{
 		Channel:   "feishu",
 		ID:        id,
-		Principal: "feishu:" + ev.Operator.OpenID,
-		Chat:      "feishu:chat:" + chatID,
+		Principal: address.FeishuUser(ev.Operator.OpenID),
+		Chat:      address.FeishuChat(chatID),
 		Addressed: true,
 		Lang:      c.o.DefaultLang,
 		Button:    &conversation.Press{Action: action, Arg: arg, Ref: ref},

@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/conversation"
+	"github.com/herald-bridge/herald/conversation/perchat"
 )
 
 // job is one queued turn.
@@ -59,59 +60,41 @@ func (p *pressWait) abandon() bool {
 	}
 }
 
-// chats serialises turns per chat: one worker goroutine per chat with
-// queued turns, exiting when its queue empties.
+// chats runs queued turns, one chat's turns one at a time in arrival
+// order (perchat), answering the event callback at once.
 type chats struct {
 	ctx  context.Context
 	run  func(ctx context.Context, j job)
 	log  zerolog.Logger
 	wg   sync.WaitGroup
-	mu   sync.Mutex
-	byID map[string][]job
+	line perchat.Line[string]
 }
 
 func newChats(ctx context.Context, run func(context.Context, job), log zerolog.Logger) *chats {
-	return &chats{ctx: ctx, run: run, log: log, byID: map[string][]job{}}
+	return &chats{ctx: ctx, run: run, log: log}
 }
 
 // add queues j for chat and reports false when the chat's queue is full.
 func (c *chats) add(chat string, j job) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	q, busy := c.byID[chat]
-	if len(q) >= MaxQueue {
+	wait, ok := c.line.Queue(chat, MaxQueue)
+	if !ok {
 		return false
 	}
-	c.byID[chat] = append(q, j)
-	if !busy {
-		c.wg.Add(1)
-		go c.work(chat)
-	}
-	return true
-}
-
-func (c *chats) work(chat string) {
-	defer c.wg.Done()
-	for {
-		c.mu.Lock()
-		q := c.byID[chat]
-		if len(q) == 0 {
-			delete(c.byID, chat)
-			c.mu.Unlock()
-			return
-		}
-		j := q[0]
-		c.byID[chat] = q[1:]
-		c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		done := wait()
+		defer done()
 		if c.ctx.Err() != nil {
 			// Cancelled: drain without running (I9).
 			if j.press != nil {
 				j.press.offer("", nil)
 			}
-			continue
+			return
 		}
 		c.safeRun(j)
-	}
+	}()
+	return true
 }
 
 func (c *chats) safeRun(j job) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/herald-bridge/herald/conversation"
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/address"
 	sink "github.com/herald-bridge/herald/delivery/feishu"
 )
 
@@ -60,7 +61,7 @@ func (c *Channel) Say(ctx context.Context, chat string, r conversation.Reply) er
 		return ErrBadChat
 	}
 	idType := larkim.ReceiveIdTypeChatId
-	if addr.IDType == "open_id" {
+	if addr.IDType == address.OpenID {
 		idType = larkim.ReceiveIdTypeOpenId
 	}
 	if r.Text == "" && len(r.Buttons) == 0 {

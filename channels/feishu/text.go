@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"github.com/herald-bridge/herald/conversation"
+	"github.com/herald-bridge/herald/delivery/address"
 )
 
 // toMessage maps a received message to a turn. It reports false for what
@@ -40,8 +41,8 @@ func (c *Channel) toMessage(ctx context.Context, in *inbound) (conversation.Mess
 	return conversation.Message{
 		Channel:   "feishu",
 		ID:        in.messageID,
-		Principal: "feishu:" + in.openID,
-		Chat:      "feishu:chat:" + in.chatID,
+		Principal: address.FeishuUser(in.openID),
+		Chat:      address.FeishuChat(in.chatID),
 		Group:     group,
 		Addressed: !group || mentioned,
 		Text:      text,

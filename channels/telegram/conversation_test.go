@@ -92,7 +92,7 @@ func TestWholeConversation(t *testing.T) {
 		strangerID  = "30003"
 	)
 	api := newFakeAPI(t)
-	rss := newFeed(t, filepath.Join("testdata", "rss2-podcast-enclosures-theomnishow.xml"))
+	rss := newFeed(t, filepath.Join("testdata", "rss2-podcast-enclosures.xml"))
 	clock := tasks.NewManualClock(time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC))
 	st, err := bolt.Open(filepath.Join(t.TempDir(), "herald.db"), bolt.Options{Now: clock.Now})
 	if err != nil {

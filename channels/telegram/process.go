@@ -36,7 +36,7 @@ func (c *Channel) process(ctx context.Context, u *models.Update, me identity) er
 		return nil
 	}
 	chat, _ := chatOf(u)
-	unlock := c.chats.lock(chat)
+	unlock := c.chats.Lock(chat)
 	defer unlock()
 	if err := ctx.Err(); err != nil {
 		return err // stopping: leave the update unclaimed for the next poller

@@ -29,6 +29,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/conversation"
+	"github.com/herald-bridge/herald/conversation/perchat"
 	"github.com/herald-bridge/herald/store"
 )
 
@@ -172,7 +173,7 @@ type Channel struct {
 	o     Options
 	bot   *bot.Bot
 	log   zerolog.Logger
-	chats chatLocks
+	chats perchat.Line[int64]
 	// migrated caches groups that became supergroups (old -> new id).
 	migrated migrations
 
@@ -280,38 +281,3 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.msg }
 func (e *apiError) Unwrap() error { return e.err }
-
-// chatLocks serialises work per chat.
-type chatLocks struct {
-	mu sync.Mutex
-	m  map[int64]*chatLock
-}
-
-type chatLock struct {
-	mu   sync.Mutex
-	refs int
-}
-
-func (l *chatLocks) lock(chat int64) (unlock func()) {
-	l.mu.Lock()
-	if l.m == nil {
-		l.m = map[int64]*chatLock{}
-	}
-	cl := l.m[chat]
-	if cl == nil {
-		cl = &chatLock{}
-		l.m[chat] = cl
-	}
-	cl.refs++
-	l.mu.Unlock()
-	cl.mu.Lock()
-	return func() {
-		cl.mu.Unlock()
-		l.mu.Lock()
-		cl.refs--
-		if cl.refs == 0 {
-			delete(l.m, chat)
-		}
-		l.mu.Unlock()
-	}
-}

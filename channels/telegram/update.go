@@ -9,6 +9,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/herald-bridge/herald/conversation"
+	"github.com/herald-bridge/herald/delivery/address"
 )
 
 // MaxCallbackData is the most bytes Telegram carries in a button's
@@ -224,9 +225,9 @@ func mentions(m *models.Message, me identity) bool {
 	return false
 }
 
-func principal(u *models.User) string { return "telegram:" + strconv.FormatInt(u.ID, 10) }
+func principal(u *models.User) string { return address.TelegramUser(u.ID) }
 
-func chatAddress(id int64) string { return "telegram:chat:" + strconv.FormatInt(id, 10) }
+func chatAddress(id int64) string { return address.TelegramChat(id) }
 
 // lang maps a Telegram language code to a conversation language; an
 // absent code leaves the configured default.
@@ -248,14 +249,10 @@ func displayName(u *models.User) string {
 	return name
 }
 
-// parseChat parses a "telegram:chat:<id>" address.
+// parseChat parses a telegram:chat:<id> address.
 func parseChat(addr string) (int64, error) {
-	s, ok := strings.CutPrefix(addr, "telegram:chat:")
-	if !ok {
-		return 0, ErrNotTelegramChat
-	}
-	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || id == 0 {
+	id, err := address.ParseTelegramChat(addr)
+	if err != nil {
 		return 0, ErrNotTelegramChat
 	}
 	return id, nil

@@ -49,7 +49,7 @@ func (s *service) assemble(ctx context.Context) error {
 	// Delivery first: the manager hands admissions straight to its free
 	// workers. Its hooks reach the manager only once both exist.
 	dispatch, err := delivery.NewDispatcher(delivery.Options{
-		Ledger: s.store.Ledger(), Router: s.table, Holder: s.prefs, Worker: s.holder,
+		Ledger: s.store.Ledger(), Router: s.table, Holds: s.prefs, Worker: s.holder,
 		Log: s.log.With().Str("component", "delivery").Logger(), Metrics: delivery.NewMetrics(s.registry),
 		Hooks: delivery.Hooks{
 			Unreachable: func(ctx context.Context, taskID, recipient, reason string) {

@@ -357,7 +357,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// feed is an RSS feed served by the test from a real-world document; it can
+// feed is an RSS feed served by the test from a podcast document; it can
 // add an item and hold requests at a gate.
 type feed struct {
 	srv *httptest.Server
@@ -371,7 +371,7 @@ type feed struct {
 
 func newFeed(t *testing.T) *feed {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join("testdata", "rss2-podcast-enclosures-theomnishow.xml"))
+	doc, err := os.ReadFile(filepath.Join("testdata", "rss2-podcast-enclosures.xml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,6 +72,14 @@ func TestServe_StaleAdminRecordAfterSIGKILLDoesNotBlockNextStart(t *testing.T) {
 	cfg := writeConfig(t, minimalConfig(t))
 	dataDir := filepath.Join(t.TempDir(), "data")
 	p := startServeAt(t, cfg, dataDir)
+	// The start helper returns once the admin API answers, which may be
+	// before the scheduler has taken its lease; the case under test is a
+	// dead process that holds it, so kill only once it does.
+	eventually(t, "the first serve owns scheduling", func() bool {
+		var st statusView
+		cliJSON(t, dataDir, &st, "status")
+		return st.Owner
+	})
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // NotSent reports whether err proves that a request never left this host,
-// so that retrying it cannot duplicate an effect (SPEC I3): the guard
+// so that retrying it cannot duplicate an effect (README, The promise: I3): the guard
 // refused the address, DNS failed, the connection could not be opened
 // (refused, unreachable, connect timeout), or the TLS handshake failed.
 // Anything else — a reset or EOF after the request was written, a response

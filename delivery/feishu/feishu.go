@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/delivery/render"
 )
 
@@ -230,9 +231,9 @@ func receiveIDType(a delivery.Address) (string, bool) {
 		return "", false
 	}
 	switch a.IDType {
-	case "chat_id", "":
+	case address.ChatID, "":
 		return larkim.ReceiveIdTypeChatId, true
-	case "open_id":
+	case address.OpenID:
 		return larkim.ReceiveIdTypeOpenId, true
 	}
 	return "", false

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/delivery/render"
 )
 
@@ -123,7 +124,7 @@ func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
 		// The group became a supergroup: follow it once.
 		to := int64(mig.MigrateToChatID)
 		out = s.send(ctx, to, parts[d.Part])
-		out.MigratedTo = "telegram:chat:" + strconv.FormatInt(to, 10)
+		out.MigratedTo = address.TelegramChat(to)
 		if errors.As(out.err, &mig) {
 			out.Outcome = delivery.Outcome{Result: delivery.Failed, Reason: "migrated_twice", MigratedTo: out.MigratedTo}
 		}

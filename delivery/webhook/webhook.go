@@ -229,7 +229,7 @@ func RetryAfter(v string, now time.Time) time.Duration {
 	return DefaultRetryAfter
 }
 
-// Body is the JSON document POSTed to a webhook recipient (SPEC §7).
+// Body is the JSON document POSTed to a webhook recipient (README, What a webhook recipient receives).
 type Body struct {
 	Type       string     `json:"type"`
 	ID         string     `json:"id"`

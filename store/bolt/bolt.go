@@ -1,6 +1,6 @@
-// Package bolt is herald's embedded storage backend: one bbolt file with one
-// bucket per storage object (SPEC §1), a versioned schema with numbered
-// migrations, and group commit for the ledger's hot path.
+// Package bolt is herald's embedded storage backend: one bbolt file with
+// one bucket per storage object (README, Architecture), a versioned schema
+// with numbered migrations, and group commit for the ledger's hot path.
 package bolt
 
 import (

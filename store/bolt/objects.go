@@ -98,7 +98,7 @@ func (k *kv) Delete(ctx context.Context, key string) error {
 // ---------------------------------------------------------------- runs
 
 // DefaultRunKeep is how many runs Append keeps when asked for keep <= 0
-// (SPEC I7: history is never unbounded).
+// (README, The promise: I7; history is never unbounded).
 const DefaultRunKeep = 30
 
 type runs Store

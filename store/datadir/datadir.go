@@ -33,8 +33,7 @@ var (
 // the process exits, however it exits, so a crashed process never blocks
 // the next one.
 type DirLock struct {
-	dir string
-	f   *os.File
+	f *os.File
 }
 
 // Lock creates dir (0700) if needed and takes an exclusive, non-blocking
@@ -66,11 +65,8 @@ func Lock(dir string) (*DirLock, error) {
 		}
 		return nil, fmt.Errorf("datadir: lock %s: %w", path, err)
 	}
-	return &DirLock{dir: dir, f: f}, nil
+	return &DirLock{f: f}, nil
 }
-
-// Dir returns the locked directory.
-func (l *DirLock) Dir() string { return l.dir }
 
 // Unlock releases the lock. The lock file stays: removing it would let a
 // racing opener lock a different inode.

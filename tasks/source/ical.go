@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	_ "time/tzdata" // zone rules must not depend on the host (SPEC §5)
+	_ "time/tzdata" // zone rules must not depend on the host (README, Configuration: schedules)
 
 	ics "github.com/arran4/golang-ical"
 

@@ -1,0 +1,261 @@
+// Package address parses and prints the two kinds of names herald gives
+// the parties of a conversation or a push (README, Configuration):
+//
+//   - principals, who speaks: telegram:<user_id>, feishu:<open_id>,
+//     console:<name>; policy lists also take the patterns telegram:*,
+//     feishu:*, console:*;
+//   - recipient addresses, where a notice goes: telegram:chat:<chat_id>,
+//     feishu:chat:<chat_id>, feishu:user:<open_id>, inbox:<principal>.
+//
+// It is the one place these spellings live, and it depends on nothing
+// else in herald. A new principal kind is one line in principalKinds.
+package address
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// A principalKind is one way of being a principal: "<name>:<id>".
+type principalKind struct {
+	name   string
+	idName string // what the id is called in error messages
+	// valid reports whether id is well formed (it is never empty and
+	// never holds white space).
+	valid func(id string) bool
+	// chat is the private chat where herald can start a conversation
+	// with the principal; nil when there is none.
+	chat func(id string) string
+}
+
+// principalKinds lists every principal kind, in the order error messages
+// name them.
+var principalKinds = []principalKind{
+	{"telegram", "user_id", isUserID, func(id string) string { return telegramChat + id }},
+	{"feishu", "open_id", anyID, func(id string) string { return feishuUser + id }},
+	{"console", "name", anyID, func(id string) string { return "console:" + id }},
+}
+
+// Recipient address prefixes.
+const (
+	telegramChat = "telegram:chat:"
+	feishuChat   = "feishu:chat:"
+	feishuUser   = "feishu:user:"
+	inbox        = "inbox:"
+)
+
+// Kind names the transport of a literal recipient address.
+type Kind string
+
+const (
+	Telegram Kind = "telegram" // telegram:chat:<chat_id>
+	Feishu   Kind = "feishu"   // feishu:chat:<chat_id> / feishu:user:<open_id>
+	Inbox    Kind = "inbox"    // inbox:<principal>
+)
+
+// Feishu receive id types.
+const (
+	ChatID = "chat_id"
+	OpenID = "open_id"
+)
+
+// Address is a parsed literal recipient address.
+type Address struct {
+	Kind Kind
+	// Telegram: chat id. Feishu: chat_id or open_id (see IDType).
+	// Inbox: principal.
+	ID     string
+	IDType string // feishu: ChatID | OpenID
+}
+
+// String prints a as written in config.
+func (a Address) String() string {
+	switch a.Kind {
+	case Telegram:
+		return telegramChat + a.ID
+	case Feishu:
+		if a.IDType == OpenID {
+			return feishuUser + a.ID
+		}
+		return feishuChat + a.ID
+	case Inbox:
+		return inbox + a.ID
+	}
+	return ""
+}
+
+// Parse parses a literal recipient address.
+func Parse(s string) (Address, error) {
+	if id, ok := strings.CutPrefix(s, telegramChat); ok {
+		if !isChatID(id) {
+			return Address{}, errors.New("telegram chat id must be an integer")
+		}
+		return Address{Kind: Telegram, ID: id}, nil
+	}
+	if id, ok := strings.CutPrefix(s, feishuChat); ok {
+		if id == "" {
+			return Address{}, errors.New("feishu chat id is empty")
+		}
+		return Address{Kind: Feishu, ID: id, IDType: ChatID}, nil
+	}
+	if id, ok := strings.CutPrefix(s, feishuUser); ok {
+		if id == "" {
+			return Address{}, errors.New("feishu open_id is empty")
+		}
+		return Address{Kind: Feishu, ID: id, IDType: OpenID}, nil
+	}
+	if p, ok := strings.CutPrefix(s, inbox); ok {
+		if !ValidPrincipal(p) {
+			return Address{}, errors.New("inbox principal must look like " + Forms())
+		}
+		return Address{Kind: Inbox, ID: p}, nil
+	}
+	return Address{}, errors.New("not a recipient address (want telegram:chat:<id>, feishu:chat:<id>, feishu:user:<open_id> or inbox:<principal>)")
+}
+
+// IsLiteral reports whether s is written as an address rather than as the
+// name of a configured recipient.
+func IsLiteral(s string) bool {
+	for _, k := range []Kind{Telegram, Feishu, Inbox} {
+		if strings.HasPrefix(s, string(k)+":") {
+			return true
+		}
+	}
+	return false
+}
+
+// TelegramChat prints the address of Telegram chat id.
+func TelegramChat(id int64) string { return telegramChat + strconv.FormatInt(id, 10) }
+
+// ErrNotTelegramChat means an address is not telegram:chat:<non-zero id>.
+var ErrNotTelegramChat = errors.New("not a telegram:chat:<id> address")
+
+// ParseTelegramChat returns the chat id of a telegram:chat:<id> address.
+func ParseTelegramChat(s string) (int64, error) {
+	s, ok := strings.CutPrefix(s, telegramChat)
+	if !ok {
+		return 0, ErrNotTelegramChat
+	}
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id == 0 {
+		return 0, ErrNotTelegramChat
+	}
+	return id, nil
+}
+
+// FeishuChat prints the address of Feishu chat chatID.
+func FeishuChat(chatID string) string { return feishuChat + chatID }
+
+// InboxOf prints the inbox address of principal.
+func InboxOf(principal string) string { return inbox + principal }
+
+// IsInbox reports whether recipient is an inbox address (anyone's).
+func IsInbox(recipient string) bool { return strings.HasPrefix(recipient, inbox) }
+
+// TelegramUser prints the principal of Telegram user id.
+func TelegramUser(id int64) string { return "telegram:" + strconv.FormatInt(id, 10) }
+
+// FeishuUser prints the principal of Feishu user openID.
+func FeishuUser(openID string) string { return "feishu:" + openID }
+
+func kindOf(principal string) (principalKind, string, bool) {
+	name, id, ok := strings.Cut(principal, ":")
+	if !ok {
+		return principalKind{}, "", false
+	}
+	for _, k := range principalKinds {
+		if k.name == name {
+			return k, id, true
+		}
+	}
+	return principalKind{}, "", false
+}
+
+// ValidPrincipal reports whether p is a well-formed principal of a known
+// kind.
+func ValidPrincipal(p string) bool {
+	k, id, ok := kindOf(p)
+	return ok && id != "" && !strings.ContainsAny(id, " \t\n") && k.valid(id)
+}
+
+// ValidPattern reports whether p may stand in a policy list: a principal
+// or, when wildcard is set, "<kind>:*" for any principal of a kind.
+func ValidPattern(p string, wildcard bool) bool {
+	if _, id, ok := kindOf(p); ok && wildcard && id == "*" {
+		return true
+	}
+	return ValidPrincipal(p) && !strings.Contains(p, "*")
+}
+
+// Match reports whether principal matches the policy pattern pat: equal,
+// "*", or a prefix ending in "*".
+func Match(pat, principal string) bool {
+	if pat == principal || pat == "*" {
+		return true
+	}
+	if prefix, ok := strings.CutSuffix(pat, "*"); ok {
+		return strings.HasPrefix(principal, prefix)
+	}
+	return false
+}
+
+// Forms names the principal forms for error messages:
+// "telegram:<user_id>, feishu:<open_id> or console:<name>".
+func Forms() string {
+	return list(func(k principalKind) string { return k.name + ":<" + k.idName + ">" })
+}
+
+// Patterns names the wildcard patterns for error messages:
+// "telegram:*, feishu:*, console:*".
+func Patterns() string {
+	out := make([]string, len(principalKinds))
+	for i, k := range principalKinds {
+		out[i] = k.name + ":*"
+	}
+	return strings.Join(out, ", ")
+}
+
+func list(f func(principalKind) string) string {
+	var b strings.Builder
+	for i, k := range principalKinds {
+		switch {
+		case i == 0:
+		case i == len(principalKinds)-1:
+			b.WriteString(" or ")
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString(f(k))
+	}
+	return b.String()
+}
+
+// ChatOf returns the private chat address of a principal, where herald
+// can start a conversation with it ("" when there is none).
+func ChatOf(principal string) string {
+	k, id, ok := kindOf(principal)
+	if !ok || id == "" || k.chat == nil {
+		return ""
+	}
+	return k.chat(id)
+}
+
+func anyID(string) bool { return true }
+
+// isUserID: a Telegram user id is a positive integer.
+func isUserID(id string) bool { return isChatID(id) && !strings.HasPrefix(id, "-") }
+
+// isChatID: a Telegram chat id is an integer (groups are negative).
+func isChatID(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" || len(s) > 20 {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,54 @@
+package address
+
+import "testing"
+
+func TestParseRoundTrip(t *testing.T) {
+	for _, s := range []string{"telegram:chat:-1001", "feishu:chat:oc_1", "feishu:user:ou_1", "inbox:console:ann", "inbox:telegram:7"} {
+		a, err := Parse(s)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", s, err)
+		}
+		if a.String() != s {
+			t.Errorf("Parse(%q).String() = %q", s, a.String())
+		}
+	}
+	for _, s := range []string{"telegram:chat:x", "feishu:chat:", "feishu:user:", "inbox:telegram:-1", "inbox:slack:x", "team-alerts"} {
+		if _, err := Parse(s); err == nil {
+			t.Errorf("Parse(%q) accepted", s)
+		}
+	}
+}
+
+func TestPrincipals(t *testing.T) {
+	for p, want := range map[string]bool{
+		"telegram:1": true, "telegram:-1": false, "telegram:x": false, "feishu:ou_1": true,
+		"console:ann": true, "console:": false, "console:a b": false, "slack:x": false, "telegram": false,
+	} {
+		if got := ValidPrincipal(p); got != want {
+			t.Errorf("ValidPrincipal(%q) = %v", p, got)
+		}
+	}
+	if !ValidPattern("feishu:*", true) || ValidPattern("feishu:*", false) || ValidPattern("slack:*", true) {
+		t.Error("wildcard patterns")
+	}
+	if got := Forms(); got != "telegram:<user_id>, feishu:<open_id> or console:<name>" {
+		t.Errorf("Forms() = %q", got)
+	}
+	if got := Patterns(); got != "telegram:*, feishu:*, console:*" {
+		t.Errorf("Patterns() = %q", got)
+	}
+	if !Match("telegram:*", "telegram:5") || Match("telegram:*", "feishu:5") || !Match("*", "x") {
+		t.Error("Match")
+	}
+}
+
+func TestTelegramChat(t *testing.T) {
+	if id, err := ParseTelegramChat(TelegramChat(-42)); err != nil || id != -42 {
+		t.Fatalf("round trip: %d %v", id, err)
+	}
+	for _, s := range []string{"telegram:chat:0", "telegram:chat:", "feishu:chat:1"} {
+		if _, err := ParseTelegramChat(s); err == nil {
+			t.Errorf("ParseTelegramChat(%q) accepted", s)
+		}
+	}
+}

@@ -44,7 +44,7 @@ func checkItems(t *testing.T, items []watch.Item, err error) {
 }
 
 func FuzzParseFeed(f *testing.F) {
-	// Small seeds keep the mutator fast; the real-world documents are
+	// Small seeds keep the mutator fast; the quirk fixtures are
 	// covered by the unit tests and testdata/fuzz holds the shapes.
 	f.Add([]byte(smallRSS))
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -54,7 +54,7 @@ func FuzzParseFeed(f *testing.F) {
 }
 
 func FuzzParseICal(f *testing.F) {
-	f.Add(readTestdata(f, "ical-moodle-export.ics"))
+	f.Add(readTestdata(f, "ical-lms-export-utc.ics"))
 	f.Add([]byte("BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:w\r\nSUMMARY:Homework\r\nDTSTART;TZID=Europe/Berlin:20261002T090000\r\n" +
 		"RRULE:FREQ=WEEKLY;BYDAY=FR;UNTIL=20270301T000000Z\r\nEXDATE;TZID=Europe/Berlin:20261204T090000\r\nEND:VEVENT\r\n" +
 		"BEGIN:VEVENT\r\nUID:w\r\nRECURRENCE-ID;TZID=Europe/Berlin:20261211T090000\r\nDTSTART:20261212T100000Z\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"))

@@ -32,7 +32,7 @@ func BenchmarkParseFeed10k(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		items, err := parseFeed(body, fuzzBase)
+		items, err := parseFeed(body, "", fuzzBase)
 		if err != nil || len(items) != 10000 {
 			b.Fatalf("%d items, %v", len(items), err)
 		}

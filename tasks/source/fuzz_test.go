@@ -48,7 +48,7 @@ func FuzzParseFeed(f *testing.F) {
 	// covered by the unit tests and testdata/fuzz holds the shapes.
 	f.Add([]byte(smallRSS))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		items, err := parseFeed(body, fuzzBase)
+		items, err := parseFeed(body, "", fuzzBase)
 		checkItems(t, items, err)
 	})
 }

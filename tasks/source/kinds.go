@@ -45,7 +45,7 @@ var registry = []kind.Kind{
 		JSONObject: func(doc gjson.Result, _ watch.Spec) (bool, error) {
 			return strings.Contains(doc.Get("version").String(), "jsonfeed.org"), nil
 		},
-		Parse: func(d *kind.Document, _ kind.Input) ([]watch.Item, error) { return parseFeed(d.Body, d.URL) },
+		Parse: func(d *kind.Document, _ kind.Input) ([]watch.Item, error) { return parseFeed(d.Body, d.ContentType, d.URL) },
 	},
 	{
 		Name:   KindICal,

@@ -95,9 +95,9 @@ func TestRSS_DigestFollowsContent(t *testing.T) {
 		return []byte(`<rss version="2.0"><channel><item><title>A</title><link>https://x.example/a</link><description>` + desc + `</description><pubDate>` + desc + `</pubDate></item></channel></rss>`)
 	}
 	base, _ := url.Parse("https://x.example/feed")
-	a, _ := parseFeed(feed("hello  world"), base)
-	b, _ := parseFeed(feed("&lt;p&gt;hello world&lt;/p&gt;"), base)
-	c, _ := parseFeed(feed("hello there"), base)
+	a, _ := parseFeed(feed("hello  world"), "", base)
+	b, _ := parseFeed(feed("&lt;p&gt;hello world&lt;/p&gt;"), "", base)
+	c, _ := parseFeed(feed("hello there"), "", base)
 	if a[0].Digest != b[0].Digest {
 		t.Fatal("markup and whitespace changed the digest")
 	}

@@ -10,23 +10,41 @@ import (
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
-// parseFeed reads RSS 0.9x/2.0, Atom 1.0 or JSON Feed. gofeed converts
-// declared charsets (gb2312, windows-1251, ISO-8859-1 …) and applies
-// xml:base; links still relative after that are resolved against base,
-// the URL the document was fetched from. Go's XML decoder does not expand
-// DTD entities, so entity-expansion bombs stay inert.
+// parseFeed reads RSS 0.9x/1.0/2.0, Atom 1.0 or JSON Feed. The bytes are
+// converted to UTF-8 first (toUTF8: the HTTP charset, the BOM, the XML
+// declaration, then a fallback), so UTF-16 and UTF-32 feeds and feeds
+// whose only charset is in the Content-Type read right. An XML feed that
+// is not well-formed to its end is an error (scanXMLFeed), never a feed
+// of fewer items. gofeed applies xml:base; links still relative after
+// that are resolved against base, the URL the document was fetched from.
+// Go's XML decoder does not expand DTD entities, so entity-expansion
+// bombs stay inert.
 //
 // Identity: guid / Atom id / JSON Feed id, else the link, else the
-// normalised title. Alt carries the link and the normalised title so the
-// snapshot can match items across guid churn.
-func parseFeed(body []byte, base *url.URL) ([]watch.Item, error) {
+// normalised title, else a digest of the text (an RSS item may have only
+// a description; its title is then taken from the description). Ids that
+// repeat are told apart (separate). Alt carries the link and the
+// normalised title so the snapshot can match items across guid churn.
+//
+// Titles: an Atom title is text unless its type says html or xhtml; an
+// RSS title has no declared type and is read as HTML only when it looks
+// like HTML (plainText), so "Vector<T>" keeps its brackets.
+func parseFeed(body []byte, contentType string, base *url.URL) ([]watch.Item, error) {
+	body = toUTF8(body, contentType, true)
+	var shape feedShape
+	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '<' {
+		var err error
+		if shape, err = scanXMLFeed(body); err != nil {
+			return nil, err
+		}
+	}
+	kind := gofeed.DetectFeedType(bytes.NewReader(body))
 	feed, err := gofeed.NewParser().Parse(bytes.NewReader(body))
 	if err != nil {
 		return nil, watch.Errorf(watch.Schema, "not a readable feed: %w", err)
 	}
-	items := make([]watch.Item, 0, len(feed.Items))
-	seen := make(map[string]bool, len(feed.Items))
-	for _, it := range feed.Items {
+	cs := make([]candidate, 0, len(feed.Items))
+	for i, it := range feed.Items {
 		if it == nil {
 			continue
 		}
@@ -38,7 +56,28 @@ func parseFeed(body []byte, base *url.URL) ([]watch.Item, error) {
 				}
 			}
 		}
-		title := plainText(it.Title)
+		var title string
+		switch {
+		case kind == gofeed.FeedTypeJSON:
+			title = normSpace(it.Title) // JSON Feed titles are plain text
+		case kind == gofeed.FeedTypeAtom && i < len(shape.titleTypes):
+			switch typ := shape.titleTypes[i]; {
+			case typ == "html" || strings.Contains(typ, "xhtml"):
+				title = htmlText(it.Title)
+			default: // Atom's default type is text
+				title = normSpace(it.Title)
+			}
+		default:
+			title = plainText(it.Title)
+		}
+		content := it.Content
+		if content == "" {
+			content = it.Description
+		}
+		text := plainText(content)
+		if title == "" {
+			title = truncate(text, 120)
+		}
 		nt := normTitle(title)
 		id := strings.TrimSpace(it.GUID)
 		switch {
@@ -50,24 +89,17 @@ func parseFeed(body []byte, base *url.URL) ([]watch.Item, error) {
 		default:
 			continue // nothing to know it by
 		}
-		if seen[id] {
-			continue // a repeated guid: the first (newest) entry wins
-		}
-		seen[id] = true
-		content := it.Content
-		if content == "" {
-			content = it.Description
-		}
-		if title == "" {
-			title = truncate(plainText(content), 120)
-		}
-		items = append(items, watch.Item{
-			ID:     id,
-			Title:  title,
-			URL:    link,
-			Digest: digest(title, link, plainText(content)),
-			Alt:    alt(id, link, nt),
+		cs = append(cs, candidate{
+			item: watch.Item{
+				ID:     id,
+				Title:  title,
+				URL:    link,
+				Digest: digest(title, link, text),
+				Alt:    alt(id, link, nt),
+			},
+			link:  link,
+			title: nt,
 		})
 	}
-	return items, nil
+	return separate(cs), nil
 }

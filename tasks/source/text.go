@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/url"
+	"regexp"
 	"strings"
 	"unicode"
 
@@ -20,15 +21,21 @@ func normTitle(s string) string {
 	return strings.ToLower(normSpace(s))
 }
 
-// plainText strips markup and decodes entities; text that is not HTML
-// passes through unchanged apart from entity decoding.
+// plainText is the text of a field whose type is not declared (RSS
+// titles and descriptions, JSON values, calendar descriptions): markup is
+// stripped and entities decoded only when the field looks like HTML, so
+// "Vector<T>" and "Use the <video> element" (already decoded once by the
+// XML reader) stay as written.
 func plainText(s string) string {
-	if !strings.Contains(s, "<") {
-		if strings.Contains(s, "&") {
-			s = html.UnescapeString(s)
-		}
-		return normSpace(s)
+	if looksLikeHTML(s) {
+		return htmlText(s)
 	}
+	return normSpace(s)
+}
+
+// htmlText is the text of an HTML fragment: markup stripped, entities
+// decoded (once), white space collapsed.
+func htmlText(s string) string {
 	z := html.NewTokenizer(strings.NewReader(s))
 	var b strings.Builder
 	skip := 0
@@ -40,7 +47,7 @@ func plainText(s string) string {
 			if skip == 0 {
 				b.Write(z.Text())
 			}
-		case html.StartTagToken:
+		case html.StartTagToken, html.SelfClosingTagToken:
 			name, _ := z.TagName()
 			switch string(name) {
 			case "script", "style":
@@ -58,6 +65,64 @@ func plainText(s string) string {
 			case "p", "div", "li", "tr", "td":
 				b.WriteByte(' ')
 			}
+		}
+	}
+}
+
+// entityRef matches a character or named entity reference.
+var entityRef = regexp.MustCompile(`&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});`)
+
+// htmlElements are the elements whose presence makes a field HTML.
+var htmlElements = map[string]bool{
+	"a": true, "abbr": true, "b": true, "big": true, "blockquote": true, "cite": true, "code": true,
+	"dd": true, "del": true, "div": true, "dl": true, "dt": true, "em": true, "figcaption": true,
+	"figure": true, "font": true, "h1": true, "h2": true, "h3": true, "h4": true, "h5": true, "h6": true,
+	"i": true, "iframe": true, "ins": true, "kbd": true, "li": true, "mark": true, "ol": true, "p": true,
+	"pre": true, "q": true, "s": true, "samp": true, "script": true, "small": true, "span": true,
+	"strike": true, "strong": true, "style": true, "sub": true, "sup": true, "table": true, "tbody": true,
+	"td": true, "th": true, "thead": true, "tr": true, "tt": true, "u": true, "ul": true, "var": true,
+	"video": true, "audio": true, "picture": true, "section": true, "article": true, "header": true,
+	"footer": true, "nav": true, "aside": true, "main": true, "center": true, "caption": true,
+}
+
+// voidElements need no end tag to count as markup.
+var voidElements = map[string]bool{"br": true, "img": true, "hr": true, "wbr": true, "source": true, "embed": true}
+
+// looksLikeHTML: an entity reference, a void element (<br>, <img …>) or
+// a known element that is also closed (<b>…</b>). A lone "<video>" or
+// "<T>" is text that mentions a tag.
+func looksLikeHTML(s string) bool {
+	if !strings.ContainsAny(s, "<&") {
+		return false
+	}
+	if strings.Contains(s, "&") && entityRef.MatchString(s) {
+		return true
+	}
+	if !strings.Contains(s, "<") {
+		return false
+	}
+	z := html.NewTokenizer(strings.NewReader(s))
+	open := map[string]bool{}
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return false
+		case html.StartTagToken, html.SelfClosingTagToken:
+			name, _ := z.TagName()
+			n := string(name)
+			if voidElements[n] {
+				return true
+			}
+			if htmlElements[n] {
+				open[n] = true
+			}
+		case html.EndTagToken:
+			name, _ := z.TagName()
+			if open[string(name)] {
+				return true
+			}
+		case html.CommentToken:
+			return true
 		}
 	}
 }

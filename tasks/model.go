@@ -125,6 +125,7 @@ type RunRecord struct {
 	Deadline int           `json:"deadline,omitempty"`
 	Effects  int           `json:"effects,omitempty"`  // effects claimed
 	Deferred int           `json:"deferred,omitempty"` // events left for the next run (I7)
+	Skipped  int           `json:"skipped,omitempty"`  // unreadable parts of the document left out
 	Reason   string        `json:"reason,omitempty"`
 }
 

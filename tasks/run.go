@@ -239,7 +239,7 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 		if diff.Next != nil && !res.NotModified && !diff.Suspect {
 			diff.Next.Validators = res.Validators
 		}
-		rec.Items = len(res.Items)
+		rec.Items, rec.Skipped = len(res.Items), res.Skipped
 		if res.NotModified && prev != nil {
 			rec.Items = len(prev.Items)
 		}

@@ -59,7 +59,7 @@ func FuzzParseICal(f *testing.F) {
 		"RRULE:FREQ=WEEKLY;BYDAY=FR;UNTIL=20270301T000000Z\r\nEXDATE;TZID=Europe/Berlin:20261204T090000\r\nEND:VEVENT\r\n" +
 		"BEGIN:VEVENT\r\nUID:w\r\nRECURRENCE-ID;TZID=Europe/Berlin:20261211T090000\r\nDTSTART:20261212T100000Z\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		items, err := parseICal(body, fuzzBase, time.UTC, 1000, fuzzNow)
+		items, _, err := parseICal(body, "", fuzzBase, time.UTC, 1000, fuzzNow)
 		checkItems(t, items, err)
 	})
 }

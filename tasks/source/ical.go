@@ -56,21 +56,17 @@ import (
 // building 100,000 components in memory. The cap applies again to the
 // items after expansion, and expanding rules has a work budget
 // (recurBudget); past either the calendar is TooLarge.
-func parseICal(body []byte, base *url.URL, zone *time.Location, maxItems int, now time.Time) ([]watch.Item, error) {
+func parseICal(body []byte, contentType string, base *url.URL, zone *time.Location, maxItems int, now time.Time) (items []watch.Item, skipped int, err error) {
 	if n := countComponents(body); n > maxItems {
-		return nil, watch.Errorf(watch.TooLarge, "calendar lists %d or more entries, more than the limit of %d", n, maxItems)
+		return nil, 0, watch.Errorf(watch.TooLarge, "calendar lists %d or more entries, more than the limit of %d", n, maxItems)
 	}
-	cal, err := readCalendar(body)
+	text, skipped, err := cleanCalendar(string(toUTF8(body, contentType, false)))
 	if err != nil {
-		// Exchange writes a broken quoted TZID that swallows the value
-		// (DTSTART;TZID="W. Europe Standard Time:20200609T090000"); one
-		// such line should not lose the whole calendar.
-		if repaired, ok := repairQuotedValues(body); ok {
-			cal, err = readCalendar(repaired)
-		}
+		return nil, 0, err
 	}
+	cal, err := readCalendar([]byte(text))
 	if err != nil {
-		return nil, watch.Errorf(watch.Schema, "not a readable calendar: %w", err)
+		return nil, 0, watch.Errorf(watch.Schema, "not a readable calendar: %w", err)
 	}
 	type entry struct {
 		cb   *ics.ComponentBase
@@ -86,6 +82,7 @@ func parseICal(body []byte, base *url.URL, zone *time.Location, maxItems int, no
 		}
 		// VTIMEZONE, VJOURNAL, VFREEBUSY … are not items.
 	}
+	entries = latestVersions(entries, func(e entry) (*ics.ComponentBase, bool) { return e.cb, e.todo }, zone)
 
 	// Find the series first: an override may come before its master.
 	seriesOf := map[*ics.ComponentBase]*series{}
@@ -114,7 +111,6 @@ func parseICal(body []byte, base *url.URL, zone *time.Location, maxItems int, no
 		}
 	}
 
-	var items []watch.Item
 	seen := map[string]bool{}
 	budget := recurBudget
 	from, to := now.Add(-recurLookback), now.Add(recurHorizon)
@@ -124,7 +120,7 @@ func parseICal(body []byte, base *url.URL, zone *time.Location, maxItems int, no
 		case s != nil:
 			its, err = s.items(overrides[s.uid], base, from, to, &budget)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		case e.cb.GetProperty(ics.ComponentPropertyRecurrenceId) != nil &&
 			expanded[strings.TrimSpace(propValue(e.cb, ics.ComponentPropertyUniqueId))]:
@@ -144,10 +140,10 @@ func parseICal(body []byte, base *url.URL, zone *time.Location, maxItems int, no
 			items = append(items, it)
 		}
 		if len(items) > maxItems {
-			return nil, watch.Errorf(watch.TooLarge, "calendar lists %d or more entries with its recurrences, more than the limit of %d", len(items), maxItems)
+			return nil, 0, watch.Errorf(watch.TooLarge, "calendar lists %d or more entries with its recurrences, more than the limit of %d", len(items), maxItems)
 		}
 	}
-	return items, nil
+	return items, skipped, nil
 }
 
 func readCalendar(body []byte) (*ics.Calendar, error) {
@@ -157,21 +153,6 @@ func readCalendar(body []byte) (*ics.Calendar, error) {
 // swallowed matches a content line whose last parameter value is quoted
 // and holds the property value: NAME;…;PARAM="text:VALUE".
 var swallowed = regexp.MustCompile(`^([A-Za-z0-9-]+(?:;[^:"]*)*;[A-Za-z0-9-]+=)"([^"]*):([^":]*)"$`)
-
-// repairQuotedValues unfolds the calendar and closes quotes that swallow
-// a property's value. ok is false when nothing needed repair.
-func repairQuotedValues(body []byte) (out []byte, ok bool) {
-	unfolded := strings.NewReplacer("\r\n ", "", "\r\n\t", "", "\n ", "", "\n\t", "").Replace(string(body))
-	lines := strings.Split(unfolded, "\n")
-	for i, l := range lines {
-		trimmed := strings.TrimRight(l, "\r")
-		if m := swallowed.FindStringSubmatch(trimmed); m != nil {
-			lines[i] = m[1] + `"` + m[2] + `":` + m[3]
-			ok = true
-		}
-	}
-	return []byte(strings.Join(lines, "\n")), ok
-}
 
 func countComponents(body []byte) int {
 	n := 0
@@ -203,7 +184,7 @@ func componentUID(cb *ics.ComponentBase, todo bool, zone *time.Location) (string
 	if uid := strings.TrimSpace(propValue(cb, ics.ComponentPropertyUniqueId)); uid != "" {
 		return uid, true
 	}
-	summary := plainText(unescapeText(propValue(cb, ics.ComponentPropertySummary)))
+	summary := normSpace(unescapeText(propValue(cb, ics.ComponentPropertySummary)))
 	if summary == "" {
 		return "", false
 	}
@@ -248,7 +229,7 @@ func (p props) value(name ics.ComponentProperty) string {
 // buildItem makes the item with identity id and due time due from p's
 // text and status. Alt is left to the caller.
 func buildItem(p props, id string, due time.Time, base *url.URL) watch.Item {
-	summary := plainText(unescapeText(p.value(ics.ComponentPropertySummary)))
+	summary := normSpace(unescapeText(p.value(ics.ComponentPropertySummary))) // TEXT, never HTML
 	link := resolve(base, p.value(ics.ComponentPropertyUrl))
 	status := strings.ToUpper(strings.TrimSpace(p.value(ics.ComponentPropertyStatus)))
 	pct, _ := strconv.Atoi(strings.TrimSpace(p.value(ics.ComponentPropertyPercentComplete)))
@@ -337,67 +318,4 @@ func parseICalTime(v, tzid string, zone *time.Location) (time.Time, error) {
 		return time.ParseInLocation("20060102", v[:8], zone)
 	}
 	return time.Time{}, fmt.Errorf("unreadable date-time")
-}
-
-// lookupZone maps a TZID to a location: IANA names (also inside
-// "/mozilla.org/…/Area/City" prefixes), then common Windows names.
-// nil means unknown: the caller treats the time as floating.
-func lookupZone(tzid string) *time.Location {
-	tzid = strings.Trim(strings.TrimSpace(tzid), `"`)
-	if tzid == "" {
-		return nil
-	}
-	if iana, ok := windowsZones[tzid]; ok {
-		tzid = iana
-	}
-	if l, err := time.LoadLocation(tzid); err == nil {
-		return l
-	}
-	if parts := strings.Split(strings.Trim(tzid, "/"), "/"); len(parts) >= 2 {
-		if l, err := time.LoadLocation(strings.Join(parts[len(parts)-2:], "/")); err == nil {
-			return l
-		}
-	}
-	return nil
-}
-
-// windowsZones maps the Windows zone names Exchange and Outlook write as
-// TZID to IANA zones (CLDR windowsZones, territory 001).
-var windowsZones = map[string]string{
-	"UTC":                             "UTC",
-	"GMT Standard Time":               "Europe/London",
-	"Greenwich Standard Time":         "Atlantic/Reykjavik",
-	"W. Europe Standard Time":         "Europe/Berlin",
-	"Central Europe Standard Time":    "Europe/Budapest",
-	"Central European Standard Time":  "Europe/Warsaw",
-	"Romance Standard Time":           "Europe/Paris",
-	"E. Europe Standard Time":         "Europe/Chisinau",
-	"FLE Standard Time":               "Europe/Kiev",
-	"GTB Standard Time":               "Europe/Bucharest",
-	"Russian Standard Time":           "Europe/Moscow",
-	"Turkey Standard Time":            "Europe/Istanbul",
-	"Israel Standard Time":            "Asia/Jerusalem",
-	"Jordan Standard Time":            "Asia/Amman",
-	"Arabian Standard Time":           "Asia/Dubai",
-	"India Standard Time":             "Asia/Kolkata",
-	"China Standard Time":             "Asia/Shanghai",
-	"Taipei Standard Time":            "Asia/Taipei",
-	"Singapore Standard Time":         "Asia/Singapore",
-	"Tokyo Standard Time":             "Asia/Tokyo",
-	"Korea Standard Time":             "Asia/Seoul",
-	"AUS Eastern Standard Time":       "Australia/Sydney",
-	"New Zealand Standard Time":       "Pacific/Auckland",
-	"Eastern Standard Time":           "America/New_York",
-	"Central Standard Time":           "America/Chicago",
-	"Mountain Standard Time":          "America/Denver",
-	"US Mountain Standard Time":       "America/Phoenix",
-	"Pacific Standard Time":           "America/Los_Angeles",
-	"Alaskan Standard Time":           "America/Anchorage",
-	"Hawaiian Standard Time":          "Pacific/Honolulu",
-	"Atlantic Standard Time":          "America/Halifax",
-	"SA Pacific Standard Time":        "America/Bogota",
-	"E. South America Standard Time":  "America/Sao_Paulo",
-	"South Africa Standard Time":      "Africa/Johannesburg",
-	"Egypt Standard Time":             "Africa/Cairo",
-	"W. Central Africa Standard Time": "Africa/Lagos",
 }

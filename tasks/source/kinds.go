@@ -45,7 +45,9 @@ var registry = []kind.Kind{
 		JSONObject: func(doc gjson.Result, _ watch.Spec) (bool, error) {
 			return strings.Contains(doc.Get("version").String(), "jsonfeed.org"), nil
 		},
-		Parse: func(d *kind.Document, _ kind.Input) ([]watch.Item, error) { return parseFeed(d.Body, d.ContentType, d.URL) },
+		Parse: func(d *kind.Document, _ kind.Input) ([]watch.Item, error) {
+			return parseFeed(d.Body, d.ContentType, d.URL)
+		},
 	},
 	{
 		Name:   KindICal,
@@ -56,7 +58,9 @@ var registry = []kind.Kind{
 		},
 		MediaTypes: []string{"text/calendar"},
 		Parse: func(d *kind.Document, in kind.Input) ([]watch.Item, error) {
-			return parseICal(d.Body, d.URL, in.Zone, in.MaxItems, in.Now)
+			items, skipped, err := parseICal(d.Body, d.ContentType, d.URL, in.Zone, in.MaxItems, in.Now)
+			d.Skipped = skipped
+			return items, err
 		},
 	},
 	{

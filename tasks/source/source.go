@@ -176,14 +176,15 @@ func (s *Source) Fetch(ctx context.Context, cond watch.Conditional) (watch.Resul
 	if err := apiError(k.Name, s.spec, doc.body); err != nil {
 		return watch.Result{}, err
 	}
-	items, err := k.Parse(&kind.Document{URL: doc.url, Body: doc.body, ContentType: doc.contentType, Header: doc.header}, s.input())
+	d := &kind.Document{URL: doc.url, Body: doc.body, ContentType: doc.contentType, Header: doc.header}
+	items, err := k.Parse(d, s.input())
 	if err != nil {
 		return watch.Result{}, err
 	}
 	if err := s.checkCount(items); err != nil {
 		return watch.Result{}, err
 	}
-	res.Items = items
+	res.Items, res.Skipped = items, d.Skipped
 	return res, nil
 }
 

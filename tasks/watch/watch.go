@@ -50,6 +50,7 @@ type Result struct {
 	NotModified bool        // 304: Items is empty, keep the snapshot
 	Validators  Conditional // to send next time
 	Kind        string      // the kind used (detected when Spec.Kind was empty)
+	Skipped     int         // unreadable lines or entries left out of a leniently read document
 }
 
 // Class is a failure class the manager's retry policy decides on.

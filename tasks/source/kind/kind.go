@@ -78,4 +78,6 @@ type Document struct {
 	Body        []byte
 	ContentType string
 	Header      http.Header
+	// Skipped is set by a lenient Parse: the unreadable parts it left out.
+	Skipped int
 }

@@ -272,7 +272,9 @@ func newSeries(prev *Snapshot, in []keyed, matched []string) map[string]string {
 //
 // When prev held at least SuspectMin items and more than half of them are
 // changed or removed at once, the run is Suspect: no events and Next is
-// prev itself. New items alone never make a run suspect: a growing feed
+// prev itself. A run that lists nothing while items it knew are still
+// current is Suspect at any size: an empty document after a good one is
+// far likelier a broken page than every entry withdrawn. New items alone never make a run suspect: a growing feed
 // (or events deferred by I7) is normal, while a source that dropped or
 // re-keyed its items shows up as removals.
 //
@@ -344,7 +346,7 @@ func Compute(prev *Snapshot, items []Item, now time.Time, o Options) Diff {
 			removedPrev++
 		}
 	}
-	if len(prev.Items) >= o.SuspectMin && 2*(changedPrev+removedPrev) > len(prev.Items) {
+	if len(prev.Items) >= o.SuspectMin && 2*(changedPrev+removedPrev) > len(prev.Items) || len(in) == 0 && removedPrev > 0 {
 		d := Diff{Suspect: true, Next: prev}
 		d.Counts.Changed, d.Counts.Removed = changedPrev, removedPrev
 		for i := range in {

@@ -474,7 +474,8 @@ func TestSuspect(t *testing.T) {
 			return f
 		}, false},
 		{"feed grew by 200", 40, func() []Item { return feed(240) }, false},
-		{"below SuspectMin: 19 all removed", 19, func() []Item { return nil }, false},
+		{"below SuspectMin: 18 of 19 removed", 19, func() []Item { return feed(19)[18:] }, false},
+		{"below SuspectMin: 19 all removed (empty is suspect at any size)", 19, func() []Item { return nil }, true},
 		{"at SuspectMin: 20 all removed", 20, func() []Item { return nil }, true},
 	}
 	for _, tc := range tests {
@@ -816,5 +817,28 @@ func TestChangedEventsSayWhatTheItemWas(t *testing.T) {
 				t.Errorf("next records %q due %v, want the new item", got.Title, got.Due)
 			}
 		})
+	}
+}
+
+// TestI2_DropToZeroIsSuspectAtAnySize: a source that listed N items and
+// now lists none pushes no removals, whatever N; items that merely lapsed
+// (their due time passed) may still leave an empty list quietly.
+func TestI2_DropToZeroIsSuspectAtAnySize(t *testing.T) {
+	for _, n := range []int{1, 3, 19, 20, 40} {
+		prev := compute(t, nil, feed(n), t0, Options{}).Next
+		d := compute(t, prev, nil, t0.Add(time.Hour), Options{})
+		if !d.Suspect || len(d.Events) != 0 || d.Next != prev {
+			t.Fatalf("%d → 0: suspect=%v events %v", n, d.Suspect, identities(d.Events))
+		}
+		if d.Counts.Removed != n {
+			t.Fatalf("%d → 0: counts %+v", n, d.Counts)
+		}
+	}
+	// Deadlines that all passed: an empty list is the calendar moving on.
+	due := []Item{{ID: "a", Title: "A", Digest: "d", Due: t0.Add(time.Hour)}}
+	prev := compute(t, nil, due, t0, Options{}).Next
+	d := compute(t, prev, nil, t0.Add(48*time.Hour), Options{})
+	if d.Suspect {
+		t.Fatalf("lapsed deadline made the run suspect: %+v", d.Counts)
 	}
 }

@@ -387,7 +387,7 @@ func TestNewValidates(t *testing.T) {
 		{"json", watch.Spec{Kind: KindJSON, URL: "https://api.example.com/releases", Items: "data"}, true},
 		{"ical", watch.Spec{Kind: KindICal, URL: "https://lms.example.edu/feeds/calendar.ics"}, true},
 		{"unknown kind", watch.Spec{Kind: "atom", URL: "https://x.example/"}, false},
-		{"html without selector", watch.Spec{Kind: KindHTML, URL: "https://x.example/"}, false},
+		{"html without selector", watch.Spec{Kind: KindHTML, URL: "https://x.example/"}, true},
 		{"bad selector", watch.Spec{Kind: KindHTML, URL: "https://x.example/", Selector: "ul >> [["}, false},
 		{"ftp", watch.Spec{URL: "ftp://x.example/feed"}, false},
 		{"relative", watch.Spec{URL: "/feed.xml"}, false},

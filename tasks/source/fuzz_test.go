@@ -89,7 +89,7 @@ func FuzzParseJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, spec := range specs {
-			got, err := parseJSON(body, fuzzBase, spec, time.UTC)
+			got, err := parseJSON(body, "", fuzzBase, spec, time.UTC)
 			checkItems(t, got, err)
 		}
 	})

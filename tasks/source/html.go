@@ -12,7 +12,10 @@ import (
 )
 
 // parseHTML lists the elements matching sel. An element's identity is its
-// first link's absolute href, else its normalised text; its digest is its
+// first link's absolute href, else its normalised text (entries sharing a
+// link stay separate items: separate). Its title is the text of a heading
+// inside it, else its whole normalised text: a link's own text is often
+// only "►" or "Read more". Its digest is its
 // whitespace-normalised text, so reordering a list changes no digest and
 // editing one entry changes exactly one. Relative hrefs resolve against
 // <base href> when present, else against the page URL. The page's charset
@@ -36,8 +39,7 @@ func parseHTML(body []byte, contentType string, base *url.URL, sel cascadia.Sele
 			}
 		}
 	}
-	var items []watch.Item
-	seen := map[string]bool{}
+	var cs []candidate
 	doc.FindMatcher(sel).Each(func(_ int, el *goquery.Selection) {
 		text := normSpace(el.Text())
 		a := el
@@ -46,25 +48,28 @@ func parseHTML(body []byte, contentType string, base *url.URL, sel cascadia.Sele
 		}
 		href, _ := a.Attr("href")
 		link := resolve(base, href)
-		title := normSpace(a.Text())
-		if link == "" || title == "" {
+		title := normSpace(el.Find("h1, h2, h3, h4, h5, h6").First().Text())
+		if title == "" {
 			title = truncate(text, 200)
 		}
 		id := link
 		if id == "" {
 			id = normTitle(text)
 		}
-		if id == "" || seen[id] {
+		if id == "" {
 			return
 		}
-		seen[id] = true
-		items = append(items, watch.Item{
-			ID:     id,
-			Title:  title,
-			URL:    link,
-			Digest: digest(text),
-			Alt:    alt(id, normTitle(title)),
+		cs = append(cs, candidate{
+			item: watch.Item{
+				ID:     id,
+				Title:  title,
+				URL:    link,
+				Digest: digest(text),
+				Alt:    alt(id, normTitle(title)),
+			},
+			link:  link,
+			title: normTitle(text),
 		})
 	})
-	return items, nil
+	return separate(cs), nil
 }

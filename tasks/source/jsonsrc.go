@@ -1,7 +1,6 @@
 package source
 
 import (
-	"bytes"
 	"net/url"
 	"strconv"
 	"strings"
@@ -13,12 +12,15 @@ import (
 )
 
 // parseJSON reads the array at spec.Items ("" = the top-level array) and
-// each element's id/title/link/due at their gjson paths. Unset paths fall
-// back to common field names. The digest covers the mapped fields and a
+// each element's id/title/link/due at their gjson paths. When the value
+// there is an object rather than an array (a "latest release" API), the
+// object is the one item. Unset paths fall back to common field names;
+// for the link the human page (html_url, web_url) comes before an API
+// url. Elements sharing an id stay separate items (separate). The digest covers the mapped fields and a
 // body-like text field when present, not the whole element, so counters
 // (downloads, stars) do not read as changes.
-func parseJSON(body []byte, base *url.URL, spec watch.Spec, zone *time.Location) ([]watch.Item, error) {
-	body = bytes.TrimPrefix(body, []byte("\xef\xbb\xbf"))
+func parseJSON(body []byte, contentType string, base *url.URL, spec watch.Spec, zone *time.Location) ([]watch.Item, error) {
+	body = toUTF8(body, contentType, false)
 	if !gjson.ValidBytes(body) {
 		return nil, watch.Errorf(watch.Schema, "response is not valid JSON")
 	}
@@ -26,19 +28,25 @@ func parseJSON(body []byte, base *url.URL, spec watch.Spec, zone *time.Location)
 	if spec.Items != "" {
 		arr = arr.Get(spec.Items)
 	}
-	if !arr.IsArray() {
+	var elems []gjson.Result
+	switch {
+	case arr.IsArray():
+		elems = arr.Array()
+	case arr.IsObject():
+		elems = []gjson.Result{arr} // the document (or the value at the path) is the item
+	default:
+		if spec.Items == "" {
+			return nil, watch.Errorf(watch.Schema, "response is neither a list nor an object")
+		}
 		return nil, watch.Errorf(watch.Schema, "items path %q is not an array", spec.Items)
 	}
-	var items []watch.Item
-	var err error
-	seen := map[string]bool{}
-	arr.ForEach(func(_, el gjson.Result) bool {
+	var cs []candidate
+	for _, el := range elems {
 		if !el.IsObject() {
-			err = watch.Errorf(watch.Schema, "items are not objects")
-			return false
+			return nil, watch.Errorf(watch.Schema, "items are not objects")
 		}
 		title := plainText(field(el, spec.Title, "title", "name", "subject", "summary").String())
-		link := resolve(base, field(el, spec.Link, "url", "link", "html_url", "href").String())
+		link := resolve(base, field(el, spec.Link, "html_url", "web_url", "permalink", "link", "url", "href").String())
 		due := parseDue(field(el, spec.Due), zone)
 		id := strings.TrimSpace(field(el, spec.ID, "id", "uid", "guid", "key").String())
 		nt := normTitle(title)
@@ -51,28 +59,24 @@ func parseJSON(body []byte, base *url.URL, spec watch.Spec, zone *time.Location)
 		default:
 			id = "sha256:" + digest(el.Raw)[:32]
 		}
-		if seen[id] {
-			return true
-		}
-		seen[id] = true
 		if title == "" {
 			title = id
 		}
 		text := field(el, "", "body", "description", "content", "text").String()
-		items = append(items, watch.Item{
-			ID:     id,
-			Title:  title,
-			URL:    link,
-			Due:    due,
-			Digest: digest(title, link, fmtTime(due), text),
-			Alt:    alt(id, link, nt),
+		cs = append(cs, candidate{
+			item: watch.Item{
+				ID:     id,
+				Title:  title,
+				URL:    link,
+				Due:    due,
+				Digest: digest(title, link, fmtTime(due), text),
+				Alt:    alt(id, link, nt),
+			},
+			link:  link,
+			title: nt,
 		})
-		return true
-	})
-	if err != nil {
-		return nil, err
 	}
-	return items, nil
+	return separate(cs), nil
 }
 
 // field returns el at path, or at the first fallback that exists when path

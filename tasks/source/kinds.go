@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/andybalholm/cascadia"
 	"github.com/tidwall/gjson"
 
 	"github.com/herald-bridge/herald/tasks/source/kind"
@@ -74,27 +75,35 @@ var registry = []kind.Kind{
 			if spec.Items == "" {
 				return false, nil
 			}
-			if doc.Get(spec.Items).IsArray() {
+			if v := doc.Get(spec.Items); v.IsArray() || v.IsObject() {
 				return true, nil
 			}
 			return false, watch.Errorf(watch.Schema, "items path %q not found in the response", spec.Items)
 		},
 		Parse: func(d *kind.Document, in kind.Input) ([]watch.Item, error) {
-			return parseJSON(d.Body, d.URL, in.Spec, in.Zone)
+			return parseJSON(d.Body, d.ContentType, d.URL, in.Spec, in.Zone)
 		},
 	},
 	{
-		Name:          KindHTML,
-		Words:         []string{"web", "page"},
-		Accept:        "text/html, application/xhtml+xml, */*;q=0.5",
-		NeedsSelector: true,
+		Name:   KindHTML,
+		Words:  []string{"web", "page"},
+		Accept: "text/html, application/xhtml+xml, */*;q=0.5",
+		// Without a selector, one is picked from the page (guessSelector).
 		Sniff: func(head, lower []byte) bool {
 			return bytes.HasPrefix(head, []byte("<")) &&
 				(bytes.Contains(lower, []byte("<html")) || bytes.HasPrefix(lower, []byte("<!doctype html")))
 		},
 		MediaTypes: []string{"text/html", "application/xhtml+xml"},
 		Parse: func(d *kind.Document, in kind.Input) ([]watch.Item, error) {
-			return parseHTML(d.Body, d.ContentType, d.URL, in.Selector)
+			sel := in.Selector
+			if sel == nil {
+				guessed, ok := guessSelector(d.Body, d.ContentType)
+				if !ok {
+					return nil, watch.Errorf(watch.Schema, "%s serves an HTML page without a repeated list of entries; give a CSS selector", redact(d.URL))
+				}
+				sel, d.Selector = cascadia.MustCompile(guessed), guessed
+			}
+			return parseHTML(d.Body, d.ContentType, d.URL, sel)
 		},
 	},
 }

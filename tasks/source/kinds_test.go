@@ -321,7 +321,7 @@ func TestI2_HTMLReorderIsNoChange(t *testing.T) {
 		}
 	}
 	m := byID(a)
-	if it := m["https://dept.example.edu/notices/2026/exam-timetable"]; it.Title != "Exam timetable published" {
+	if it := m["https://dept.example.edu/notices/2026/exam-timetable"]; it.Title != "Exam timetable published 2026-11-20" {
 		t.Fatalf("link identity / title: %+v", a)
 	}
 	if _, ok := m["https://dept.example.edu/library/hours"]; !ok {
@@ -358,10 +358,52 @@ func TestHTML_BlogIndex(t *testing.T) {
 	}
 }
 
-func TestHTML_DetectedPageNeedsSelector(t *testing.T) {
-	srv := serveFile(t, "html-notices.html", "text/html")
-	_, err := fetch(t, newTestSource(t, watch.Spec{URL: srv.URL}, Options{}))
+// A page watched without a selector gets the one its repeated entries
+// suggest, and the result says which; a page with no such structure is
+// refused with a message asking for one.
+func TestHTML_WatchWithoutSelectorPicksTheRepeatedEntries(t *testing.T) {
+	tests := []struct{ file, want string }{
+		{"html-notices.html", "ul.notices > li"},
+		{"html-blog-index.html", "div.weblogPost"},
+		{"html-widget-list.html", "div.release"},
+	}
+	for _, tt := range tests {
+		for _, kind := range []string{"", KindHTML} {
+			srv := serveFile(t, tt.file, "text/html")
+			res := mustFetch(t, newTestSource(t, watch.Spec{Kind: kind, URL: srv.URL}, Options{}))
+			if res.Selector != tt.want || len(res.Items) < 3 {
+				t.Fatalf("%s: selector %q with %d items, want %q", tt.file, res.Selector, len(res.Items), tt.want)
+			}
+		}
+	}
+	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("<!DOCTYPE html><html><body><p>Just one paragraph.</p></body></html>"))
+	}))
+	_, err := fetch(t, newTestSource(t, watch.Spec{Kind: KindHTML, URL: srv.URL}, Options{}))
 	wantClass(t, err, watch.Schema)
+	if !strings.Contains(err.Error(), "selector") {
+		t.Fatalf("error %q does not ask for a selector", err)
+	}
+}
+
+// An entry's title is its heading, else its whole text: a link's own text
+// is often just an arrow.
+func TestHTML_TitleIsTheEntrysTextNotItsFirstLink(t *testing.T) {
+	srv := serveFile(t, "html-widget-list.html", "text/html; charset=utf-8")
+	res := mustFetch(t, newTestSource(t, watch.Spec{Kind: KindHTML, URL: srv.URL, Selector: "div.release"}, Options{}))
+	want := []string{"► Clicker 1.1 (2026-11-28)", "► Clicker 1.0 (2026-10-02)", "Clicker 0.9 beta", "► Clicker 0.8 (2026-06-30)"}
+	if len(res.Items) != len(want) {
+		t.Fatalf("%+v", res.Items)
+	}
+	for i, w := range want {
+		if res.Items[i].Title != w {
+			t.Errorf("item %d: %q, want %q", i, res.Items[i].Title, w)
+		}
+	}
+	// Two entries share the release-notes link: both are kept.
+	if res.Items[2].URL != res.Items[3].URL || res.Items[2].ID == res.Items[3].ID {
+		t.Errorf("entries sharing a link: %+v / %+v", res.Items[2], res.Items[3])
+	}
 }
 
 func TestDetect(t *testing.T) {

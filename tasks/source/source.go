@@ -184,7 +184,7 @@ func (s *Source) Fetch(ctx context.Context, cond watch.Conditional) (watch.Resul
 	if err := s.checkCount(items); err != nil {
 		return watch.Result{}, err
 	}
-	res.Items, res.Skipped = items, d.Skipped
+	res.Items, res.Skipped, res.Selector = items, d.Skipped, d.Selector
 	return res, nil
 }
 

@@ -51,6 +51,7 @@ type Result struct {
 	Validators  Conditional // to send next time
 	Kind        string      // the kind used (detected when Spec.Kind was empty)
 	Skipped     int         // unreadable lines or entries left out of a leniently read document
+	Selector    string      // the CSS selector picked for an html page watched without one
 }
 
 // Class is a failure class the manager's retry policy decides on.

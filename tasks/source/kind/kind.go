@@ -80,4 +80,6 @@ type Document struct {
 	Header      http.Header
 	// Skipped is set by a lenient Parse: the unreadable parts it left out.
 	Skipped int
+	// Selector is set by a Parse that picked its own CSS selector.
+	Selector string
 }

@@ -549,3 +549,20 @@ func TestBusyServerStillAnswersProbes(t *testing.T) {
 		t.Errorf("hook after the cap cleared: %d", res.status)
 	}
 }
+
+// Any id the Standard Webhooks specification allows is accepted,
+// "evt.2026.12.01.1" included, and deduplicates like any other.
+func TestI1_HookIDsWithDotsAreAcceptedAndClaimedOnce(t *testing.T) {
+	ts := newTestServer(t, serverConfig{hooks: []Hook{stdHook("ci")}})
+	body := []byte(`{"title":"deploy 12 done"}`)
+	for i, wantDup := range []bool{false, true} {
+		at := ts.clock().Add(time.Duration(i) * time.Second)
+		res := ts.do(http.MethodPost, "/hooks/ci", stdHeaders(t, stdSecret, "evt.2026.12.01.1", at, body), body)
+		if res.status != http.StatusAccepted || res.body["id"] != "evt.2026.12.01.1" || res.body["duplicate"] != wantDup {
+			t.Fatalf("attempt %d: status %d body %s", i, res.status, res.raw)
+		}
+	}
+	if n := len(ts.claims("ci")); n != 1 {
+		t.Fatalf("%d claims, want 1", n)
+	}
+}

@@ -88,9 +88,12 @@ func Verify(keys [][]byte, id, tsHeader, sigHeader string, body []byte, now time
 	if id == "" || tsHeader == "" || sigHeader == "" {
 		return ErrMissingHeaders
 	}
-	// The signed content joins id and timestamp with dots; a dot inside
-	// either would make the boundary ambiguous.
-	if strings.Contains(id, ".") {
+	// The specification allows any message id (the official libraries
+	// sign and verify "evt.2026.12.01.1"): the signed content is
+	// id "." timestamp "." body, and the timestamp is digits only and
+	// within the tolerance, so a dot in the id cannot shift the boundary
+	// into another valid message. Control characters are refused.
+	if strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return ErrBadHeaders
 	}
 	ts, ok := parseUnix(tsHeader)

@@ -50,6 +50,16 @@ func toUTF8(body []byte, contentType string, isXML bool) []byte {
 		body = bytes.ToValidUTF8(body, []byte("\uFFFD"))
 	}
 	if isXML {
+		// Control characters other than tab and line ends are not allowed
+		// anywhere in XML 1.0; feeds carry them as noise.
+		if bytes.ContainsFunc(body, isXMLControl) {
+			body = bytes.Map(func(r rune) rune {
+				if isXMLControl(r) {
+					return -1
+				}
+				return r
+			}, body)
+		}
 		if m := xmlDecl.FindSubmatchIndex(body); m != nil {
 			fixed := make([]byte, 0, len(body))
 			fixed = append(fixed, body[:m[4]]...)
@@ -90,8 +100,8 @@ func pickEncoding(body []byte, contentType string, isXML bool) (enc encoding.Enc
 		return bom, skip
 	}
 	if isXML {
-		if utf16 := sniffUTF16(rest); utf16 != nil {
-			return utf16, 0
+		if wide := sniffWide(rest); wide != nil {
+			return wide, 0
 		}
 		if m := xmlDecl.FindSubmatch(rest); m != nil {
 			if e := lookupCharset(string(m[2])); e != nil && fits(e) {
@@ -105,10 +115,14 @@ func pickEncoding(body []byte, contentType string, isXML bool) (enc encoding.Enc
 	return charmap.Windows1252, skip
 }
 
-// sniffUTF16 recognises UTF-16 without a BOM by the "<?" of the XML
-// declaration (XML 1.0, Appendix F).
-func sniffUTF16(b []byte) encoding.Encoding {
+// sniffWide recognises UTF-16 and UTF-32 without a BOM by the "<" that
+// starts the document (XML 1.0, Appendix F).
+func sniffWide(b []byte) encoding.Encoding {
 	switch {
+	case bytes.HasPrefix(b, []byte{0x00, 0x00, 0x00, '<'}):
+		return utf32.UTF32(utf32.BigEndian, utf32.IgnoreBOM)
+	case bytes.HasPrefix(b, []byte{'<', 0x00, 0x00, 0x00}):
+		return utf32.UTF32(utf32.LittleEndian, utf32.IgnoreBOM)
 	case bytes.HasPrefix(b, []byte{0x00, '<', 0x00, '?'}):
 		return unicode.UTF16(unicode.BigEndian, unicode.IgnoreBOM)
 	case bytes.HasPrefix(b, []byte{'<', 0x00, '?', 0x00}):
@@ -138,4 +152,8 @@ func lookupCharset(label string) encoding.Encoding {
 		return nil
 	}
 	return e
+}
+
+func isXMLControl(r rune) bool {
+	return r < 0x20 && r != '\t' && r != '\n' && r != '\r'
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/andybalholm/cascadia"
 
@@ -53,8 +54,42 @@ func FuzzParseFeed(f *testing.F) {
 	})
 }
 
+// FuzzFeedCharset: whatever the bytes and the Content-Type, the text
+// handed on is valid UTF-8 and the reader ends classified.
+func FuzzFeedCharset(f *testing.F) {
+	f.Add([]byte("\xff\xfe<\x00r\x00s\x00s\x00>\x00"), "application/xml")
+	f.Add([]byte(`<?xml version="1.0" encoding="shift_jis"?><rss><channel><item><title>\x82\xa0</title></item></channel></rss>`), "text/xml; charset=utf-8")
+	f.Add([]byte("\x00\x00\x00<\x00\x00\x00f"), "")
+	f.Fuzz(func(t *testing.T, body []byte, ctype string) {
+		if out := toUTF8(body, ctype, true); !utf8.Valid(out) {
+			t.Fatalf("invalid UTF-8 out of %q", body)
+		}
+		items, err := parseFeed(body, ctype, fuzzBase)
+		checkItems(t, items, err)
+	})
+}
+
+// FuzzGuessSelector: a picked selector compiles and selects something.
+func FuzzGuessSelector(f *testing.F) {
+	f.Add(readTestdata(f, "html-widget-list.html"))
+	f.Add([]byte(`<ul class="a"><li><a href="/1">one item</a></li><li><a href="/2">two items</a></li><li><a href="/3">three items</a></li></ul>`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		sel, ok := guessSelector(body, "text/html")
+		if !ok {
+			return
+		}
+		c, err := cascadia.Compile(sel)
+		if err != nil {
+			t.Fatalf("picked %q: %v", sel, err)
+		}
+		items, err := parseHTML(body, "text/html", fuzzBase, c)
+		checkItems(t, items, err)
+	})
+}
+
 func FuzzParseICal(f *testing.F) {
 	f.Add(readTestdata(f, "ical-lms-export-utc.ics"))
+	f.Add(readTestdata(f, "ical-bad-lines.ics"))
 	f.Add([]byte("BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:w\r\nSUMMARY:Homework\r\nDTSTART;TZID=Europe/Berlin:20261002T090000\r\n" +
 		"RRULE:FREQ=WEEKLY;BYDAY=FR;UNTIL=20270301T000000Z\r\nEXDATE;TZID=Europe/Berlin:20261204T090000\r\nEND:VEVENT\r\n" +
 		"BEGIN:VEVENT\r\nUID:w\r\nRECURRENCE-ID;TZID=Europe/Berlin:20261211T090000\r\nDTSTART:20261212T100000Z\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"))
@@ -80,7 +115,8 @@ func FuzzParseHTML(f *testing.F) {
 // FuzzParseJSON fuzzes the response body; the field paths come from an
 // approved spec, not from the peer, so a fixed set of specs is used.
 func FuzzParseJSON(f *testing.F) {
-	f.Add([]byte(`[{"id":41023549,"name":"2.15.2","html_url":"https://github.com/github/licensed/releases/tag/2.15.2","published_at":"2021-04-06T21:17:26Z","body":"x\r\ny"},{"id":2,"name":null}]`))
+	f.Add([]byte(`[{"id":90001000,"name":"v3.2.1","html_url":"https://code.example.com/acme/widget/releases/tag/v3.2.1","published_at":"2026-10-06T21:17:26Z","body":"x\r\ny"},{"id":2,"name":null}]`))
+	f.Add([]byte(`{"id":7,"name":"latest","url":"https://api.example.com/r/7","html_url":"https://example.com/r/7"}`))
 	f.Add([]byte(`{"data":{"tasks":[{"key":"a","when":"2026-12-01 09:00"}]}}`))
 	specs := []watch.Spec{
 		{},

@@ -25,7 +25,8 @@ var bareValue = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9-]*)="?([^"]*)"?$`)
 // swallowed the value, NAME="value" for NAME:value) and otherwise
 // dropped, and an END without its BEGIN is dropped. skipped counts the
 // lines dropped. A calendar that ends inside a component is truncated and
-// refused: reading it would lose the entries after the cut.
+// refused: reading it would lose the entries after the cut. A missing
+// END:VCALENDAR after a last component that closed is forgiven.
 func cleanCalendar(body string) (out string, skipped int, err error) {
 	body = unfold.ReplaceAllString(body, "")
 	lines := strings.Split(body, "\n")
@@ -33,7 +34,7 @@ func cleanCalendar(body string) (out string, skipped int, err error) {
 	b.Grow(len(body))
 	var stack []string
 	began := false
-	calendars := 0
+	calendars, closed := 0, 0
 	for _, raw := range lines {
 		line := strings.Map(func(r rune) rune {
 			if r < 0x20 && r != '\t' || r == 0x7f {
@@ -44,7 +45,7 @@ func cleanCalendar(body string) (out string, skipped int, err error) {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		upper := strings.ToUpper(line)
+		upper := strings.ToUpper(strings.TrimSpace(line))
 		switch {
 		case strings.HasPrefix(upper, "BEGIN:"):
 			name := strings.TrimSpace(upper[len("BEGIN:"):])
@@ -82,6 +83,7 @@ func cleanCalendar(body string) (out string, skipped int, err error) {
 				skipped++
 			}
 			stack = stack[:at]
+			closed++
 			if len(stack) == 0 {
 				continue // the calendar is closed once, at the end
 			}
@@ -106,7 +108,7 @@ func cleanCalendar(body string) (out string, skipped int, err error) {
 	switch {
 	case !began:
 		return "", skipped, watch.Errorf(watch.Schema, "not a readable calendar: no BEGIN:VCALENDAR")
-	case len(stack) > 0:
+	case len(stack) > 1 || len(stack) == 1 && closed == 0:
 		return "", skipped, watch.Errorf(watch.Schema, "not a readable calendar: the document ends inside %s (truncated?)", stack[len(stack)-1])
 	}
 	b.WriteString("END:VCALENDAR\r\n")

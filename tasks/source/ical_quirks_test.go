@@ -62,7 +62,7 @@ func TestI2_TruncatedCalendarIsAnError(t *testing.T) {
 	for _, body := range []string{
 		"BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:a\r\nDTSTART:20261201T090000Z\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:b\r\n",
 		"BEGIN:VCALENDAR\r\nBEGIN:VTODO\r\nUID:a\r\nDUE:20261201T090000Z\r\nEND:VTODO\r\nBEGIN:VTODO\r\nUID:b\r\nDUE:2026",
-		"BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:a\r\nDTSTART:20261201T090000Z\r\nEND:VEVENT\r\n",
+		"BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:a\r\nDTSTART:20261201T090000Z\r\nEND:VEVENT\r\nBEGIN:VTODO\r\nUID:b\r\nSUMMARY:cut her",
 	} {
 		_, err := fetchCal(t, []byte(body), "text/calendar")
 		wantClass(t, err, watch.Schema)

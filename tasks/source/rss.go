@@ -62,7 +62,7 @@ func parseFeed(body []byte, contentType string, base *url.URL) ([]watch.Item, er
 			title = normSpace(it.Title) // JSON Feed titles are plain text
 		case kind == gofeed.FeedTypeAtom && i < len(shape.titleTypes):
 			switch typ := shape.titleTypes[i]; {
-			case typ == "html" || strings.Contains(typ, "xhtml"):
+			case strings.Contains(typ, "html"): // html, xhtml, Atom 0.3's text/html
 				title = htmlText(it.Title)
 			default: // Atom's default type is text
 				title = normSpace(it.Title)

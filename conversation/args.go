@@ -10,6 +10,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/andybalholm/cascadia"
+
 	"github.com/herald-bridge/herald/tasks/schedule"
 	"github.com/herald-bridge/herald/tasks/source"
 )
@@ -263,6 +265,7 @@ const (
 	kwAs       = "as"
 	kwName     = "name"
 	kwBefore   = "before"
+	kwSelector = "selector"
 )
 
 var keywords = map[string]string{
@@ -270,6 +273,7 @@ var keywords = map[string]string{
 	"as": kwAs, "kind": kwAs, "type": kwAs, "类型": kwAs, "格式": kwAs,
 	"name": kwName, "named": kwName, "名称": kwName, "名字": kwName,
 	"before": kwBefore, "提前": kwBefore,
+	"selector": kwSelector, "css": kwSelector, "选择器": kwSelector,
 }
 
 func keyword(t token) string {
@@ -373,6 +377,8 @@ func (p *argParser) clause(kw string, toks []token) error {
 		c.TaskName = name
 	case kwBefore:
 		return p.before(args)
+	case kwSelector:
+		return p.selector(args)
 	}
 	return nil
 }
@@ -451,4 +457,24 @@ func checkURL(cmd, raw string) (string, error) {
 	u.Scheme = strings.ToLower(u.Scheme)
 	u.Host = strings.ToLower(u.Host)
 	return u.String(), nil
+}
+
+// selector reads "selector <css>": checked as CSS at once, and it makes
+// the watch an html one (a selector means nothing elsewhere).
+func (p *argParser) selector(args []string) error {
+	c := p.cmd
+	sel := strings.TrimSpace(strings.Join(args, " "))
+	if sel == "" {
+		return usageErr(c.Name, CodeUsage, "Give the CSS selector after selector, like selector ul.news > li.", "请在 selector 后给出 CSS 选择器，例如 selector ul.news > li。")
+	}
+	if _, err := cascadia.Compile(sel); err != nil || utf8.RuneCountInString(sel) > 200 {
+		return usageErr(c.Name, CodeUsage,
+			fmt.Sprintf("The selector %q is not valid CSS.", clip(sel)),
+			fmt.Sprintf("选择器 %q 不是有效的 CSS。", clip(sel)))
+	}
+	c.Selector = sel
+	if c.Kind == "" {
+		c.Kind = "html"
+	}
+	return nil
 }

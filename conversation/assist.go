@@ -283,7 +283,7 @@ func (t *turn) offerDraft(cmd Command) []Reply {
 	if err != nil {
 		return t.failed(err)
 	}
-	d := dialog{Ask: "confirm", Command: cmd.Name, URL: cmd.URL, Kind: cmd.Kind, Name: cmd.TaskName,
+	d := dialog{Ask: "confirm", Command: cmd.Name, URL: cmd.URL, Kind: cmd.Kind, Selector: cmd.Selector, Name: cmd.TaskName,
 		Before: cmd.Before, Schedule: cmd.Schedule, Token: token}
 	if err := t.saveDialog(d); err != nil {
 		return t.failed(err)
@@ -375,5 +375,5 @@ func (t *turn) pressDraft(p Press) []Reply {
 
 // command is the request a confirmed draft stands for.
 func (d dialog) command() Command {
-	return Command{Name: d.Command, URL: d.URL, Kind: d.Kind, TaskName: d.Name, Before: d.Before, Schedule: d.Schedule, Addressed: true}
+	return Command{Name: d.Command, URL: d.URL, Kind: d.Kind, Selector: d.Selector, TaskName: d.Name, Before: d.Before, Schedule: d.Schedule, Addressed: true}
 }

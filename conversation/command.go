@@ -26,6 +26,7 @@ type Command struct {
 	URL      string          // watch, remind
 	Schedule string          // canonical schedule text; "" if not given
 	Kind     string          // a kind of the table in tasks/source; "" = detect
+	Selector string          // selector <css>: an html watch's entries
 	TaskName string          // name <text>
 	Before   []time.Duration // remind offsets, longest first
 	ID       string          // task / request / inbox item id ("all" for /read all)
@@ -81,7 +82,7 @@ var kindChoice = strings.Join(source.Names(), "|")
 
 var usage = map[string][2]string{
 	"help":    {"/help", "/help"},
-	"watch":   {`/watch <url> [every 30m | daily 08:00 [Area/City] | at 2026-12-01 09:00] [as ` + kindChoice + `] [name "text"]`, `/watch <网址> [每 30 分钟 | 每天 08:00 [Area/City] | at 2026-12-01 09:00] [as ` + kindChoice + `] [name 「名称」]`},
+	"watch":   {`/watch <url> [every 30m | daily 08:00 [Area/City] | at 2026-12-01 09:00] [as ` + kindChoice + `] [selector <css>] [name "text"]`, `/watch <网址> [每 30 分钟 | 每天 08:00 [Area/City] | at 2026-12-01 09:00] [as ` + kindChoice + `] [selector <css>] [name 「名称」]`},
 	"remind":  {"/remind <url> [before 72h,24h,2h]", "/remind <网址> [before 72h,24h,2h]"},
 	"tasks":   {"/tasks", "/tasks"},
 	"task":    {"/task <id>", "/task <任务编号>"},

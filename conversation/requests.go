@@ -9,6 +9,7 @@ import (
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/schedule"
 )
 
 func (t *turn) request(cmd Command) []Reply {
@@ -16,7 +17,7 @@ func (t *turn) request(cmd Command) []Reply {
 		cmd.Before = defaultBefore
 	}
 	if cmd.Schedule == "" && cmd.Name == "watch" {
-		d := dialog{Ask: "schedule", Command: cmd.Name, URL: cmd.URL, Kind: cmd.Kind, Name: cmd.TaskName, Before: cmd.Before}
+		d := dialog{Ask: "schedule", Command: cmd.Name, URL: cmd.URL, Kind: cmd.Kind, Selector: cmd.Selector, Name: cmd.TaskName, Before: cmd.Before}
 		if err := t.saveDialog(d); err != nil {
 			return t.failed(err)
 		}
@@ -57,8 +58,14 @@ func (t *turn) notifyFor() []string {
 }
 
 func (t *turn) submit(cmd Command) []Reply {
+	if at, err := schedule.Parse(cmd.Schedule, time.UTC); err == nil && at.Kind() == schedule.KindAt {
+		if _, err := at.Next(t.c.o.Now()); err != nil {
+			return t.reply("That time has already passed; give a time in the future, like at 2027-01-15 09:00.",
+				"这个时间已经过去了；请给出将来的时间，例如 at 2027-01-15 09:00。")
+		}
+	}
 	sub := tasks.Submission{
-		Principal: t.m.Principal, By: clipName(t.m.Name), ReplyTo: t.replyTo(), Lang: t.lang, URL: cmd.URL, Kind: cmd.Kind,
+		Principal: t.m.Principal, By: clipName(t.m.Name), ReplyTo: t.replyTo(), Lang: t.lang, URL: cmd.URL, Kind: cmd.Kind, Selector: cmd.Selector,
 		Schedule: cmd.Schedule, Name: cmd.TaskName, Notify: t.notifyFor(),
 	}
 	if cmd.Name == "remind" {
@@ -95,6 +102,14 @@ func (t *turn) summary(tk *tasks.Task) string {
 	b.WriteString(t.tr(".\n", "。\n"))
 	if tk.Source.Kind != "" {
 		fmt.Fprintf(&b, t.tr("Kind: %s.\n", "类型：%s。\n"), tk.Source.Kind)
+		if tk.Source.Kind == "html" {
+			if tk.Source.Selector != "" {
+				fmt.Fprintf(&b, t.tr("Entries: the elements matching %s.\n", "条目：匹配 %s 的元素。\n"), tk.Source.Selector)
+			} else {
+				b.WriteString(t.tr("Entries: the page's repeated list of entries, picked at the first check (/task shows the selector chosen).\n",
+					"条目：第一次检查时从页面中重复出现的列表自动选取（/task 会显示所选的选择器）。\n"))
+			}
+		}
 	} else {
 		b.WriteString(t.tr("Kind: detected from the content.\n", "类型：根据内容自动识别。\n"))
 	}

@@ -108,6 +108,12 @@ func (t *turn) show(id string) []Reply {
 			if r.Items > 0 || r.New > 0 || r.Changed > 0 {
 				fmt.Fprintf(&b, t.tr(" — %d items, %d new, %d changed", " —— %d 条，新增 %d，变更 %d"), r.Items, r.New, r.Changed)
 			}
+			if r.Selector != "" {
+				fmt.Fprintf(&b, t.tr(" — entries: %s", " —— 条目：%s"), r.Selector)
+			}
+			if r.Skipped > 0 {
+				fmt.Fprintf(&b, t.tr(" — %d unreadable line(s) skipped", " —— 跳过 %d 行无法读取的内容"), r.Skipped)
+			}
 			if r.Error != "" {
 				fmt.Fprintf(&b, " — %s", Redact(r.Error))
 			}

@@ -118,12 +118,14 @@ func (t *turn) plain() []Reply {
 
 // dialog is a question waiting for its answer in one chat, from one person.
 type dialog struct {
-	Ask     string          `json:"ask"` // schedule | confirm (an assistant's draft)
-	Command string          `json:"command"`
-	URL     string          `json:"url"`
-	Kind    string          `json:"kind,omitempty"`
-	Name    string          `json:"name,omitempty"`
-	Before  []time.Duration `json:"before,omitempty"`
+	Ask     string `json:"ask"` // schedule | confirm (an assistant's draft)
+	Command string `json:"command"`
+	URL     string `json:"url"`
+	Kind    string `json:"kind,omitempty"`
+	Name    string `json:"name,omitempty"`
+	// Selector is an html watch's CSS selector ("" picks one).
+	Selector string          `json:"selector,omitempty"`
+	Before   []time.Duration `json:"before,omitempty"`
 	// Schedule and Token belong to a draft: its schedule ("" asks) and
 	// the id its buttons carry.
 	Schedule string    `json:"schedule,omitempty"`
@@ -189,7 +191,7 @@ func (t *turn) answer(d dialog, text string) []Reply {
 			sched = s
 		}
 		t.clearDialog()
-		return t.submit(Command{Name: d.Command, URL: d.URL, Kind: d.Kind, TaskName: d.Name, Before: d.Before, Schedule: sched})
+		return t.submit(Command{Name: d.Command, URL: d.URL, Kind: d.Kind, Selector: d.Selector, TaskName: d.Name, Before: d.Before, Schedule: sched})
 	case "confirm":
 		return t.answerDraft(d, text)
 	}

@@ -249,6 +249,7 @@ type Submission struct {
 	Lang         string
 	URL          string
 	Kind         string
+	Selector     string // html: the CSS selector of the entries ("" picks one)
 	Schedule     string // "" → every 1h
 	Name         string
 	RemindBefore []time.Duration
@@ -300,7 +301,7 @@ func (m *Manager) Submit(ctx context.Context, s Submission) (*Task, error) {
 	}
 	now := m.clock.Now()
 	t := &Task{
-		Name: strings.TrimSpace(s.Name), Source: watch.Spec{Kind: s.Kind, URL: u.String()},
+		Name: strings.TrimSpace(s.Name), Source: watch.Spec{Kind: s.Kind, URL: u.String(), Selector: strings.TrimSpace(s.Selector)},
 		Schedule: sched.String(), RemindBefore: s.RemindBefore, Notify: notify,
 		Include: s.Include, Exclude: s.Exclude, Owner: s.Principal, ReplyTo: s.ReplyTo, Lang: s.Lang,
 		Origin: OriginChat, State: PendingApproval, CreatedAt: now, UpdatedAt: now,

@@ -126,6 +126,7 @@ type RunRecord struct {
 	Effects  int           `json:"effects,omitempty"`  // effects claimed
 	Deferred int           `json:"deferred,omitempty"` // events left for the next run (I7)
 	Skipped  int           `json:"skipped,omitempty"`  // unreadable parts of the document left out
+	Selector string        `json:"selector,omitempty"` // the html selector picked when the task gives none
 	Reason   string        `json:"reason,omitempty"`
 }
 

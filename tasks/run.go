@@ -239,7 +239,7 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 		if diff.Next != nil && !res.NotModified && !diff.Suspect {
 			diff.Next.Validators = res.Validators
 		}
-		rec.Items, rec.Skipped = len(res.Items), res.Skipped
+		rec.Items, rec.Skipped, rec.Selector = len(res.Items), res.Skipped, res.Selector
 		if res.NotModified && prev != nil {
 			rec.Items = len(prev.Items)
 		}

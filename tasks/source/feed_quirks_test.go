@@ -251,12 +251,13 @@ func TestFeedTitles_LiteralAngleBracketsKept(t *testing.T) {
 		doc := `<feed xmlns="http://www.w3.org/2005/Atom"><id>urn:f</id><title>F</title>` +
 			`<entry><id>1</id><title type="html">&lt;b&gt;Bold&lt;/b&gt; &amp;lt;video&amp;gt;</title></entry>` +
 			`<entry><id>2</id><title type="text">&lt;b&gt; is bold</title></entry>` +
-			`<entry><id>3</id><title type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><em>Rain</em>, again</div></title></entry></feed>`
+			`<entry><id>3</id><title type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><em>Rain</em>, again</div></title></entry>` +
+			`<entry><id>4</id><title>Naked <b>markup</b></title></entry></feed>`
 		items, err := parseFeed([]byte(doc), "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, w := range []string{"Bold <video>", "<b> is bold", "Rain, again"} {
+		for i, w := range []string{"Bold <video>", "<b> is bold", "Rain, again", "Naked markup"} {
 			if items[i].Title != w {
 				t.Errorf("title %d: %q, want %q", i, items[i].Title, w)
 			}

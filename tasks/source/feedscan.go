@@ -29,6 +29,7 @@ func scanXMLFeed(body []byte) (feedShape, error) {
 	var stack []string
 	entry := -1 // index in titleTypes of the entry being read
 	entryDepth := 0
+	titleAt := 0 // depth of the entry's open <title>, 0 when none
 	roots := 0
 	fail := func(at int, format string, args ...any) (feedShape, error) {
 		line := 1 + bytes.Count(body[:min(at, len(body))], []byte("\n"))
@@ -96,6 +97,9 @@ func scanXMLFeed(body []byte) (feedShape, error) {
 				return fail(at, "</%s> closes %s", name, open)
 			}
 			stack = stack[:len(stack)-1]
+			if len(stack) < titleAt {
+				titleAt = 0
+			}
 			if entry >= 0 && len(stack) < entryDepth {
 				entry = -1
 			}
@@ -135,6 +139,13 @@ func scanXMLFeed(body []byte) (feedShape, error) {
 				entry, entryDepth = len(shape.titleTypes)-1, depth
 			case local == "title" && entry >= 0 && depth == entryDepth+1:
 				shape.titleTypes[entry] = strings.ToLower(attrValue(attrs, "type"))
+				if !selfClosing {
+					titleAt = depth
+				}
+			case titleAt > 0 && depth > titleAt && shape.titleTypes[entry] == "":
+				// Elements inside an untyped title (Atom 0.3's mode="xml"):
+				// the title is markup.
+				shape.titleTypes[entry] = "xhtml"
 			}
 			if !selfClosing {
 				stack = append(stack, name)

@@ -121,6 +121,11 @@
     if (change) {
       li.append(" ", node("span", "meta", change));
     }
+    // A changed item says what it was called before, as chat does.
+    const was = text(x.was_title);
+    if (was && was !== title) {
+      li.append(" ", node("span", "meta was", "(was: " + was + ")"));
+    }
     const due = localTime(x.due);
     if (due) {
       li.append(" ", node("span", "meta", "due "), due);

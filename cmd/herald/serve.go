@@ -372,6 +372,7 @@ func (s *service) routes() {
 	inboxAPI := &webhook.InboxAPI{Tokens: webhook.InboxTokens{KV: s.store.Channels()}, Inbox: s.store.Inbox()}
 	srv.Handle("/api/v1/inbox", inboxAPI.ServeHTTP)
 	webhook.MountInboxPage(srv) // GET /inbox: the browser page over the API above
+	s.mountConsole()            // GET /console: the admins' page (console.go)
 }
 
 // readyz reports whether this replica can take traffic: its store answers.

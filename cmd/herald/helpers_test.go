@@ -50,6 +50,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	stopChromium()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }

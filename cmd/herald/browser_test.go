@@ -148,6 +148,15 @@ func open(t *testing.T, tab context.Context, u string) {
 	do(t, tab, chromedp.Navigate("about:blank"), chromedp.Navigate(u))
 }
 
+// showcase saves a screenshot of a passing step too when
+// HERALD_TEST_SCREENSHOTS is set, for a person to look at the pages.
+func showcase(t *testing.T, tab context.Context, what string) {
+	t.Helper()
+	if os.Getenv("HERALD_TEST_SCREENSHOTS") != "" {
+		saveScreenshot(t, tab, what)
+	}
+}
+
 // do runs browser steps, each bounded, failing the test on an error.
 func do(t *testing.T, tab context.Context, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -208,6 +207,7 @@ func TestConsole_RedeliverUnknownPushAfterConfirming(t *testing.T) {
 	// Cancel first: nothing is sent.
 	do(t, tab, chromedp.Click(redeliver))
 	waitJS(t, tab, "the confirmation", `document.getElementById("confirm").open`)
+	showcase(t, tab, "confirm")
 	if got := textOf(t, tab, "#confirm"); !strings.Contains(got, "may already have arrived") || !strings.Contains(got, "ops") {
 		t.Errorf("the confirmation does not warn plainly:\n%s", got)
 	}
@@ -239,6 +239,7 @@ func TestConsole_RedeliverUnknownPushAfterConfirming(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 		do(t, tab, chromedp.Click("#refresh"))
 	}
+	showcase(t, tab, "delivery")
 	fig := `[...document.querySelectorAll("#delivery-charts figure")].find((f) => f.innerText.includes("webhook:"))`
 	bars := eval[int](t, tab, fig+`.querySelectorAll("svg rect.bar").length`)
 	legend := eval[string](t, tab, fig+`.querySelector(".legend").innerText`)
@@ -372,6 +373,7 @@ func TestConsole_TasksViewShowsScopeRecipientsScheduleAndRunsChart(t *testing.T)
 	waitJS(t, tab, "the task list", `document.getElementById("task-list").innerText.includes("Omni news")`)
 	do(t, tab, chromedp.Click(`//ul[@id="task-list"]//button[contains(., "Omni news")]`))
 	waitJS(t, tab, "the task's details", `!document.getElementById("detail").hidden && document.querySelectorAll("#detail-runs tbody tr").length >= 2`)
+	showcase(t, tab, "task")
 	facts := textOf(t, tab, "#detail-facts")
 	for _, want := range []string{"every 30m", "admin-inbox", "an inbox (inbox)", "Approved scope", "watch", "config", "Next run", "/feed.xml"} {
 		if !strings.Contains(facts, want) {
@@ -401,6 +403,7 @@ func TestConsole_ChineseFollowsTheBrowserAndSwitches(t *testing.T) {
 		return err
 	}))
 	r.signIn(t, tab)
+	showcase(t, tab, "zh")
 	if h := textOf(t, tab, "h1"); h != "herald 控制台" {
 		t.Errorf("a zh browser sees %q", h)
 	}
@@ -423,11 +426,9 @@ func TestConsole_PhoneWidthKeyboardAndNoJavaScript(t *testing.T) {
 	do(t, tab, chromedp.EmulateViewport(375, 740))
 	r.signIn(t, tab)
 	waitJS(t, tab, "a pending card", `document.querySelectorAll("#pending li.card").length === 1`)
-	if os.Getenv("HERALD_TEST_SCREENSHOTS") != "" {
-		saveScreenshot(t, tab, "phone")
-	}
-	if w := eval[int](t, tab, "document.documentElement.scrollWidth"); w > 375 {
-		t.Errorf("at phone width the page scrolls sideways: %d px wide", w)
+	showcase(t, tab, "phone")
+	if w := eval[[]int](t, tab, "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"); w[0] > w[1] {
+		t.Errorf("at phone width the page scrolls sideways: %d px wide in %d", w[0], w[1])
 	}
 	// The tabs work from the keyboard.
 	do(t, tab, chromedp.Focus("#tab-attention"), chromedp.KeyEvent(kb.ArrowRight))

@@ -150,7 +150,7 @@ func (s *Sessions) Exchange(ctx context.Context, code string) (string, Session, 
 		_ = s.KV.Delete(ctx, key)
 		return "", Session{}, ErrBadCode
 	}
-	first, err := s.Dedup.Mark(ctx, "console-code", key, time.Until(rec.Expires)+time.Minute)
+	first, err := s.Dedup.Mark(ctx, "console-code", key, rec.Expires.Sub(now)+time.Minute)
 	if err != nil {
 		return "", Session{}, fmt.Errorf("spend sign-in code: %w", err)
 	}

@@ -54,14 +54,14 @@ const (
 	hiddenPerson = "console:carol"
 )
 
-func newConsoleRig(t *testing.T) *consoleRig {
+func newConsoleRig(t *testing.T, extraTasks ...string) *consoleRig {
 	t.Helper()
 	f := newFeed(t)
 	ops := newFlaky(t, http.StatusInternalServerError)
 	cfg := adjustExample(t, freeAddr(t), map[string]string{
 		"recipients:\n": "recipients:\n  ops:\n    webhook: {url: \"" + ops.srv.URL + "/in\", secret: \"" + recipientSecret + "\", idempotent: false}\n",
 		"tasks: []": "tasks:\n  - id: news\n    name: Omni news\n    source: {kind: rss, url: \"" + f.url() + "?token=" + feedToken + "\"}\n" +
-			"    schedule: every 30m\n    notify: [admin-inbox, \"" + hiddenInbox + "\"]\n",
+			"    schedule: every 30m\n    notify: [admin-inbox, \"" + hiddenInbox + "\"]\n" + strings.ReplaceAll(strings.Join(extraTasks, ""), "FEED", f.srv.URL),
 	})
 	p, dataDir := startServe(t, cfg)
 	return &consoleRig{p: p, dataDir: dataDir, feed: f, ops: ops}
@@ -544,4 +544,42 @@ func TestInboxPage_TokenFlowAndWasTitleInABrowser(t *testing.T) {
 	}
 	do(t, tab, chromedp.SendKeys("#token", "hin_wrong"), chromedp.Click("#login button"))
 	waitJS(t, tab, "a wrong token refused", `document.getElementById("error").innerText.includes("not accepted")`)
+}
+
+func TestConsole_FailingWatchAndUnreachableRecipientNeedAttention(t *testing.T) {
+	r := newConsoleRig(t,
+		"  - id: broken\n    name: Locked feed\n    source: {kind: rss, url: \"FEED/denied.xml\"}\n    schedule: every 30m\n    notify: [admin-inbox]\n",
+		"  - id: to-ops\n    name: Feed for ops\n    source: {kind: rss, url: \"FEED/feed.xml\"}\n    schedule: every 30m\n    notify: [ops]\n")
+	r.ops.status.Store(http.StatusGone) // 410: the receiver is gone for good
+	waitBaseline(t, r.dataDir, "to-ops")
+	waitBaseline(t, r.dataDir, "broken")
+	r.feed.addItem("ep-new", "A new episode")
+	cli(t, r.dataDir, "tasks", "run", "to-ops")
+	eventually(t, "ops marked unreachable", func() bool {
+		var d struct {
+			Unreachable []string `json:"unreachable"`
+		}
+		out := cli(t, r.dataDir, "tasks", "show", "to-ops", "--json")
+		return json.Unmarshal([]byte(out), &d) == nil && len(d.Unreachable) == 1
+	})
+
+	tab := browserTab(t)
+	r.signIn(t, tab)
+	waitJS(t, tab, "the failing watch", `document.getElementById("failing").innerText.includes("Locked feed")`)
+	failing := textOf(t, tab, "#failing")
+	for _, want := range []string{"class: auth", "failed 1 times in a row", "broken"} {
+		if !strings.Contains(failing, want) {
+			t.Errorf("the failing card lacks %q:\n%s", want, failing)
+		}
+	}
+	waitJS(t, tab, "the unreachable recipient", `document.getElementById("unreachable").innerText.includes("Feed for ops")`)
+	if got := textOf(t, tab, "#unreachable"); !strings.Contains(got, "ops") {
+		t.Errorf("the unreachable card does not name the recipient:\n%s", got)
+	}
+	// Details opens the task in the tasks view.
+	do(t, tab, chromedp.Click(`//ul[@id="failing"]/li[contains(., "Locked feed")]//button`))
+	waitJS(t, tab, "the broken task's details", `!document.getElementById("detail").hidden && document.getElementById("detail-h").innerText.includes("broken")`)
+	if got := textOf(t, tab, "#detail-runs"); !strings.Contains(got, "failed (auth)") {
+		t.Errorf("the runs table lacks the failed run's class:\n%s", got)
+	}
 }

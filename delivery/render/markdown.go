@@ -94,7 +94,11 @@ func packMarkdown(lines []mdLine, st MarkdownStyle) []string {
 	var cur strings.Builder
 	n := 0 // size of cur
 	flush := func() {
-		if s := strings.TrimRight(cur.String(), st.Break+"\n "); s != "" {
+		s := cur.String()
+		for st.Break != "" && strings.HasSuffix(s, st.Break) { // the break before a blank line
+			s = strings.TrimSuffix(s, st.Break)
+		}
+		if s != "" {
 			parts = append(parts, s)
 		}
 		cur.Reset()

@@ -113,12 +113,14 @@ func packMarkdown(lines []mdLine, st MarkdownStyle) []string {
 		if ln > st.Limit {
 			rest := l.plain
 			if room := st.Limit - n - sep; room > 0 {
-				head := rest[:cutSize(rest, room, st)]
-				if sep > 0 && head != "" {
-					cur.WriteString(st.Break)
+				if head := rest[:cutSize(rest, room, st)]; head != "" {
+					if sep > 0 {
+						cur.WriteString(st.Break)
+					}
+					cur.WriteString(head)
+					n += sep + st.size(head)
+					rest = rest[len(head):]
 				}
-				cur.WriteString(head)
-				rest = rest[len(head):]
 			}
 			for rest != "" {
 				flush()

@@ -43,3 +43,24 @@ func TestMarkdown_SplitsByBytesBetweenCharacters(t *testing.T) {
 		}
 	}
 }
+
+// FuzzMarkdownSplit: whatever the text and limit, every part fits the
+// limit in bytes and is valid UTF-8.
+func FuzzMarkdownSplit(f *testing.F) {
+	f.Add("会议通知\n明天 9 点", "标题", 8)
+	f.Add("a\xff\xfeb", "", 4)
+	f.Fuzz(func(t *testing.T, text, title string, limit int) {
+		if limit < 4 || limit > 1<<14 {
+			return
+		}
+		m := delivery.Message{Kind: delivery.KindInbound, Title: title, Text: text,
+			Items: []delivery.Item{{ID: "1", Title: title, URL: "https://a.example/" + title, Change: delivery.ChangeNew}}}
+		for _, br := range []string{"\n", "  \n"} {
+			for i, p := range Markdown(m, LangZH, time.UTC, time.Time{}, MarkdownStyle{Limit: limit, Break: br}) {
+				if len(p) > limit || !utf8.ValidString(p) {
+					t.Fatalf("limit %d: part %d is %d bytes, valid %v", limit, i, len(p), utf8.ValidString(p))
+				}
+			}
+		}
+	})
+}

@@ -125,8 +125,8 @@ func TestLoad_ErrorsWithFileAndLine(t *testing.T) {
 		}},
 		{"feishu-bot-no-url.yaml", []want{{3, "recipients.team-alerts.feishu_bot: url is required"}}},
 		{"recipient-kinds.yaml", []want{
-			{2, "recipients.nothing: set exactly one of feishu_bot, webhook and address"},
-			{4, "recipients.both: set exactly one of feishu_bot, webhook and address"},
+			{2, "recipients.nothing: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot and address"},
+			{4, "recipients.both: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot and address"},
 		}},
 		{"inbound-format.yaml", []want{{5, `inbound.ci.format: unknown format "gitlab" (want standard or github)`}}},
 		{"inbound-no-secret.yaml", []want{{4, "inbound.ci: a secret is required"}}},
@@ -535,8 +535,13 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 	}
 	text = strings.Replace(text, "\n# assistant:\n", "\nassistant:\n", 1)
 	lookup := func(name string) (string, bool) {
-		if name == "HERALD_ASSISTANT_KEY" {
+		switch name {
+		case "HERALD_ASSISTANT_KEY":
 			return "sk-example-key", true
+		case "WECOM_KEY", "DING_TOKEN":
+			return "k3y-example", true
+		case "DING_SECRET":
+			return "SECexample", true
 		}
 		return specEnv(name)
 	}
@@ -547,7 +552,7 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 	if a := cfg.Assistant; !a.Enabled || a.APIKey != "sk-example-key" || a.Timeout.D() != 20*time.Second || a.MaxPerHour != 30 {
 		t.Errorf("assistant = %+v", a)
 	}
-	if len(cfg.Recipients) != 4 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 4 {
+	if len(cfg.Recipients) != 6 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 4 {
 		t.Errorf("recipients %d, inbound %d, tasks %d: an example block did not uncomment", len(cfg.Recipients), len(cfg.Inbound), len(cfg.Tasks))
 	}
 	if rel, _ := cfg.Task("releases"); rel.Source.Link != "html_url" {

@@ -5,8 +5,10 @@ import (
 	"strings"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/dingtalkbot"
 	"github.com/herald-bridge/herald/delivery/feishubot"
 	"github.com/herald-bridge/herald/delivery/webhook"
+	"github.com/herald-bridge/herald/delivery/wecombot"
 )
 
 // Recipient is a named recipient: exactly one sink section or Address.
@@ -16,8 +18,10 @@ import (
 // configs finds the fields by their type. Adding a sink is adding its
 // field here; nothing else in configs names it.
 type Recipient struct {
-	FeishuBot *feishubot.Config `yaml:"feishu_bot"`
-	Webhook   *webhook.Config   `yaml:"webhook"`
+	FeishuBot   *feishubot.Config   `yaml:"feishu_bot"`
+	Webhook     *webhook.Config     `yaml:"webhook"`
+	WeComBot    *wecombot.Config    `yaml:"wecom_bot"`
+	DingTalkBot *dingtalkbot.Config `yaml:"dingtalk_bot"`
 
 	Address  string `yaml:"address"`
 	Language string `yaml:"language"`

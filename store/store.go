@@ -4,8 +4,8 @@
 //
 // Storage objects stay distinct (own bucket / key prefix each): the task
 // catalog, snapshots, the effect ledger (with its delivery queue), leases,
-// TTL'd dedup keys, inboxes, run history, conversation (dialog) state and
-// channel state.
+// TTL'd dedup keys, rate buckets, inboxes, run history, conversation
+// (dialog) state and channel state.
 package store
 
 import (
@@ -37,6 +37,7 @@ type Store interface {
 	Runs() Runs
 	Dialogs() KV  // conversation state (entries expire)
 	Channels() KV // channel credentials, offsets, inbox tokens
+	Buckets() Buckets
 	// Ping reports whether the backend answers (readiness).
 	Ping(ctx context.Context) error
 	Close() error
@@ -235,6 +236,19 @@ type Leases interface {
 type Dedup interface {
 	// Mark records ns/id for ttl and reports whether it was new (first == true).
 	Mark(ctx context.Context, ns, id string, ttl time.Duration) (first bool, err error)
+}
+
+// ---------------------------------------------------------------- buckets
+
+// Buckets are token buckets shared by every process using the store, so
+// an outbound rate limit (a group robot's messages per minute) holds
+// across replicas and restarts.
+type Buckets interface {
+	// Take takes one token from bucket name, which holds at most burst
+	// tokens and gains one every `every`. With no token left it takes
+	// nothing and returns how long until one is there (wait > 0).
+	// A bucket left alone for burst*every is full again.
+	Take(ctx context.Context, name string, every time.Duration, burst int, now time.Time) (wait time.Duration, err error)
 }
 
 // ---------------------------------------------------------------- inbox

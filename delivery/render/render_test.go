@@ -346,3 +346,15 @@ func BenchmarkTelegramHTML(b *testing.B) {
 		TelegramHTML(m, "en", time.UTC, now)
 	}
 }
+
+// TestTelegramPack_LongMarkupShortTextCountsTowardThePart: a line too
+// long as HTML (a very long link) whose text fits still counts, so the
+// next line starts on its own line and the part stays within the limit.
+func TestTelegramPack_LongMarkupShortTextCountsTowardThePart(t *testing.T) {
+	a, b := strings.Repeat("x", 20), strings.Repeat("y", 25)
+	lines := []htmlLine{{html: `<a href="` + a + a + `">` + a + "</a>", plain: a}, {html: b, plain: b}}
+	parts := pack(lines, 40)
+	if len(parts) != 2 || parts[0] != a || parts[1] != b {
+		t.Fatalf("parts %q, want %q and %q", parts, a, b)
+	}
+}

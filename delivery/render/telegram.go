@@ -125,12 +125,14 @@ func pack(lines []htmlLine, limit int) []string {
 		if ln > limit {
 			rest := l.plain
 			if room := limit - n - sep; room > 0 {
-				head := rest[:cut(rest, room)]
-				if sep == 1 && head != "" {
-					cur.WriteByte('\n')
+				if head := rest[:cut(rest, room)]; head != "" {
+					if sep == 1 {
+						cur.WriteByte('\n')
+					}
+					cur.WriteString(head)
+					n += sep + Length(head)
+					rest = rest[len(head):]
 				}
-				cur.WriteString(head)
-				rest = rest[len(head):]
 			}
 			for rest != "" {
 				flush()

@@ -67,6 +67,7 @@ var (
 	bktRuns        = []byte("runs")  // task -> seq(8) -> run
 	bktDialogs     = []byte("dialogs")
 	bktChannels    = []byte("channels")
+	bktBuckets     = []byte("rate_buckets") // name -> theoretical arrival time (8, ns)
 
 	keySchema = []byte("schema")
 )
@@ -86,6 +87,11 @@ var migrations = []func(tx *bbolt.Tx) error{
 	// 1 -> 2: effects split into an immutable body and a small mutable
 	// state, both keyed by claim sequence (effects.go).
 	migrateSplitEffects,
+	// 2 -> 3: shared rate buckets (buckets.go).
+	func(tx *bbolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bktBuckets)
+		return err
+	},
 }
 
 // initialMmapSize is the address space mapped at open (not memory used):
@@ -193,6 +199,9 @@ func (s *Store) Dialogs() store.KV { return &kv{s: s, bucket: bktDialogs} }
 
 // Channels returns the channel state object.
 func (s *Store) Channels() store.KV { return &kv{s: s, bucket: bktChannels} }
+
+// Buckets returns the rate buckets.
+func (s *Store) Buckets() store.Buckets { return (*buckets)(s) }
 
 // Ping reports whether the file still answers.
 func (s *Store) Ping(ctx context.Context) error {

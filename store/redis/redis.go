@@ -27,6 +27,7 @@
 //	P runs:<task>                        run history list (LTRIM)
 //	P dlg:<key>                          dialog state (Redis expiry)
 //	P chan:<key>                         channel state
+//	P rb:<name>                          rate bucket (Redis expiry once full)
 //
 // # Scripts and cluster slots
 //
@@ -117,6 +118,7 @@ type Store struct {
 	runs     *runs
 	dialogs  *kv
 	channels *kv
+	buckets  *buckets
 }
 
 var _ store.Store = (*Store)(nil)
@@ -160,6 +162,7 @@ func New(ctx context.Context, rdb goredis.UniversalClient, opts Options) (*Store
 	s.runs = &runs{s}
 	s.dialogs = &kv{s: s, prefix: opts.KeyPrefix + "dlg:"}
 	s.channels = &kv{s: s, prefix: opts.KeyPrefix + "chan:"}
+	s.buckets = &buckets{s}
 	if err := s.checkSchema(ctx); err != nil {
 		_ = rdb.Close()
 		return nil, err
@@ -212,6 +215,9 @@ func (s *Store) Dialogs() store.KV { return s.dialogs }
 
 // Channels returns the channel state.
 func (s *Store) Channels() store.KV { return s.channels }
+
+// Buckets returns the rate buckets.
+func (s *Store) Buckets() store.Buckets { return s.buckets }
 
 // Ping sends PING and reports store.ErrUnavailable when Redis does not answer.
 func (s *Store) Ping(ctx context.Context) error {

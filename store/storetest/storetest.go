@@ -29,6 +29,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, reopen func(t *testi
 	t.Run("Ledger", func(t *testing.T) { testLedger(t, open) })
 	t.Run("Leases", func(t *testing.T) { testLeases(t, open) })
 	t.Run("Dedup", func(t *testing.T) { testDedup(t, open) })
+	t.Run("Buckets", func(t *testing.T) { testBuckets(t, open) })
 	t.Run("Inbox", func(t *testing.T) { testInbox(t, open) })
 	t.Run("Runs", func(t *testing.T) { testRuns(t, open) })
 	t.Run("Dialogs", func(t *testing.T) { testKV(t, open, store.Store.Dialogs, store.Store.Channels) })
@@ -729,6 +730,69 @@ func testDedup(t *testing.T, open Opener) {
 		d := open(t).Dedup()
 		must(d.Mark(ctx, "ns", "id", short))(t)
 		waitFor(t, "dedup expiry", func() bool { return must(d.Mark(ctx, "ns", "id", short))(t) })
+	})
+}
+
+// ---------------------------------------------------------------- buckets
+
+func testBuckets(t *testing.T, open Opener) {
+	ctx := context.Background()
+	const every, burst = 6 * time.Second, 10
+	t.Run("BurstThenOneEveryInterval", func(t *testing.T) {
+		b := open(t).Buckets()
+		now := base()
+		for i := range burst {
+			if w := must(b.Take(ctx, "robot-a", every, burst, now))(t); w != 0 {
+				t.Fatalf("take %d of a full bucket waits %v", i+1, w)
+			}
+		}
+		if w := must(b.Take(ctx, "robot-a", every, burst, now))(t); w != every {
+			t.Fatalf("empty bucket: wait %v, want %v", w, every)
+		}
+		// A refused take takes nothing: the wait only shrinks with time.
+		if w := must(b.Take(ctx, "robot-a", every, burst, now.Add(2*time.Second)))(t); w != 4*time.Second {
+			t.Fatalf("2s later: wait %v, want 4s", w)
+		}
+		if w := must(b.Take(ctx, "robot-a", every, burst, now.Add(every)))(t); w != 0 {
+			t.Fatalf("one interval later: wait %v, want a token", w)
+		}
+		if w := must(b.Take(ctx, "robot-b", every, burst, now))(t); w != 0 {
+			t.Fatalf("buckets share tokens: robot-b waits %v", w)
+		}
+	})
+	t.Run("NeverMoreThanBurstPlusRefillInAWindow", func(t *testing.T) {
+		b := open(t).Buckets()
+		now, taken := base(), 0
+		for step := time.Duration(0); step <= time.Minute; step += 500 * time.Millisecond {
+			for must(b.Take(ctx, "r", every, burst, now.Add(step)))(t) == 0 {
+				taken++
+			}
+		}
+		if want := burst + int(time.Minute/every); taken != want {
+			t.Fatalf("took %d tokens in one minute, want %d", taken, want)
+		}
+	})
+	t.Run("ConcurrentTakersShareTheTokens", func(t *testing.T) {
+		st := open(t)
+		now := base()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		got := 0
+		for range 4 * burst {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if w, err := st.Buckets().Take(ctx, "shared", every, burst, now); err == nil && w == 0 {
+					mu.Lock()
+					got++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if got != burst {
+			t.Fatalf("%d concurrent takers got %d tokens, want %d", 4*burst, got, burst)
+		}
 	})
 }
 

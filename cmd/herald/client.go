@@ -69,7 +69,7 @@ func (c *client) call(ctx context.Context, op string, in, out any) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("the service did not answer in time")
 		}
-		return errNotRunning
+		return fmt.Errorf("%w: %w", errNotRunning, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))

@@ -15,10 +15,17 @@ import (
 // stderr and the exit code.
 func runIn(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
 	t.Helper()
+	return runWithInput(t, dir, env, "", args...)
+}
+
+// runWithInput is runIn with input on stdin (a pipe, not a terminal).
+func runWithInput(t *testing.T, dir string, env []string, input string, args ...string) (string, string, int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, heraldBin, args...)
 	cmd.Dir, cmd.Env = dir, childEnv(env...)
+	cmd.Stdin = strings.NewReader(input)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	code := exitCode(cmd.Run())

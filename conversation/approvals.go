@@ -147,9 +147,11 @@ func (c *Core) tellDecision(ctx context.Context, tk *tasks.Task) {
 	if !c.once(ctx, "decision", tk.Request.ID) {
 		return
 	}
-	lang := normLang(tk.Lang)
-	if lang == "" {
-		lang = c.chatLang(ctx, chat)
+	lang := c.chatLang(ctx, chat) // pinned or last used there
+	if p, err := c.o.Prefs.Get(ctx, chat); err != nil || normLang(p.Lang) == "" {
+		if l := normLang(tk.Lang); l != "" {
+			lang = l // never talked there since: the request's language
+		}
 	}
 	t := &turn{c: c, ctx: ctx, m: Message{Chat: chat, Principal: tk.Owner}, lang: lang}
 	var text string

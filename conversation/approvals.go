@@ -234,3 +234,12 @@ func (t *turn) press(p Press) []Reply {
 	}
 	return []Reply{{Toast: t.tr("This button is no longer valid.", "此按钮已失效。")}}
 }
+
+// Pending reports whether request id still awaits a decision; a request
+// that cannot be read counts as pending (its prompt is kept, not lost).
+// A channel that holds prompts until a person reads them (the console)
+// drops those whose request was decided meanwhile.
+func (c *Core) Pending(ctx context.Context, id string) bool {
+	tk, err := c.o.Tasks.Get(ctx, id)
+	return err != nil || tk.State == tasks.PendingApproval
+}

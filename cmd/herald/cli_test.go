@@ -615,7 +615,7 @@ func TestCLI_TasksRunOfAFailingSourceExitsOneWithItsClass(t *testing.T) {
 
 func TestCLI_EmptyListsAreEmptyJSONArrays(t *testing.T) {
 	_, dataDir := startServe(t, adjustExample(t, freeAddr(t), nil))
-	for _, args := range [][]string{{"tasks", "list"}, {"ledger", "show", "t-none"}, {"inbox", "list", "console:nobody"}} {
+	for _, args := range [][]string{{"tasks", "list"}, {"ledger", "show", "hook:ci"}, {"inbox", "list", "console:nobody"}} {
 		if out := cli(t, dataDir, append(args, "--json")...); strings.TrimSpace(out) != "[]" {
 			t.Errorf("herald %s --json = %q, want []", strings.Join(args, " "), out)
 		}

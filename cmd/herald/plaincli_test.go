@@ -274,3 +274,29 @@ func TestCLI_DeletingAConfigTaskPointsToTheConfigFile(t *testing.T) {
 		t.Errorf("the refused delete changed the task: %+v", got)
 	}
 }
+
+func TestCLI_LedgerShowOfAnUnknownTaskIsAnError(t *testing.T) {
+	fx := newFixture(t)
+	_, dataDir := fx.start(t)
+	out, errOut, code := run(t, "ledger", "show", "t-nope", "--data-dir", dataDir)
+	if code != exitFailure || out != "" || !strings.Contains(errOut, "no task, request or inbound hook named t-nope") {
+		t.Errorf("ledger show t-nope: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	_, errOut, _ = run(t, "ledger", "show", "t-nope", "--json", "--data-dir", dataDir)
+	if got, _ := jsonError(t, errOut); got != "not_found" {
+		t.Errorf("--json code %q", got)
+	}
+	// A known hook with nothing in the ledger yet is an empty list.
+	if out := cli(t, dataDir, "ledger", "show", "ci", "--json"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("ledger show ci = %q", out)
+	}
+}
+
+func TestCLI_InboxTokenPrintsThePublicURLWhenSet(t *testing.T) {
+	cfg := adjustExample(t, freeAddr(t), map[string]string{`public_url: ""`: `public_url: "https://herald.example.org/"`})
+	_, dataDir := startServe(t, cfg)
+	out := cli(t, dataDir, "inbox", "token", "console:admin")
+	if !strings.Contains(out, "https://herald.example.org/api/v1/inbox") {
+		t.Errorf("inbox token does not print the public URL:\n%s", out)
+	}
+}

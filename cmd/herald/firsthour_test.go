@@ -101,4 +101,21 @@ func TestFirstHour_READMEWalkThrough(t *testing.T) {
 	if exampleURL == "" || taskID == "" {
 		t.Fatalf("the walk-through watched nothing")
 	}
+
+	// The rest of a first hour in the console: help, reading the change
+	// notice in full, Chinese and back, a weekly schedule.
+	out, errOut, code := runWithInput(t, repo, []string{state},
+		"/help\n/inbox\n/read 2\n/lang zh\n/tasks\n/lang auto\n/watch "+f.srv.URL+"/other.xml 每周一 08:00\n/tasks\n", "chat", "--as", "admin")
+	if code != exitOK {
+		t.Fatalf("chat: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"cron 0 9 * * 1-5", "Unread (", "Episode after the baseline", "https://theomnishow.omnigroup.com/first-hour-1",
+		"本聊天之后的回复和通知都使用中文", "全部任务", "each message in its own language", "weekly mon 08:00"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the first hour in chat lacks %q:\n%s", want, out)
+		}
+	}
+	if out, _, code := runIn(t, repo, []string{state}, "version", "--json"); code != exitOK || !strings.Contains(out, `"version"`) {
+		t.Errorf("version --json: exit %d %q", code, out)
+	}
 }

@@ -132,6 +132,10 @@ func cmdVersion(e *env, args []string) int {
 	if _, code, ok := e.parse(fs, "version", au, sum, args); !ok {
 		return code
 	}
+	if e.json {
+		e.printJSON(map[string]string{"version": version})
+		return exitOK
+	}
 	fmt.Fprintln(e.stdout, "herald", version)
 	return exitOK
 }

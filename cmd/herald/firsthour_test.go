@@ -78,6 +78,8 @@ func TestFirstHour_READMEWalkThrough(t *testing.T) {
 			}
 			args := strings.Fields(strings.TrimPrefix(line, "bin/herald "))
 			if args[0] == "tasks" && args[1] == "run" {
+				// A person reads the answer first; by then the baseline is set.
+				waitBaseline(t, filepath.Join(repo, "data"), taskID)
 				f.addItem("first-hour-1", "Episode after the baseline")
 			}
 			out, errOut, code := runIn(t, repo, []string{state}, args...)

@@ -138,3 +138,17 @@ func TestWeeklyScheduleInChatInBothLanguages(t *testing.T) {
 		t.Errorf("weekly fri 17:30 became %q", tk.Schedule)
 	}
 }
+
+// TestHelpExamplesAreAccepted: every example /help gives parses as typed.
+func TestHelpExamplesAreAccepted(t *testing.T) {
+	for _, l := range helpLines {
+		for _, ex := range []string{l.exEn, l.exZh} {
+			if ex == "" {
+				continue
+			}
+			if _, err := Parse(ex, "herald_bot", nil); err != nil {
+				t.Errorf("help example %q: %v", ex, err)
+			}
+		}
+	}
+}

@@ -147,9 +147,11 @@ func (c *Core) tellDecision(ctx context.Context, tk *tasks.Task) {
 	if !c.once(ctx, "decision", tk.Request.ID) {
 		return
 	}
-	lang := normLang(tk.Lang)
-	if lang == "" {
-		lang = c.chatLang(ctx, chat)
+	lang := c.chatLang(ctx, chat) // pinned or last used there
+	if p, err := c.o.Prefs.Get(ctx, chat); err != nil || normLang(p.Lang) == "" {
+		if l := normLang(tk.Lang); l != "" {
+			lang = l // never talked there since: the request's language
+		}
 	}
 	t := &turn{c: c, ctx: ctx, m: Message{Chat: chat, Principal: tk.Owner}, lang: lang}
 	var text string
@@ -231,4 +233,13 @@ func (t *turn) press(p Press) []Reply {
 		return t.pressDraft(p)
 	}
 	return []Reply{{Toast: t.tr("This button is no longer valid.", "此按钮已失效。")}}
+}
+
+// Pending reports whether request id still awaits a decision; a request
+// that cannot be read counts as pending (its prompt is kept, not lost).
+// A channel that holds prompts until a person reads them (the console)
+// drops those whose request was decided meanwhile.
+func (c *Core) Pending(ctx context.Context, id string) bool {
+	tk, err := c.o.Tasks.Get(ctx, id)
+	return err != nil || tk.State == tasks.PendingApproval
 }

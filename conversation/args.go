@@ -1,7 +1,6 @@
 package conversation
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -73,8 +72,23 @@ func (p *argParser) parse() error {
 	switch c.Name {
 	case "help":
 		return nil // topics are free text
-	case "tasks", "inbox", "cancel":
+	case "tasks", "cancel":
 		return p.none()
+	case "inbox":
+		if len(p.toks) == 0 {
+			return nil
+		}
+		id, err := p.id(0)
+		if err != nil {
+			return err
+		}
+		c.ID = id
+		return p.none(1)
+	case "lang":
+		if len(p.toks) > 0 {
+			c.ID = p.toks[0].text
+		}
+		return p.none(1)
 	case "task", "pause", "resume", "delete", "run", "approve":
 		return p.idOnly()
 	case "reject":
@@ -191,12 +205,8 @@ func (p *argParser) mute() error {
 	}
 	d, err := schedule.ParseDuration(strings.Join(parts, ""))
 	if err != nil {
-		msg := err.Error()
-		var pe *schedule.ParseError
-		if errors.As(err, &pe) {
-			msg = pe.Msg
-		}
-		return usageErr("mute", CodeBadDuration, "That duration doesn't work: "+msg+".", "时长无效："+msg+"。")
+		en, zh := scheduleProblem(err)
+		return usageErr("mute", CodeBadDuration, "That duration doesn't work: "+en+".", "时长无效："+zh+"。")
 	}
 	p.cmd.Duration = d
 	return nil
@@ -269,7 +279,7 @@ const (
 )
 
 var keywords = map[string]string{
-	"every": kwSchedule, "daily": kwSchedule, "at": kwSchedule, "cron": kwSchedule,
+	"every": kwSchedule, "daily": kwSchedule, "weekly": kwSchedule, "at": kwSchedule, "cron": kwSchedule,
 	"as": kwAs, "kind": kwAs, "type": kwAs, "类型": kwAs, "格式": kwAs,
 	"name": kwName, "named": kwName, "名称": kwName, "名字": kwName,
 	"before": kwBefore, "提前": kwBefore,
@@ -347,12 +357,8 @@ func (p *argParser) clause(kw string, toks []token) error {
 		}
 		s, err := schedule.Parse(text, p.zone)
 		if err != nil {
-			msg := "that local time does not exist in its zone"
-			var pe *schedule.ParseError
-			if errors.As(err, &pe) {
-				msg = pe.Msg
-			}
-			return usageErr(c.Name, CodeBadSchedule, "That schedule doesn't work: "+msg+".", "时间安排无效："+msg+"。")
+			en, zh := scheduleProblem(err)
+			return usageErr(c.Name, CodeBadSchedule, "That schedule doesn't work: "+en+".", "时间安排无效："+zh+"。")
 		}
 		c.Schedule = s.String()
 	case kwAs:
@@ -397,14 +403,10 @@ func (p *argParser) before(args []string) error {
 	for _, s := range parts {
 		d, err := schedule.ParseDuration(s)
 		if err != nil {
-			msg := err.Error()
-			var pe *schedule.ParseError
-			if errors.As(err, &pe) {
-				msg = pe.Msg
-			}
+			en, zh := scheduleProblem(err)
 			return usageErr("remind", CodeBadDuration,
-				fmt.Sprintf("Reminder offset %q doesn't work: %s.", clip(s), msg),
-				fmt.Sprintf("提醒时间 %q 无效：%s。", clip(s), msg))
+				fmt.Sprintf("Reminder offset %q doesn't work: %s.", clip(s), en),
+				fmt.Sprintf("提醒时间 %q 无效：%s。", clip(s), zh))
 		}
 		if !slices.Contains(out, d) {
 			out = append(out, d)

@@ -21,7 +21,7 @@ var ErrNotCommand = errors.New("conversation: not a command")
 type Command struct {
 	// Name is one of "help", "watch", "remind", "tasks", "task", "pause",
 	// "resume", "delete", "run", "approve", "reject", "inbox", "read",
-	// "mute", "quiet", "cancel".
+	// "mute", "quiet", "lang", "cancel".
 	Name     string
 	URL      string          // watch, remind
 	Schedule string          // canonical schedule text; "" if not given
@@ -29,7 +29,7 @@ type Command struct {
 	Selector string          // selector <css>: an html watch's entries
 	TaskName string          // name <text>
 	Before   []time.Duration // remind offsets, longest first
-	ID       string          // task / request / inbox item id ("all" for /read all)
+	ID       string          // task / request / inbox item id ("all" for /read all); /lang's choice
 	Reason   string          // reject
 	Duration time.Duration   // mute; 0 with "off" lifts the mute
 	Quiet    string          // "HH:MM-HH:MM" or "off"
@@ -69,12 +69,12 @@ var aliases = map[string]string{
 	"help": "help", "start": "help", "watch": "watch", "remind": "remind", "tasks": "tasks",
 	"task": "task", "pause": "pause", "resume": "resume", "delete": "delete", "run": "run",
 	"approve": "approve", "reject": "reject", "inbox": "inbox", "read": "read", "mute": "mute",
-	"quiet": "quiet", "cancel": "cancel",
+	"quiet": "quiet", "cancel": "cancel", "lang": "lang", "language": "lang",
 	// Chinese
 	"帮助": "help", "订阅": "watch", "监控": "watch", "关注": "watch", "提醒": "remind",
 	"任务": "tasks", "任务列表": "tasks", "详情": "task", "暂停": "pause", "恢复": "resume",
 	"删除": "delete", "运行": "run", "批准": "approve", "同意": "approve", "拒绝": "reject",
-	"收件箱": "inbox", "已读": "read", "静音": "mute", "免打扰": "quiet", "取消": "cancel",
+	"收件箱": "inbox", "已读": "read", "静音": "mute", "免打扰": "quiet", "取消": "cancel", "语言": "lang",
 }
 
 // kindChoice is the kinds as a usage line offers them: rss|ical|….
@@ -92,8 +92,9 @@ var usage = map[string][2]string{
 	"run":     {"/run <id>", "/run <任务编号>"},
 	"approve": {"/approve <request-id>", "/approve <申请编号>"},
 	"reject":  {"/reject <request-id> [reason]", "/reject <申请编号> [原因]"},
-	"inbox":   {"/inbox", "/inbox"},
+	"inbox":   {"/inbox [id]", "/inbox [编号]"},
 	"read":    {"/read <id|all>", "/read <编号|all>"},
+	"lang":    {"/lang en|zh|auto", "/lang en|zh|auto"},
 	"mute":    {"/mute <task-id> <duration, like 2h or 1d | off>", "/mute <任务编号> <时长，如 2h 或 1d | off>"},
 	"quiet":   {"/quiet <HH:MM-HH:MM | off>", "/quiet <HH:MM-HH:MM | off>"},
 	"cancel":  {"/cancel", "/cancel"},

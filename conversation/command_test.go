@@ -180,8 +180,8 @@ func TestParseErrorMessages(t *testing.T) {
 	}
 	// The schedule parser's message is included, the usage line follows,
 	// and the URL's query is never echoed.
-	for _, msg := range []string{pe.En, pe.Zh} {
-		if !strings.Contains(msg, "at least 1m") || !strings.Contains(msg, "/watch <") || strings.Contains(msg, "s3cr3t") {
+	for msg, want := range map[string]string{pe.En: "at least 1m", pe.Zh: "至少 1 分钟"} {
+		if !strings.Contains(msg, want) || !strings.Contains(msg, "/watch <") || strings.Contains(msg, "s3cr3t") {
 			t.Fatalf("message %q", msg)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/rs/zerolog"
 
@@ -211,26 +210,6 @@ func (c *Core) Handle(ctx context.Context, m Message) []Reply {
 	return t.run()
 }
 
-// langOf picks the reply language: the message's, else Chinese typing,
-// else the chat's remembered language, else the default.
-func (c *Core) langOf(ctx context.Context, m Message) string {
-	lang := normLang(m.Lang)
-	if lang == "" && hasHan(m.Text) {
-		lang = "zh"
-	}
-	if lang != "" {
-		p, err := c.o.Prefs.Get(ctx, m.Chat)
-		if err == nil && p.Lang != lang {
-			_ = c.o.Prefs.Update(ctx, m.Chat, func(p *delivery.Prefs) { p.Lang = lang })
-		}
-		return lang
-	}
-	if p, err := c.o.Prefs.Get(ctx, m.Chat); err == nil && normLang(p.Lang) != "" {
-		return normLang(p.Lang)
-	}
-	return c.lang()
-}
-
 func normLang(s string) string {
 	s = strings.ToLower(s)
 	switch {
@@ -240,21 +219,6 @@ func normLang(s string) string {
 		return "en"
 	}
 	return ""
-}
-
-// hasHan reports whether s has Chinese characters outside a URL.
-func hasHan(s string) bool {
-	for _, f := range strings.Fields(s) {
-		if strings.Contains(f, "://") {
-			continue
-		}
-		for _, r := range f {
-			if unicode.Is(unicode.Han, r) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // ChatOf returns the private chat address of a principal, where herald

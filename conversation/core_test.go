@@ -39,7 +39,7 @@ func TestCommandReplies(t *testing.T) {
 		reject []string
 	}{
 		{name: "help", who: alice, text: "/help", want: []string{"/watch <url>", "/remind", "/approve", "/quiet", "/cancel"}},
-		{name: "help zh", who: alice, text: "/help", zh: true, want: []string{"申请关注", "/watch <网址>", "免打扰"}},
+		{name: "help zh", who: alice, text: "/help", zh: true, want: []string{"全部用法及示例", "/watch <网址>", "免打扰"}},
 		{name: "watch host not allowed", who: alice, text: "/watch https://example.org/feed.xml every 2h",
 			want: []string{"Request r-", "https://example.org/feed.xml", "host example.org", "every 2h", "Who will be told: this chat",
 				"awaits an admin's approval", "That URL's host example.org is not in the allowed list; an admin can approve it with /approve r-"}},
@@ -106,8 +106,8 @@ func TestCommandReplies(t *testing.T) {
 		{name: "inbox empty", who: alice, text: "/inbox", want: []string{"nothing unread"}},
 		{name: "inbox empty zh", who: alice, text: "/收件箱", want: []string{"没有未读"}},
 		{name: "read all empty", who: alice, text: "/read all", want: []string{"Nothing was unread."}},
-		{name: "read missing", who: alice, text: "/read 42", want: []string{"no unread item 42"}},
-		{name: "read missing zh", who: alice, text: "/read 42", zh: true, want: []string{"没有未读的 42"}},
+		{name: "read missing", who: alice, text: "/read 42", want: []string{"no item 42 in your inbox"}},
+		{name: "read missing zh", who: alice, text: "/read 42", zh: true, want: []string{"收件箱里没有 42"}},
 		{name: "cancel nothing", who: alice, text: "/cancel", want: []string{"Nothing to cancel."}},
 		{name: "cancel nothing zh", who: alice, text: "/取消", want: []string{"没有进行中的对话"}},
 		{name: "unknown command", who: alice, text: "/wach https://x.example.edu", want: []string{"Did you mean /watch?"}},
@@ -432,15 +432,20 @@ func TestGroupMessages(t *testing.T) {
 	contains(t, joinText(r.core.Handle(context.Background(), m)), "Your tasks:")
 }
 
-func TestLanguageRememberedPerChat(t *testing.T) {
+// TestLanguageFollowsEachMessageNotTheLastOne: one Chinese message gets a
+// Chinese answer; the next bare command gets the default again, and an
+// English one English, whatever came before.
+func TestLanguageFollowsEachMessageNotTheLastOne(t *testing.T) {
 	r := newRig(t, defaultPolicy())
 	r.sayZh(alice, "/help")
-	contains(t, r.sayRaw(alice, "/tasks"), "你还没有任务")
-	contains(t, r.sayRaw(bob, "/tasks"), "You have no tasks")
-	contains(t, r.say(alice, "/tasks"), "You have no tasks")
 	contains(t, r.sayRaw(alice, "/tasks"), "You have no tasks")
-	contains(t, r.sayRaw(bob, "/任务"), "你还没有任务") // typing Chinese switches
-	contains(t, r.sayRaw(bob, "/tasks"), "你还没有任务")
+	contains(t, r.sayRaw(bob, "/任务"), "你还没有任务") // typing Chinese answers in Chinese
+	contains(t, r.sayRaw(bob, "/tasks"), "You have no tasks")
+	contains(t, r.sayRaw(bob, "/watch https://example.org/feed.xml 每天 08:00"), "申请")
+	contains(t, r.sayRaw(bob, "/read all"), "Nothing was unread")
+	r.core.o.Lang = "zh"
+	contains(t, r.sayRaw(carol, "/tasks please"), "I don't know") // English words beat the zh default
+	contains(t, r.sayRaw(carol, "/tasks"), "你还没有任务")
 }
 
 func TestDefaultLanguageFromOptions(t *testing.T) {
@@ -475,7 +480,7 @@ func TestInbox(t *testing.T) {
 	}
 	contains(t, r.sayZh(carol, "/inbox"), "未读（2 条）")
 	items, _ := r.store.Inbox().List(ctx, carol, store.InboxQuery{})
-	contains(t, r.say(carol, "/read "+items[0].ID), "Marked 1 read.")
+	contains(t, r.say(carol, "/read "+items[0].ID), items[0].ID, "New notice")
 	contains(t, r.say(carol, "/read all"), "Marked 1 read.")
 	contains(t, r.say(carol, "/inbox"), "nothing unread")
 	contains(t, r.say(alice, "/inbox"), "nothing unread") // someone else's inbox is not theirs

@@ -98,7 +98,7 @@ func (t *turn) show(id string) []Reply {
 		fmt.Fprintf(&b, t.tr("Next run: %s\n", "下次运行：%s\n"), t.when(tk.NextRun))
 	}
 	if tk.LastError != "" && tk.Failures > 0 {
-		fmt.Fprintf(&b, t.tr("Failing %d time(s) in a row: %s\n", "连续失败 %d 次：%s\n"), tk.Failures, Redact(tk.LastError))
+		fmt.Fprintf(&b, t.tr("Failing %d time(s) in a row: %s\n", "连续失败 %d 次：%s\n"), tk.Failures, t.runError(tk.LastError))
 	}
 	runs, err := t.c.o.Tasks.Runs(t.ctx, tk.ID, 5)
 	if err == nil && len(runs) > 0 {
@@ -115,7 +115,7 @@ func (t *turn) show(id string) []Reply {
 				fmt.Fprintf(&b, t.tr(" — %d unreadable line(s) skipped", " —— 跳过 %d 行无法读取的内容"), r.Skipped)
 			}
 			if r.Error != "" {
-				fmt.Fprintf(&b, " — %s", Redact(r.Error))
+				fmt.Fprintf(&b, " — %s", t.runError(r.Error))
 			}
 			b.WriteString("\n")
 		}
@@ -169,7 +169,7 @@ func (t *turn) runNow(id string) []Reply {
 	}
 	if rec.Error != "" {
 		en += ": " + Redact(rec.Error)
-		zh += "：" + Redact(rec.Error)
+		zh += "：" + t.runError(rec.Error)
 	}
 	return t.reply(en+".", zh+"。")
 }

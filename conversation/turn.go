@@ -80,9 +80,17 @@ func (t *turn) run() []Reply {
 	case "reject":
 		return t.decide(cmd.ID, false, cmd.Reason, false)
 	case "inbox":
+		if cmd.ID != "" {
+			return t.showItem(cmd.ID)
+		}
 		return t.inbox()
 	case "read":
+		if cmd.ID != "all" {
+			return t.showItem(cmd.ID)
+		}
 		return t.read(cmd.ID)
+	case "lang":
+		return t.setLang(cmd.ID)
 	case "mute":
 		return t.mute(cmd.ID, cmd.Duration)
 	case "quiet":
@@ -184,9 +192,10 @@ func (t *turn) answer(d dialog, text string) []Reply {
 				if serr := t.saveDialog(d); serr != nil {
 					return t.failed(serr)
 				}
+				en, zh := scheduleProblem(err)
 				return t.reply(
-					"That schedule doesn't work: "+err.Error()+". Reply like every 1h or daily 08:00 (ok for every 1h), or /cancel.",
-					"时间安排无效："+err.Error()+"。请回复如 every 1h 或 daily 08:00（回复“好”即每小时一次），或发送 /cancel 取消。")
+					"That schedule doesn't work: "+en+". Reply like every 1h or daily 08:00 (ok for every 1h), or /cancel.",
+					"时间安排无效："+zh+"。请回复如 every 1h 或 每天 08:00（回复“好”即每小时一次），或发送 /cancel 取消。")
 			}
 			sched = s
 		}
@@ -212,9 +221,5 @@ func parseScheduleAnswer(text string, zone *time.Location) (string, error) {
 			first = err
 		}
 	}
-	var pe *schedule.ParseError
-	if errors.As(first, &pe) {
-		return "", errors.New(pe.Msg)
-	}
-	return "", errors.New("I could not read it")
+	return "", first // a *schedule.ParseError: its message in each language
 }

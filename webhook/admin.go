@@ -108,6 +108,9 @@ func adminError(err error) error {
 	}
 	switch {
 	case errors.Is(err, tasks.ErrNotFound), errors.Is(err, store.ErrNotFound):
+		if ue == nil {
+			msg = "not found" // the store's own words name its internals
+		}
 		return &Error{Status: http.StatusNotFound, Code: "not_found", Msg: msg}
 	case errors.Is(err, tasks.ErrForbidden):
 		return &Error{Status: http.StatusForbidden, Code: "forbidden", Msg: msg}

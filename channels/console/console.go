@@ -34,6 +34,8 @@ var outboxMu sync.Mutex
 // Channel is the console Sender.
 type Channel struct {
 	kv store.KV
+	// pending says whether a request still awaits a decision (nil: all do).
+	pending func(ctx context.Context, requestID string) bool
 }
 
 var _ conversation.Sender = (*Channel)(nil)
@@ -61,6 +63,9 @@ func outboxKey(name string) string { return "console/outbox/" + name }
 type Reply struct {
 	Text    string   `json:"text"`
 	Buttons []Button `json:"buttons,omitempty"`
+	// Request is the request an approval prompt asks about; a prompt whose
+	// request was decided before it was read is dropped from the outbox.
+	Request string `json:"request,omitempty"`
 }
 
 // Button is an offered button; typing "/<action> <arg>" presses it.
@@ -81,6 +86,9 @@ func view(r conversation.Reply) (Reply, bool) {
 	out := Reply{Text: text}
 	for _, b := range r.Buttons {
 		out.Buttons = append(out.Buttons, Button{Label: b.Label, Action: b.Action, Arg: b.Arg})
+		if b.Action == "approve" {
+			out.Request = b.Arg
+		}
 	}
 	return out, true
 }
@@ -144,7 +152,14 @@ func (c *Channel) Drain(ctx context.Context, name string) ([]Reply, error) {
 	if err := c.kv.Delete(ctx, outboxKey(name)); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("console: clear outbox: %w", err)
 	}
-	return box, nil
+	out := box[:0]
+	for _, r := range box {
+		if r.Request != "" && c.pending != nil && !c.pending(ctx, r.Request) {
+			continue // decided while it waited here: nothing left to ask
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // Answer is the result of chat.send and chat.poll.
@@ -157,6 +172,7 @@ type Answer struct {
 // chat.poll ({"as"} → the outbox, drained).
 func Mount(a *webhook.Admin, core *conversation.Core, kv store.KV) {
 	ch := New(kv)
+	ch.pending = core.Pending
 	core.AddSender("console", ch)
 	a.Register("chat.send", func(ctx context.Context, raw json.RawMessage) (any, error) {
 		var in struct {

@@ -223,3 +223,41 @@ func TestSayRefusesOtherAddresses(t *testing.T) {
 		}
 	}
 }
+
+// TestReconnectingAdminIsPromptedOnlyForPendingRequests: prompts that
+// waited in the outbox for requests decided meanwhile (here by the admin
+// typing /approve before reading them) are not shown; one still pending is.
+func TestReconnectingAdminIsPromptedOnlyForPendingRequests(t *testing.T) {
+	r := newRig(t)
+	var ids []string
+	for _, u := range []string{"https://example.org/a.xml", "https://example.org/b.xml"} {
+		got := r.send("alice", "/watch "+u+" every 1h")
+		i := strings.Index(got[0].Text, "r-")
+		if i < 0 {
+			t.Fatalf("no request id in %q", got[0].Text)
+		}
+		ids = append(ids, got[0].Text[i:i+8])
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := r.store.Channels().Get(context.Background(), outboxKey("admin"))
+		if strings.Count(string(b), `"request"`) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the prompts did not reach the outbox: %s", b)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := r.send("admin", "/approve "+ids[0]); !strings.Contains(got[0].Text, "Approved") {
+		t.Fatalf("approve: %+v", got)
+	}
+	box := r.poll("admin")
+	text := fmt.Sprint(box)
+	if strings.Contains(text, "Request "+ids[0]) {
+		t.Errorf("the admin is prompted for %s, already approved:\n%s", ids[0], text)
+	}
+	if !strings.Contains(text, "Request "+ids[1]) {
+		t.Errorf("the prompt for pending %s is gone:\n%s", ids[1], text)
+	}
+}

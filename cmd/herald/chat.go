@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -28,12 +30,18 @@ type chatAnswer struct {
 	Replies []console.Reply `json:"replies"`
 }
 
+// chatReconnectWait bounds how long a session waits for a restarted
+// service to publish its new access record.
+const chatReconnectWait = 30 * time.Second
+
 // chatSession is one `herald chat` as console:NAME.
 type chatSession struct {
 	e    *env
-	c    *client
 	name string
 	mu   sync.Mutex // one writer to stdout at a time
+
+	cmu sync.Mutex // guards c
+	c   *client
 }
 
 func cmdChat(e *env, args []string) int {
@@ -170,12 +178,54 @@ func (s *chatSession) poll() error {
 	return nil
 }
 
+// call runs op; when the service restarted under the session (its old
+// token is refused, or nothing listens any more) it reconnects through the
+// new access record and asks again. Both failures mean the request was
+// not handled, so asking again cannot answer a line twice.
 func (s *chatSession) call(op string, in any, timeout time.Duration) (chatAnswer, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var ans chatAnswer
-	err := s.c.call(ctx, op, in, &ans)
-	return ans, err
+	for {
+		s.cmu.Lock()
+		c := s.c
+		s.cmu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		var ans chatAnswer
+		err := c.call(ctx, op, in, &ans)
+		cancel()
+		if err == nil || !unhandled(err) || !s.reconnect(c) {
+			return ans, err
+		}
+	}
+}
+
+// unhandled reports whether err shows the service never handled the request.
+func unhandled(err error) bool {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae.Code == "unauthorized"
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// reconnect waits for a service with another access token than old's,
+// switches the session to it and says so, once per restart.
+func (s *chatSession) reconnect(old *client) bool {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	if s.c != old {
+		return true // another caller already reconnected
+	}
+	deadline := time.Now().Add(chatReconnectWait)
+	for {
+		if c, err := dial(s.e); err == nil && c.token != old.token {
+			s.c = c
+			fmt.Fprintln(s.e.stderr, "herald restarted; reconnected, carrying on.")
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // print writes replies; the caller holds s.mu. Buttons print as the

@@ -90,10 +90,14 @@ func cmdTasks(e *env, args []string) int {
 	if !ok {
 		return code
 	}
+	subs := []string{"list", "show", "pause", "resume", "delete", "run", "rebaseline"}
 	if len(pos) == 0 {
-		return usageErr(e, "tasks", "missing subcommand")
+		return usageErr(e, "tasks", "missing subcommand; the subcommands are "+strings.Join(subs, ", "))
 	}
 	sub := pos[0]
+	if code, ok := subcommand(e, "tasks", sub, subs...); !ok {
+		return code
+	}
 	if sub == "list" {
 		list, code, done := call[[]taskView](e, "tasks.list", struct{}{}, 10*time.Second)
 		if done {
@@ -142,12 +146,7 @@ func cmdTasks(e *env, args []string) int {
 		}
 		return exitOK
 	case "pause", "resume", "delete", "rebaseline":
-		t, code, done := call[taskView](e, "tasks."+sub, map[string]string{"id": id}, 30*time.Second)
-		if done {
-			return code
-		}
-		fmt.Fprintf(e.stdout, "%s is now %s\n", t.ID, t.State)
-		return exitOK
+		return e.taskState(sub, id)
 	case "run":
 		if isatty.IsTerminal(os.Stderr.Fd()) && !*noWait && !e.json {
 			fmt.Fprintf(e.stderr, "checking %s…\n", id)
@@ -184,7 +183,12 @@ func cmdRequests(e *env, args []string) int {
 	if !ok {
 		return code
 	}
-	if len(pos) < 2 || (pos[0] != "approve" && pos[0] != "reject") {
+	if len(pos) > 0 {
+		if code, ok := subcommand(e, "requests", pos[0], "approve", "reject"); !ok {
+			return code
+		}
+	}
+	if len(pos) < 2 {
 		return usageErr(e, "requests", "want approve ID or reject ID [REASON]")
 	}
 	var t taskView
@@ -208,6 +212,11 @@ func cmdLedger(e *env, args []string) int {
 	pos, code, ok := e.parse(fs, "ledger", au, sum, args)
 	if !ok {
 		return code
+	}
+	if len(pos) > 0 {
+		if code, ok := subcommand(e, "ledger", pos[0], "show", "redeliver"); !ok {
+			return code
+		}
 	}
 	if len(pos) != 2 {
 		return usageErr(e, "ledger", "want show TASK or redeliver EFFECT-ID")
@@ -254,6 +263,11 @@ func cmdInbox(e *env, args []string) int {
 	if !ok {
 		return code
 	}
+	if len(pos) > 0 {
+		if code, ok := subcommand(e, "inbox", pos[0], "list", "read", "token"); !ok {
+			return code
+		}
+	}
 	if len(pos) < 2 {
 		return usageErr(e, "inbox", "want list PRINCIPAL, read PRINCIPAL ID|all or token PRINCIPAL")
 	}
@@ -292,15 +306,19 @@ func cmdInbox(e *env, args []string) int {
 	case "token":
 		var t struct {
 			Token string `json:"token"`
+			URL   string `json:"url,omitempty"` // the inbox API's public address, when the service knows one
 		}
 		if code := e.do("inbox.token", map[string]string{"principal": pos[1]}, &t, 10*time.Second); code != exitOK {
 			return code
+		}
+		if t.URL == "" {
+			t.URL = e.serviceURL("/api/v1/inbox")
 		}
 		if e.json {
 			e.printJSON(t)
 			return exitOK
 		}
-		fmt.Fprintf(e.stdout, "%s\nUse it as: curl -H 'Authorization: Bearer <token>' http://<listen>/api/v1/inbox\n", t.Token)
+		fmt.Fprintf(e.stdout, "%s\nUse it as: curl -H 'Authorization: Bearer <token>' %s\n", t.Token, t.URL)
 		return exitOK
 	}
 	return usageErr(e, "inbox", fmt.Sprintf("unknown subcommand %q", pos[0]))

@@ -434,6 +434,7 @@ func TestCLI_JSONOutputHasTheDocumentedShape(t *testing.T) {
 		}
 		var tok struct {
 			Token string `json:"token"`
+			URL   string `json:"url"`
 		}
 		cliJSON(t, dataDir, &tok, "inbox", "token", "console:admin")
 		req, _ := http.NewRequest(http.MethodGet, p.url("/api/v1/inbox"), nil)
@@ -457,12 +458,13 @@ func TestCLI_JSONOutputHasTheDocumentedShape(t *testing.T) {
 	})
 
 	t.Run("tasks delete", func(t *testing.T) {
+		id := "t-" + strings.TrimPrefix(reqID, "r-")
 		var v taskRow
-		cliJSON(t, dataDir, &v, "tasks", "delete", "news")
+		cliJSON(t, dataDir, &v, "tasks", "delete", id)
 		if v.State != "deleted" {
 			t.Errorf("deleted = %+v", v)
 		}
-		if _, ok := listTasks(t, dataDir)["news"]; ok {
+		if _, ok := listTasks(t, dataDir)[id]; ok {
 			t.Error("a deleted task is still listed")
 		}
 	})
@@ -613,7 +615,7 @@ func TestCLI_TasksRunOfAFailingSourceExitsOneWithItsClass(t *testing.T) {
 
 func TestCLI_EmptyListsAreEmptyJSONArrays(t *testing.T) {
 	_, dataDir := startServe(t, adjustExample(t, freeAddr(t), nil))
-	for _, args := range [][]string{{"tasks", "list"}, {"ledger", "show", "t-none"}, {"inbox", "list", "console:nobody"}} {
+	for _, args := range [][]string{{"tasks", "list"}, {"ledger", "show", "hook:ci"}, {"inbox", "list", "console:nobody"}} {
 		if out := cli(t, dataDir, append(args, "--json")...); strings.TrimSpace(out) != "[]" {
 			t.Errorf("herald %s --json = %q, want []", strings.Join(args, " "), out)
 		}

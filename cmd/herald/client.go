@@ -8,9 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
-
-	"github.com/herald-bridge/herald/store/datadir"
 )
 
 // maxResponse bounds what the CLI reads from the admin API.
@@ -35,7 +34,7 @@ type apiError struct {
 func (e *apiError) Error() string { return e.Message }
 
 func dial(e *env) (*client, error) {
-	rec, err := datadir.ReadAdmin(e.dataDir)
+	rec, err := e.findService()
 	if err != nil {
 		return nil, errNotRunning
 	}
@@ -70,7 +69,7 @@ func (c *client) call(ctx context.Context, op string, in, out any) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("the service did not answer in time")
 		}
-		return errNotRunning
+		return fmt.Errorf("%w: %w", errNotRunning, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
@@ -111,13 +110,59 @@ func (c *client) call(ctx context.Context, op string, in, out any) error {
 
 // do runs op with a deadline and maps errors to exit codes, printing them.
 func (e *env) do(op string, in, out any, timeout time.Duration) int {
+	return e.fail(e.try(op, in, out, timeout))
+}
+
+// try runs op with a deadline; its errors say plainly what was not found.
+func (e *env) try(op string, in, out any, timeout time.Duration) error {
 	c, err := dial(e)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		err = c.call(ctx, op, in, out)
 	}
-	return e.fail(err)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Code == "not_found" {
+		if msg := notFound(op, in); msg != "" {
+			ae.Message = msg
+		}
+	}
+	return err
+}
+
+// notFound says plainly what op did not find, from its input.
+func notFound(op string, in any) string {
+	raw, _ := json.Marshal(in)
+	var f map[string]any
+	_ = json.Unmarshal(raw, &f)
+	str := func(k string) string { s, _ := f[k].(string); return s }
+	switch op {
+	case "ledger.redeliver":
+		return "no effect " + str("key")
+	case "inbox.read":
+		return fmt.Sprintf("no inbox item %s for %s", str("id"), str("principal"))
+	case "ledger.show":
+		return "no task, request or inbound hook named " + str("task")
+	}
+	return ""
+}
+
+// Error codes of the CLI's own failures (the service's codes pass through).
+const (
+	codeUsage      = "usage"
+	codeNotRunning = "not_running"
+	codeFailure    = "failed"
+)
+
+// printError writes one error to stderr: as {"error":{"code","message"}}
+// with --json, else as a line of text.
+func (e *env) printError(code, msg string) {
+	if e.json {
+		b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+		fmt.Fprintln(e.stderr, string(b))
+		return
+	}
+	fmt.Fprintln(e.stderr, msg)
 }
 
 func (e *env) fail(err error) int {
@@ -125,9 +170,19 @@ func (e *env) fail(err error) int {
 	case err == nil:
 		return exitOK
 	case errors.Is(err, errNotRunning):
-		fmt.Fprintf(e.stderr, "herald is not running for data dir %s.\nStart it with 'make run' or 'herald serve --config FILE --data-dir %s'.\n", e.dataDir, e.dataDir)
+		where := strings.Join(e.looked, " and ")
+		if where == "" {
+			where = e.dataDir
+		}
+		msg := fmt.Sprintf("herald is not running (looked in data dir %s).\nStart it with 'make run' or 'herald serve --config FILE --data-dir DIR', or name its data dir with --data-dir DIR.", where)
+		e.printError(codeNotRunning, msg)
 		return exitNotRunning
 	}
-	fmt.Fprintf(e.stderr, "herald: %v\n", err)
+	var ae *apiError
+	if errors.As(err, &ae) {
+		e.printError(ae.Code, "herald: "+ae.Message)
+		return exitFailure
+	}
+	e.printError(codeFailure, "herald: "+err.Error())
 	return exitFailure
 }

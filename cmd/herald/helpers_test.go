@@ -27,6 +27,9 @@ import (
 // heraldBin is the binary under test, built once per package run.
 var heraldBin string
 
+// stateHome is XDG_STATE_HOME for every subprocess.
+var stateHome string
+
 // Bounds for waiting on the subprocess. They are ceilings on how long a
 // broken build may hang a test, not durations any test measures.
 const (
@@ -42,6 +45,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	heraldBin = filepath.Join(dir, "herald")
+	// Services started by tests remember their data dir here, not in the
+	// real per-user state dir.
+	stateHome = filepath.Join(dir, "state")
 	build := exec.Command("go", "build", "-o", heraldBin, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
@@ -62,12 +68,12 @@ func childEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "HERALD_") || strings.HasPrefix(k, "TELEGRAM_") || strings.HasPrefix(k, "FEISHU_") {
+		if strings.HasPrefix(k, "HERALD_") || strings.HasPrefix(k, "TELEGRAM_") || strings.HasPrefix(k, "FEISHU_") || k == "XDG_STATE_HOME" {
 			continue
 		}
 		env = append(env, kv)
 	}
-	return append(env, extra...)
+	return append(append(env, "XDG_STATE_HOME="+stateHome), extra...)
 }
 
 // syncBuffer collects a subprocess's output while it runs.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -38,6 +39,10 @@ type env struct {
 	config         string
 	dataDir        string
 	json           bool
+	// dataDirFound: neither --data-dir nor HERALD_DATA_DIR named the data
+	// dir; the CLI looks for the running service (discover.go).
+	dataDirFound bool
+	looked       []string // where discovery looked, for the not-running hint
 }
 
 func commands() []command {
@@ -73,17 +78,53 @@ func runCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	for _, c := range commands() {
-		if c.name == args[0] {
-			return c.run(&env{stdin: stdin, stdout: stdout, stderr: stderr}, args[1:])
-		}
-	}
-	if strings.HasPrefix(args[0], "-") {
-		fmt.Fprintf(stderr, "herald: unknown flag %s before the command\nRun 'herald --help' for the list of commands; flags follow the command.\n", args[0])
+	global, args, bad := hoistGlobal(args)
+	if bad != "" {
+		fmt.Fprintf(stderr, "herald: unknown flag %s before the command\nRun 'herald --help' for the list of commands; --config, --data-dir and --json may come before or after it.\n", bad)
 		return exitUsage
 	}
-	fmt.Fprintf(stderr, "herald: unknown command %q\nRun 'herald --help' for the list of commands.\n", args[0])
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(&env{stdin: stdin, stdout: stdout, stderr: stderr}, append(args[1:], global...))
+		}
+	}
+	names := make([]string, 0, len(commands()))
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	msg := fmt.Sprintf("unknown command %q; the commands are %s", args[0], strings.Join(names, ", "))
+	if slices.Contains(global, "--json") || slices.Contains(global, "-json") {
+		(&env{stderr: stderr}).printError("usage", "herald: "+msg)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "herald: %s\nRun 'herald --help' for what each does.\n", msg)
 	return exitUsage
+}
+
+// hoistGlobal takes the common flags written before the command word
+// (herald --data-dir X tasks list) so they can be parsed after it, like
+// any other flag. bad is the first other flag found there.
+func hoistGlobal(args []string) (global, rest []string, bad string) {
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(args[0], "-"), "=")
+		switch name {
+		case "json":
+			global, args = append(global, args[0]), args[1:]
+		case "config", "data-dir":
+			if hasValue || len(args) == 1 {
+				global, args = append(global, args[0]), args[1:]
+			} else {
+				global, args = append(global, args[0], args[1]), args[2:]
+			}
+		default:
+			return nil, nil, args[0]
+		}
+	}
+	return global, args, ""
 }
 
 func cmdVersion(e *env, args []string) int {
@@ -91,6 +132,10 @@ func cmdVersion(e *env, args []string) int {
 	fs := e.flags("version")
 	if _, code, ok := e.parse(fs, "version", au, sum, args); !ok {
 		return code
+	}
+	if e.json {
+		e.printJSON(map[string]string{"version": version})
+		return exitOK
 	}
 	fmt.Fprintln(e.stdout, "herald", version)
 	return exitOK
@@ -110,7 +155,10 @@ Commands:
 	}
 	fmt.Fprint(w, `
 Every command takes --config FILE (env HERALD_CONFIG, default herald.yaml) and
---data-dir DIR (env HERALD_DATA_DIR, default ./data); most take --json.
+--data-dir DIR (env HERALD_DATA_DIR, default ./data); most take --json, which
+prints errors as JSON too. These flags may come before or after the command.
+Without --data-dir the CLI looks in ./data, then in the data dir of the last
+service started by this user.
 Run 'herald <command> --help' for a command's flags.
 
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 the service is not running.
@@ -122,7 +170,7 @@ func (e *env) flags(c string) *flag.FlagSet {
 	fs := flag.NewFlagSet("herald "+c, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&e.config, "config", envOr("HERALD_CONFIG", "herald.yaml"), "config file")
-	fs.StringVar(&e.dataDir, "data-dir", envOr("HERALD_DATA_DIR", "./data"), "data directory")
+	fs.StringVar(&e.dataDir, "data-dir", os.Getenv("HERALD_DATA_DIR"), "data directory (default ./data)")
 	fs.BoolVar(&e.json, "json", false, "machine-readable JSON output")
 	fs.Usage = func() {}
 	return fs
@@ -141,11 +189,13 @@ func (e *env) parse(fs *flag.FlagSet, cmd, argsUsage, summary string, args []str
 			return nil, exitOK, false
 		}
 		if err != nil {
-			fmt.Fprintf(e.stderr, "herald %s: %v\nUsage: herald %s %s (see --help)\n", cmd, err, cmd, argsUsage)
-			return nil, exitUsage, false
+			return nil, usageErr(e, cmd, err.Error()), false
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
+			if e.dataDir == "" {
+				e.dataDir, e.dataDirFound = defaultDataDir, true
+			}
 			return pos, 0, true
 		}
 		pos = append(pos, rest[0])
@@ -161,6 +211,10 @@ func envOr(k, def string) string {
 }
 
 func usageErr(e *env, cmd, msg string) int {
+	if e.json {
+		e.printError("usage", fmt.Sprintf("herald %s: %s", cmd, msg))
+		return exitUsage
+	}
 	for _, c := range commands() {
 		if c.name == cmd {
 			fmt.Fprintf(e.stderr, "herald %s: %s\nUsage: herald %s %s (see --help)\n", cmd, msg, cmd, c.args)
@@ -169,6 +223,15 @@ func usageErr(e *env, cmd, msg string) int {
 	}
 	fmt.Fprintf(e.stderr, "herald %s: %s\n", cmd, msg)
 	return exitUsage
+}
+
+// subcommand checks that sub is one of a command's subcommands, naming
+// them all when it is not.
+func subcommand(e *env, cmd, sub string, subs ...string) (int, bool) {
+	if slices.Contains(subs, sub) {
+		return exitOK, true
+	}
+	return usageErr(e, cmd, fmt.Sprintf("unknown subcommand %q; the subcommands are %s", sub, strings.Join(subs, ", "))), false
 }
 
 func summaryOf(cmd string) (string, string) {

@@ -177,6 +177,9 @@ func (o *adminOps) showLedger(ctx context.Context, in ledgerIn) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(fxs) == 0 && !o.s.knownLedgerSource(ctx, in.Task) {
+		return nil, &hook.Error{Status: http.StatusNotFound, Code: "not_found", Msg: "no task, request or inbound hook named " + in.Task}
+	}
 	return viewsOf(fxs, viewEffect), nil
 }
 
@@ -226,7 +229,14 @@ func (o *adminOps) inboxToken(ctx context.Context, in struct{ Principal string }
 	if err != nil {
 		return nil, err
 	}
-	return map[string]string{"token": tok}, nil
+	out := map[string]string{"token": tok}
+	o.s.mu.Lock()
+	public := o.s.cfg.Server.PublicURL
+	o.s.mu.Unlock()
+	if public != "" {
+		out["url"] = strings.TrimRight(public, "/") + "/api/v1/inbox"
+	}
+	return out, nil
 }
 
 func (o *adminOps) sendTest(ctx context.Context, in struct{ Recipient string }) (any, error) {
@@ -296,6 +306,21 @@ func (s *service) ledgerSource(ctx context.Context, name string) string {
 		return "hook:" + name
 	}
 	return name
+}
+
+// knownLedgerSource reports whether name is a task, a request, an inbound
+// hook or a source id written as one ("hook:ci").
+func (s *service) knownLedgerSource(ctx context.Context, name string) bool {
+	if strings.Contains(name, ":") {
+		return true
+	}
+	if _, err := s.manager.Get(ctx, name); err == nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, isHook := s.cfg.Inbound[name]
+	return isHook
 }
 
 // viewInbox renders an inbox item the way a chat would show it: a change

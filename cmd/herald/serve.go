@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -56,14 +57,49 @@ func cmdCheckConfig(e *env, args []string) int {
 	}
 	cfg, err := configs.Load(e.config)
 	if err != nil {
-		fmt.Fprintln(e.stderr, err)
+		if e.json {
+			printConfigErrorJSON(e, err)
+		} else {
+			fmt.Fprintln(e.stderr, err)
+		}
 		return exitFailure
+	}
+	if e.json {
+		warnings := append([]string{}, cfg.Warnings...)
+		e.printJSON(map[string]any{"file": e.config, "ok": true, "recipients": len(cfg.Recipients), "inbound": len(cfg.Inbound),
+			"tasks": len(cfg.Tasks), "store": cfg.Store.Driver, "warnings": warnings})
+		return exitOK
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(e.stderr, "%s: warning: %s\n", e.config, w)
 	}
 	fmt.Fprintf(e.stdout, "%s: ok — %d recipients, %d inbound hooks, %d tasks, store %s\n", e.config, len(cfg.Recipients), len(cfg.Inbound), len(cfg.Tasks), cfg.Store.Driver)
 	return exitOK
+}
+
+// printConfigErrorJSON writes a config error as {"error":{"code",
+// "message","problems":[{"file","line","message"}]}}.
+func printConfigErrorJSON(e *env, err error) {
+	type problem struct {
+		File    string `json:"file"`
+		Line    int    `json:"line,omitempty"`
+		Message string `json:"message"`
+	}
+	out := struct {
+		Code     string    `json:"code"`
+		Message  string    `json:"message"`
+		Problems []problem `json:"problems"`
+	}{Code: "invalid_config", Message: err.Error(), Problems: []problem{}}
+	var ce *configs.Error
+	if errors.As(err, &ce) {
+		for _, p := range ce.Problems {
+			out.Problems = append(out.Problems, problem{File: p.File, Line: p.Line, Message: p.Msg})
+		}
+	} else {
+		out.Code = "unreadable_config"
+	}
+	b, _ := json.Marshal(map[string]any{"error": out})
+	fmt.Fprintln(e.stderr, string(b))
 }
 
 func cmdServe(e *env, args []string) int {
@@ -173,6 +209,8 @@ func serve(e *env, log zerolog.Logger) error {
 		return fmt.Errorf("write the admin access record: %w", err)
 	}
 	defer datadir.RemoveAdmin(e.dataDir)
+	rememberDataDir(e.dataDir) // the CLI finds this service from any directory
+	defer forgetDataDir(e.dataDir)
 
 	var wg sync.WaitGroup
 	runCtx, cancelRun := context.WithCancel(ctx)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"time"
 
 	"github.com/herald-bridge/herald/store"
@@ -55,7 +56,19 @@ type effectView struct {
 
 func viewEffect(fx store.Effect) effectView {
 	return effectView{ID: fx.Key, Key: fx.Key, Task: fx.TaskID, Recipient: fx.Recipient, State: string(fx.State),
-		Attempts: len(fx.Attempts), UpdatedAt: fx.UpdatedAt.UTC(), Error: fx.Error}
+		Attempts: attemptsMade(fx), UpdatedAt: fx.UpdatedAt.UTC(), Error: fx.Error}
+}
+
+// attemptsMade counts the sends tried; the entry a redelivery request adds
+// to the history is not one.
+func attemptsMade(fx store.Effect) int {
+	n := 0
+	for _, a := range fx.Attempts {
+		if !strings.HasPrefix(a.Error, store.RedeliveryMark) {
+			n++
+		}
+	}
+	return n
 }
 
 // runView is `herald tasks run --json`.

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -123,16 +124,56 @@ func checkAddr(network string, ap netip.AddrPort) error {
 		network = "tcp6"
 	}
 	err := guardian.Safe(network, netip.AddrPortFrom(ip, ap.Port()).String(), nil)
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.Is(err, ssrf.ErrProhibitedPort):
-		return fmt.Errorf("%w: port %d", ErrBlocked, ap.Port())
-	default:
-		// The address itself stays out of the message: it may identify a
-		// recipient (I10).
-		return fmt.Errorf("%w: non-public address", ErrBlocked)
 	}
+	// The address is the reason more often than the port (a local test
+	// server on a high port): say so first. The address itself stays out
+	// of the message: it may identify a recipient (I10).
+	if errors.Is(err, ssrf.ErrProhibitedPort) && guardian.Safe(network, netip.AddrPortFrom(ip, 443).String(), nil) == nil {
+		return &BlockedError{Kind: KindPort, Port: int(ap.Port())}
+	}
+	return &BlockedError{Kind: addrKind(ip)}
+}
+
+// Kinds of refusal a BlockedError names.
+const (
+	KindLoopback  = "loopback"
+	KindPrivate   = "private"
+	KindLinkLocal = "link-local"
+	KindNonPublic = "non-public"
+	KindPort      = "port"
+)
+
+// BlockedError says why the guard refused a destination: the kind of
+// address (KindLoopback, KindPrivate, KindLinkLocal, KindNonPublic), or
+// KindPort for a public address on a port other than 80 and 443. It never
+// holds the address. errors.Is(err, ErrBlocked) holds.
+type BlockedError struct {
+	Kind string
+	Port int
+}
+
+func (e *BlockedError) Error() string {
+	if e.Kind == KindPort {
+		return fmt.Sprintf("%v: port %d", ErrBlocked, e.Port)
+	}
+	return fmt.Sprintf("%v: %s address", ErrBlocked, e.Kind)
+}
+
+func (e *BlockedError) Unwrap() error { return ErrBlocked }
+
+// addrKind names the class of a refused address.
+func addrKind(ip netip.Addr) string {
+	switch {
+	case ip.IsLoopback():
+		return KindLoopback
+	case ip.IsPrivate():
+		return KindPrivate
+	case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast():
+		return KindLinkLocal
+	}
+	return KindNonPublic
 }
 
 // Transport returns a fresh guarded transport: no proxy (a proxy would make
@@ -244,17 +285,19 @@ func checkHostPort(u *url.URL, allowPrivate bool) error {
 			port = "80"
 		}
 	}
-	if port != "80" && port != "443" {
-		return fmt.Errorf("%w: port %s", ErrBlocked, port)
-	}
 	if IsLoopbackHost(u.Hostname()) {
-		return fmt.Errorf("%w: loopback host", ErrBlocked)
+		return &BlockedError{Kind: KindLoopback}
 	}
-	ip, err := netip.ParseAddr(u.Hostname())
-	if err != nil {
-		return nil // a name: judged at dial time on what it resolves to
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
+		if err := checkAddr("tcp", netip.AddrPortFrom(ip, 443)); err != nil {
+			return err
+		}
 	}
-	return checkAddr("tcp", netip.AddrPortFrom(ip, 443))
+	if port != "80" && port != "443" {
+		n, _ := strconv.Atoi(port)
+		return &BlockedError{Kind: KindPort, Port: n}
+	}
+	return nil // a name: judged at dial time on what it resolves to
 }
 
 // IsLoopbackHost reports whether host is "localhost" (or a name under

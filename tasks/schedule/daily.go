@@ -76,7 +76,7 @@ func (p *parser) daily(args []string) (Schedule, error) {
 		args = args[1:]
 	}
 	if len(args) == 0 {
-		return nil, p.errf(len([]rune(p.text)), `"daily" needs a time, like "daily 08:00" or "daily 08:00 Asia/Shanghai"`)
+		return nil, p.errz(len([]rune(p.text)), "daily 后面需要时间，例如 daily 08:00 或 daily 08:00 Asia/Shanghai", `"daily" needs a time, like "daily 08:00" or "daily 08:00 Asia/Shanghai"`)
 	}
 	loc := p.def
 	if len(args) > 1 && looksLikeZone(args[len(args)-1]) {
@@ -89,7 +89,7 @@ func (p *parser) daily(args []string) (Schedule, error) {
 	}
 	h, m, msg := parseClock(strings.Join(args, ""))
 	if msg != "" {
-		return nil, p.errf(p.pos(args[0]), "%s", msg)
+		return nil, p.errz(p.pos(args[0]), "时间要用 24 小时制，例如 08:00 或 21:30", "%s", msg)
 	}
 	return Daily{Hour: h, Minute: m, Location: loc}, nil
 }

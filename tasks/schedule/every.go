@@ -60,13 +60,13 @@ var unitWords = []struct {
 
 // parseInterval reads "30m", "1h30m", "1.5h", "30 minutes", "1d12h",
 // "30分钟"; a unit without a number counts once ("hour", "小时").
-func parseInterval(s string) (time.Duration, string) {
+func parseInterval(s string) (time.Duration, problem) {
 	s = strings.ToLower(strings.ReplaceAll(s, " ", ""))
 	if s == "" {
-		return 0, "missing interval"
+		return 0, problem{"missing interval", "缺少间隔"}
 	}
 	if s == "半小时" || s == "半小時" || s == "half-hour" || s == "halfhour" {
-		return 30 * time.Minute, ""
+		return 30 * time.Minute, problem{}
 	}
 	var total float64
 	for s != "" {
@@ -78,11 +78,11 @@ func parseInterval(s string) (time.Duration, string) {
 		if i > 0 {
 			v, err := strconv.ParseFloat(s[:i], 64)
 			if err != nil {
-				return 0, "bad number " + strconv.Quote(s[:i])
+				return 0, problem{"bad number " + strconv.Quote(s[:i]), "数字无效：" + strconv.Quote(s[:i])}
 			}
 			num = v
 		} else if total != 0 {
-			return 0, "bad interval: " + strconv.Quote(s)
+			return 0, problem{"bad interval: " + strconv.Quote(s), "间隔无效：" + strconv.Quote(s) + "；请写成 30m、2h 或 1d"}
 		}
 		s = s[i:]
 		matched := false
@@ -96,20 +96,24 @@ func parseInterval(s string) (time.Duration, string) {
 		}
 		if !matched {
 			if s == "" {
-				return 0, "the interval needs a unit, like 30m, 2h or 1d"
+				return 0, problem{"the interval needs a unit, like 30m, 2h or 1d", "间隔需要单位，例如 30m、2h 或 1d"}
 			}
-			return 0, "unknown interval unit " + strconv.Quote(firstRunes(s, 8)) + "; use m, h or d, like 30m, 2h or 1d"
+			return 0, problem{"unknown interval unit " + strconv.Quote(firstRunes(s, 8)) + "; use m, h or d, like 30m, 2h or 1d",
+				"无法识别的间隔单位 " + strconv.Quote(firstRunes(s, 8)) + "；请用分钟、小时或天，例如 30m、2h 或 1d"}
 		}
 		if total > float64(MaxInterval) || math.IsNaN(total) {
-			return 0, "the interval is longer than 366d"
+			return 0, problem{"the interval is longer than 366d", "间隔不能超过 366 天"}
 		}
 	}
 	d := time.Duration(total).Round(time.Millisecond)
 	if d < MinInterval {
-		return 0, "the interval must be at least 1m"
+		return 0, problem{"the interval must be at least 1m", "间隔至少 1 分钟"}
 	}
-	return d, ""
+	return d, problem{}
 }
+
+// problem is a finding in both languages; the zero value is none.
+type problem struct{ en, zh string }
 
 func firstRunes(s string, n int) string {
 	r := []rune(s)
@@ -124,8 +128,8 @@ func (p *parser) every(args []string) (Schedule, error) {
 		return nil, p.errf(len([]rune(p.text)), `"every" needs an interval, like "every 30m" or "every 2h"`)
 	}
 	d, msg := parseInterval(strings.Join(args, ""))
-	if msg != "" {
-		return nil, p.errf(p.pos(args[0]), "%s", msg)
+	if msg.en != "" {
+		return nil, p.errz(p.pos(args[0]), msg.zh, "%s", msg.en)
 	}
 	return Every{Interval: d}, nil
 }
@@ -136,8 +140,8 @@ func (p *parser) every(args []string) (Schedule, error) {
 func ParseDuration(text string) (time.Duration, error) {
 	s := Normalize(text)
 	d, msg := parseInterval(s)
-	if msg != "" {
-		return 0, &ParseError{Text: s, Msg: msg}
+	if msg.en != "" {
+		return 0, &ParseError{Text: s, Msg: msg.en, Zh: msg.zh}
 	}
 	return d, nil
 }

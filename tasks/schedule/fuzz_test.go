@@ -14,7 +14,7 @@ func FuzzParse(f *testing.F) {
 		"every 30m", "every 1d12h", "every 1.5 hours", "daily 08:00 Asia/Shanghai", "daily 8:30pm",
 		"at 2026-12-01T09:00:00+08:00", "at 2026-03-08 02:30 America/New_York", "cron */15 9-17 * * MON-FRI",
 		"cron 0 0 1 * 1 Europe/London", "cron @weekly", "每天 ０８：００", "每 30 分钟", "每小时", "每天 晚上9点半",
-		"daily 08:00 CST", "every 30s", "cron 0 0 30 2 *",
+		"daily 08:00 CST", "every 30s", "cron 0 0 30 2 *", "weekly mon,thu 08:00 Europe/Berlin", "每周一、四 下午3点",
 	} {
 		f.Add(s)
 	}

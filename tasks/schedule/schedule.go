@@ -3,11 +3,13 @@
 //
 //	every <duration>               every 30m, every 1h30m, every 1d (minimum 1m)
 //	daily HH:MM [Area/City]        daily 08:00 Asia/Shanghai
+//	weekly <days> HH:MM [Area/City] weekly mon 08:00, weekly mon,thu 18:30
 //	at <timestamp>                 at 2026-12-01T09:00:00+08:00, at 2026-12-01 09:00 [Area/City]
 //	cron <5 fields> [Area/City]    cron 0 9 * * MON-FRI Europe/London
 //
-// Chinese forms people type are accepted too (每天 08:00, 每 30 分钟, 每小时,
-// 每天 早上8点), as are full-width digits, colons and spaces.
+// Chinese forms people type are accepted too (每天 08:00, 每周一 08:00,
+// 每 30 分钟, 每小时, 每天 早上8点), as are full-width digits, colons and
+// spaces.
 //
 // Wall-clock rules: a local time that falls in a DST gap runs at the first
 // existing minute after it (searched minute by minute for at most 3 days,
@@ -35,7 +37,7 @@ type Schedule interface {
 	// String returns the canonical text, which Parse accepts and maps to an
 	// equal schedule (e.g. "every 30m", "daily 08:00 Asia/Shanghai").
 	String() string
-	// Kind is "every", "daily", "at" or "cron".
+	// Kind is "every", "daily", "weekly", "at" or "cron".
 	Kind() string
 }
 
@@ -75,14 +77,27 @@ type ParseError struct {
 	Text string
 	Pos  int
 	Msg  string
+	Zh   string // the message in Chinese, when there is one
 }
 
 func (e *ParseError) Error() string {
 	return "invalid schedule " + quoteShort(e.Text) + ": " + e.Msg
 }
 
+// Chinese returns the message in Chinese only: its own translation, or a
+// plain one naming the forms that work.
+func (e *ParseError) Chinese() string {
+	if e.Zh != "" {
+		return e.Zh
+	}
+	return "无法识别这个时间安排；可以用 " + ZhUsage
+}
+
 // Usage is a one-line summary of the grammar for error messages.
-const Usage = `every 30m | daily 08:00 [Area/City] | at 2026-12-01 09:00 [Area/City] | cron 0 9 * * 1-5 [Area/City]`
+const Usage = `every 30m | daily 08:00 [Area/City] | weekly mon 08:00 [Area/City] | at 2026-12-01 09:00 [Area/City] | cron 0 9 * * 1-5 [Area/City]`
+
+// ZhUsage is Usage for a Chinese message.
+const ZhUsage = `every 30m、每天 08:00、每周一 08:00、at 2026-12-01 09:00 或 cron 0 9 * * 1-5（可加时区，如 Asia/Shanghai）`
 
 func quoteShort(s string) string {
 	r := []rune(s)
@@ -101,7 +116,7 @@ func Parse(text string, defaultZone *time.Location) (Schedule, error) {
 	s := Normalize(text)
 	p := &parser{text: s, def: defaultZone}
 	if s == "" {
-		return nil, p.errf(0, "the schedule is empty; use %s", Usage)
+		return nil, p.errz(0, "时间安排是空的；可以用 "+ZhUsage, "the schedule is empty; use %s", Usage)
 	}
 	if strings.HasPrefix(s, "每") {
 		return p.chinese()
@@ -109,15 +124,20 @@ func Parse(text string, defaultZone *time.Location) (Schedule, error) {
 	fields := strings.Fields(s)
 	switch strings.ToLower(fields[0]) {
 	case KindEvery:
+		if len(fields) > 2 && isDayList(fields[1]) { // every monday 08:00
+			return p.weekly(fields[1:])
+		}
 		return p.every(fields[1:])
 	case KindDaily:
 		return p.daily(fields[1:])
+	case KindWeekly:
+		return p.weekly(fields[1:])
 	case KindAt:
 		return p.at(fields[1:])
 	case KindCron:
 		return p.cron(fields[1:])
 	}
-	return nil, p.errf(0, "unknown schedule %q; use %s", fields[0], Usage)
+	return nil, p.errz(0, fmt.Sprintf("无法识别时间安排 %q；可以用 %s", fields[0], ZhUsage), "unknown schedule %q; use %s", fields[0], Usage)
 }
 
 // Normalize folds full-width ASCII (０８：００) and ideographic spaces to
@@ -155,6 +175,11 @@ func (p *parser) errf(pos int, format string, args ...any) error {
 	return &ParseError{Text: p.text, Pos: pos, Msg: fmt.Sprintf(format, args...)}
 }
 
+// errz is errf with the message's Chinese translation.
+func (p *parser) errz(pos int, zh, format string, args ...any) error {
+	return &ParseError{Text: p.text, Pos: pos, Msg: fmt.Sprintf(format, args...), Zh: zh}
+}
+
 // pos returns the rune offset of the first occurrence of sub in the text.
 func (p *parser) pos(sub string) int {
 	i := strings.Index(p.text, sub)
@@ -177,16 +202,18 @@ func (p *parser) zone(name string) (*time.Location, error) {
 	case "UTC", "Etc/UTC":
 		return time.UTC, nil
 	case "":
-		return nil, p.errf(p.pos(name), "missing time zone")
+		return nil, p.errz(p.pos(name), "缺少时区", "missing time zone")
 	}
+	unknown := fmt.Sprintf("未知时区 %q；请用 IANA 名称，例如 Asia/Shanghai", name)
 	if !strings.Contains(name, "/") && name != "GMT" {
 		if isAbbreviation(name) {
-			return nil, p.errf(p.pos(name), "time zone %q is an abbreviation that names several offsets; use an IANA name such as Asia/Shanghai or America/Chicago", name)
+			return nil, p.errz(p.pos(name), fmt.Sprintf("时区 %q 是缩写，可能指多个时差；请用 IANA 名称，例如 Asia/Shanghai", name),
+				"time zone %q is an abbreviation that names several offsets; use an IANA name such as Asia/Shanghai or America/Chicago", name)
 		}
-		return nil, p.errf(p.pos(name), "unknown time zone %q; use an IANA name such as Asia/Shanghai", name)
+		return nil, p.errz(p.pos(name), unknown, "unknown time zone %q; use an IANA name such as Asia/Shanghai", name)
 	}
 	if strings.Contains(name, "..") || strings.HasPrefix(name, "/") {
-		return nil, p.errf(p.pos(name), "unknown time zone %q; use an IANA name such as Asia/Shanghai", name)
+		return nil, p.errz(p.pos(name), unknown, "unknown time zone %q; use an IANA name such as Asia/Shanghai", name)
 	}
 	loc, err := time.LoadLocation(name)
 	if err != nil {
@@ -196,7 +223,7 @@ func (p *parser) zone(name string) (*time.Location, error) {
 				return loc, nil
 			}
 		}
-		return nil, p.errf(p.pos(name), "unknown time zone %q; use an IANA name such as Asia/Shanghai", name)
+		return nil, p.errz(p.pos(name), unknown, "unknown time zone %q; use an IANA name such as Asia/Shanghai", name)
 	}
 	return loc, nil
 }

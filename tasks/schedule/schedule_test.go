@@ -97,7 +97,7 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"", "empty"},
 		{"   ", "empty"},
-		{"weekly 08:00", "unknown schedule"},
+		{"weekly 08:00", "needs a day and a time"},
 		{"every", "needs an interval"},
 		{"every 30s", "at least 1m"},
 		{"every 0m", "at least 1m"},

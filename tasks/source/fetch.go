@@ -280,14 +280,18 @@ func (s *Source) classifyTransport(parent context.Context, u *url.URL, err error
 		return err
 	}
 	var ue *url.Error
+	target := u
 	if errors.As(err, &ue) {
 		err = ue.Err
+		if t, perr := url.Parse(ue.URL); perr == nil && t.Host != "" {
+			target = t // a redirect's destination is what was refused
+		}
 	}
 	switch {
 	case parent.Err() != nil:
 		return watch.Errorf(watch.Cancelled, "GET %s: %w", redact(u), parent.Err())
 	case errors.Is(err, egress.ErrBlocked):
-		return watch.Errorf(watch.BlockedAddress, "GET %s: %w", redact(u), err)
+		return &watch.Error{Class: watch.BlockedAddress, Err: refused(target, err)}
 	}
 	return watch.Errorf(watch.Transient, "GET %s: %w", redact(u), err)
 }

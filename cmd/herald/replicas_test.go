@@ -402,7 +402,9 @@ policy:
   allow_private_networks: true
 recipients:
   sink:
-    webhook: {url: %q, secret: %q, idempotent: false}
+    # The receiver holds requests while a test kills the owner; a busy
+    # machine must not turn the survivors' held attempts into timeouts.
+    webhook: {url: %q, secret: %q, idempotent: false, timeout: 90s}
 inbound:
   ci:
     format: standard

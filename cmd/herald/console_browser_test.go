@@ -517,6 +517,7 @@ func TestInboxPage_TokenFlowAndWasTitleInABrowser(t *testing.T) {
 	cli(t, dataDir, "tasks", "run", "news")
 	var tok struct {
 		Token string `json:"token"`
+		URL   string `json:"url"`
 	}
 	cliJSON(t, dataDir, &tok, "inbox", "token", "console:admin")
 

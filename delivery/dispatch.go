@@ -2,9 +2,7 @@ package delivery
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +20,9 @@ type Route struct {
 	Lang   string
 	Zone   *time.Location
 	Dedups bool // the provider deduplicates by the delivery key (I3)
+	// DedupWindow, when set, is how long after a first request the
+	// provider still drops a repeat (Windowed).
+	DedupWindow time.Duration
 }
 
 // Router resolves a recipient (address or configured name) to a Route.
@@ -138,6 +139,12 @@ type group struct {
 // Run delivers until ctx ends; in-flight sends finish (bounded by the
 // sinks' own timeouts) before it returns.
 func (d *Dispatcher) Run(ctx context.Context) error {
+	// Open this worker's sending record before anything can be handed
+	// over (Reserve declines until done is set): from here on, recovery
+	// tells an attempt that never left from one that may have.
+	if err := d.o.Ledger.Sending(ctx, d.o.Worker, nil); err != nil && ctx.Err() == nil {
+		d.o.Log.Warn().Err(err).Msg("cannot open the sending record; interrupted pushes will read as unknown")
+	}
 	d.mu.Lock()
 	d.done = ctx.Done()
 	d.mu.Unlock()
@@ -334,6 +341,9 @@ func (d *Dispatcher) send(ctx context.Context, route Route, live, begun []store.
 		first := begun[0]
 		part := first.PartsSent
 		attempt := len(first.Attempts)
+		if !d.sending(ctx, begun, part) {
+			return
+		}
 		out := route.Sink.Send(ctx, Delivery{Key: first.Key, To: route.To, Message: *msg, Lang: route.Lang, Zone: route.Zone, Attempt: attempt, Part: part})
 		d.o.Metrics.Attempts.WithLabelValues(string(route.To.Kind), out.Result.String()).Inc()
 		if out.MigratedTo != "" && d.o.Hooks.Migrated != nil {
@@ -392,6 +402,37 @@ func (d *Dispatcher) send(ctx context.Context, route Route, live, begun []store.
 		return
 	}
 }
+
+// sending records, durably, that begun's current attempts are about to
+// leave the process (store.Ledger.Sending): a crash before this point
+// reads as "not sent" and is queued again. It reports whether to send. A
+// record that cannot be written sends nothing: the attempts are settled
+// as provably not sent and queued again, unless recovery already took
+// them from this worker (then they are no longer this worker's to settle).
+func (d *Dispatcher) sending(ctx context.Context, begun []store.Effect, part int) bool {
+	refs := make([]store.AttemptRef, len(begun))
+	for i, fx := range begun {
+		refs[i] = store.AttemptRef{Key: fx.Key, N: store.LastAttempt(fx)}
+	}
+	err := d.o.Ledger.Sending(ctx, d.o.Worker, refs)
+	if err == nil {
+		return true
+	}
+	if errors.Is(err, store.ErrLeaseLost) {
+		d.o.Log.Error().Err(err).Msg("this worker was recovered as stopped; not sending")
+		return false
+	}
+	d.o.Log.Warn().Err(err).Msg("cannot record a send before it starts; sending later")
+	at := d.o.Now().Add(NotSentWait)
+	d.settleAll(ctx, begun, func(fx store.Effect) store.Outcome {
+		return store.Outcome{State: store.Pending, RetryAt: notAfter(at, fx.ExpiresAt), Error: reasonNoRecord, PartsSent: part}
+	})
+	return false
+}
+
+// reasonNoRecord is recorded on an attempt given up before its send
+// because its sending record could not be written.
+const reasonNoRecord = "not sent: the sending record could not be written"
 
 // begin records a new attempt on each effect of a group, concurrently so
 // the store can commit them together, and returns the ones this worker
@@ -474,106 +515,12 @@ func notAfter(t, limit time.Time) time.Time {
 	return t
 }
 
-// superseded marks, among a group's decoded messages, the changes whose
-// item the group lists again in a later state (A→B→C while held: A and B),
-// so the message says C once. The superseded effects stay in the group:
-// they are begun and settled with the message that carries their item's
-// later state, so none reads as delivered unless that message was (I3),
-// and a retry or replay of the group sends the same collapsed message.
-func superseded(fxs []store.Effect, msgs []Message) []bool {
-	out := make([]bool, len(fxs))
-	if len(fxs) < 2 {
-		return out
-	}
-	latest := map[string]int{}
-	for i, m := range msgs {
-		if fxs[i].Kind != KindChanged || len(m.Items) != 1 {
-			continue
-		}
-		id := m.Items[0].ID
-		if j, ok := latest[id]; ok {
-			if fxs[j].CreatedAt.Before(fxs[i].CreatedAt) {
-				out[j], latest[id] = true, i
-			} else {
-				out[i] = true
-			}
-			continue
-		}
-		latest[id] = i
-	}
-	return out
-}
-
 // offRetry is how long pushes wait before looking again at a transport
 // that is switched off.
 const offRetry = time.Minute
 
 // partHold keeps a split message's group together between its parts.
 const partHold = 30 * time.Second
-
-// Reserve offers a free local worker for one push to recipient, so the
-// caller can claim it already in flight for that worker
-// (store.RunCommit.Worker) and hand it over with Handoff: one durable
-// round fewer than queueing it. It declines while the dispatcher is not
-// running, every slot is busy, the recipient cannot be resolved, or its
-// pushes are held (quiet hours, mute); the caller then queues as usual.
-// Every reservation ends with exactly one Handoff or release().
-func (d *Dispatcher) Reserve(ctx context.Context, recipient, taskID string) (worker string, release func(), ok bool) {
-	done := d.stopping()
-	if done == nil {
-		return "", nil, false // not running
-	}
-	select {
-	case <-done:
-		return "", nil, false
-	case d.direct <- struct{}{}:
-	default:
-		return "", nil, false
-	}
-	release = func() { <-d.direct }
-	route, err := d.o.Router.Resolve(recipient)
-	if err != nil {
-		release()
-		return "", nil, false
-	}
-	if d.o.Holder != nil {
-		if _, held := d.o.Holder.Hold(ctx, holdAddress(recipient, route), taskID, time.Time{}, d.o.Now()); held {
-			release()
-			return "", nil, false
-		}
-	}
-	return d.o.Worker, release, true
-}
-
-// holdAddress is whose preferences hold pushes to recipient: the chat a
-// named recipient points at (recipients.<name>.address), so /quiet and
-// /mute set in that chat hold them too; else the recipient itself.
-func holdAddress(recipient string, r Route) string {
-	if r.To.Kind.Chat() {
-		return r.To.String()
-	}
-	return recipient
-}
-
-// Handoff sends effects claimed in flight for this dispatcher's worker
-// (after Reserve) and records their outcome; release is called when done.
-func (d *Dispatcher) Handoff(fxs []store.Effect, msg Message, release func()) {
-	d.directWG.Add(1)
-	go func() {
-		defer d.directWG.Done()
-		defer release()
-		msg.Items = slices.Clone(msg.Items)
-		sortItems(msg.Items) // as merge would
-		d.deliver(context.Background(), group{fx: fxs, begun: true, msg: &msg})
-	}()
-}
-
-// stopping is closed once the dispatcher is shutting down.
-func (d *Dispatcher) stopping() <-chan struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.done
-}
 
 // settleFor is how long an outcome is retried while the store does not
 // answer; past it the attempt stays in flight and reads as unknown once
@@ -615,53 +562,4 @@ func (d *Dispatcher) expire(ctx context.Context, key, reason string, now time.Ti
 func backoff(attempts int) time.Duration {
 	d := time.Second << max(attempts-1, 0)
 	return min(d, time.Minute)
-}
-
-// merge builds one message from a group's payloads, each decoded once;
-// superseded changes are left out (superseded).
-func merge(fxs []store.Effect) (Message, error) {
-	msgs := make([]Message, len(fxs))
-	for i, fx := range fxs {
-		if err := json.Unmarshal(fx.Payload, &msgs[i]); err != nil {
-			return Message{}, err
-		}
-	}
-	skip := superseded(fxs, msgs)
-	var out Message
-	first := true
-	for i, m := range msgs {
-		if skip[i] {
-			continue
-		}
-		if first {
-			out, first = m, false
-			out.Items = nil
-		}
-		if m.Kind == KindChanged {
-			out.Kind = KindChanged
-		}
-		if m.OccurredAt.After(out.OccurredAt) {
-			out.OccurredAt = m.OccurredAt
-		}
-		out.Items = append(out.Items, m.Items...)
-	}
-	sortItems(out.Items)
-	return out, nil
-}
-
-// sortItems puts deadlines first, then new, then changed items.
-func sortItems(items []Item) {
-	slices.SortStableFunc(items, func(a, b Item) int { return changeRank(a.Change) - changeRank(b.Change) })
-}
-
-func changeRank(c string) int {
-	switch c {
-	case ChangeDeadline:
-		return 0
-	case ChangeNew:
-		return 1
-	case ChangeChanged:
-		return 2
-	}
-	return 3
 }

@@ -39,7 +39,7 @@ func TestI3_RestartWith500QueuedDeliversEachOnce(t *testing.T) {
 	r.crash()
 
 	r.open()
-	if rec, err := r.st.Ledger().Recover(context.Background(), func(string) bool { return false }, r.clock.Now()); err != nil || len(rec) != 0 {
+	if rec, err := r.st.Ledger().Recover(context.Background(), store.Recovery{}, r.clock.Now()); err != nil || len(rec) != 0 {
 		t.Fatalf("recover after the restart: %v, %d interrupted (want none: nothing was in flight)", err, len(rec))
 	}
 	r.start(webhookRoute(t, rv, false), "replica-b", func(o *delivery.Options) { o.Workers = 16 })

@@ -67,7 +67,7 @@ func (s *service) assemble(ctx context.Context) error {
 	s.manager, err = tasks.New(tasks.Options{
 		Store: s.store, Sources: s.sourceOpener(), Policy: policyOf(cfg), Zone: cfg.Location,
 		Log: s.log.With().Str("component", "tasks").Logger(), Holder: s.holder,
-		WakeDelivery: dispatch.Wake, Direct: dispatch, Alive: s.alive,
+		WakeDelivery: dispatch.Wake, Direct: dispatch, Alive: s.alive, Replay: dispatch.Replayable,
 	})
 	if err != nil {
 		return err

@@ -24,14 +24,22 @@ import (
 // records every send; Recover reads the files of dead workers and then
 // removes them.
 //
+// After each sync a line "ok" follows, written without a sync of its own,
+// and only then are the callers told to send. The file begins with the
+// boot id of the machine that wrote it: when recovery runs on the same
+// boot, what the process wrote is in the page cache whether or not it was
+// synced, so records after the last "ok" (a kill during the sync) were
+// never followed by a send. After a reboot (power loss) an "ok" may be
+// lost with its record kept, so every record then counts as maybe sent.
+//
 // A record is needed only while its attempt is in flight in the ledger.
 // Each worker keeps the records not yet settled in memory; when its file
 // passes journalCompactAt it is rewritten with only those (a new file,
 // synced, renamed over the old one).
 
 // journalCompactAt is the file size past which a worker's journal is
-// rewritten with its unsettled records only.
-const journalCompactAt = 1 << 20
+// rewritten with its unsettled records only (a variable for tests).
+var journalCompactAt int64 = 1 << 20
 
 const journalExt = ".sending"
 
@@ -39,14 +47,34 @@ const journalExt = ".sending"
 type journal struct {
 	dir    string
 	noSync bool
+	boot   string
 
 	mu      sync.Mutex
 	workers map[string]*workerJournal
 }
 
 func newJournal(dbPath string, noSync bool) *journal {
-	return &journal{dir: dbPath + ".journal", noSync: noSync, workers: map[string]*workerJournal{}}
+	return &journal{dir: dbPath + ".journal", noSync: noSync, boot: bootID(), workers: map[string]*workerJournal{}}
 }
+
+// bootID names this boot of the machine ("" where unknown: every record
+// then counts as maybe sent).
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func (j *journal) header() []byte {
+	if j.boot == "" {
+		return nil
+	}
+	return []byte("boot " + j.boot + "\n")
+}
+
+var okLine = []byte("ok\n")
 
 func (j *journal) path(worker string) string {
 	return filepath.Join(j.dir, hex.EncodeToString([]byte(worker))+journalExt)
@@ -89,6 +117,16 @@ func (j *journal) open(worker string) (*workerJournal, error) {
 	if err != nil {
 		_ = f.Close()
 		return nil, err
+	}
+	if st.Size() == 0 {
+		h := j.header()
+		if _, err := f.Write(h); err == nil && !j.noSync {
+			err = datasync(f)
+		}
+		if err != nil {
+			_ = f.Close()
+			return nil, err
+		}
 	}
 	if !j.noSync {
 		if err := syncDir(j.dir); err != nil {
@@ -168,11 +206,14 @@ func (w *workerJournal) write(data []byte) error {
 	if _, err := w.f.Write(data); err != nil {
 		return err
 	}
-	w.size += int64(len(data))
-	if w.j.noSync {
-		return nil
+	if !w.j.noSync {
+		if err := datasync(w.f); err != nil {
+			return err
+		}
 	}
-	return datasync(w.f)
+	_, err := w.f.Write(okLine)
+	w.size += int64(len(data) + len(okLine))
+	return err
 }
 
 // rewrite replaces the file with keep (every unsettled record, those of
@@ -185,7 +226,8 @@ func (w *workerJournal) rewrite(keep []byte) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(keep); err == nil && !w.j.noSync {
+	keep = append(w.j.header(), keep...)
+	if _, err = f.Write(keep); err == nil && !w.j.noSync {
 		err = datasync(f)
 	}
 	if err == nil {
@@ -194,13 +236,16 @@ func (w *workerJournal) rewrite(keep []byte) error {
 	if err == nil && !w.j.noSync {
 		err = syncDir(w.j.dir)
 	}
+	if err == nil {
+		_, err = f.Write(okLine)
+	}
 	if err != nil {
 		_ = f.Close()
 		_ = os.Remove(tmp)
 		return err
 	}
 	_ = w.f.Close()
-	w.f, w.size = f, int64(len(keep))
+	w.f, w.size = f, int64(len(keep)+len(okLine))
 	return nil
 }
 
@@ -248,18 +293,40 @@ func (j *journal) read(worker string) (opened bool, sent map[string][]int, err e
 		return false, nil, err
 	}
 	sent = map[string][]int{}
+	var unconfirmed []store.AttemptRef // records after the last "ok"
+	sameBoot := false
+	if i := bytes.LastIndexByte(data, '\n'); i < len(data)-1 {
+		data = data[:i+1] // a torn last line: its write never completed, nothing was sent after it
+	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	for sc.Scan() {
-		n, key, ok := strings.Cut(sc.Text(), " ")
+		line := sc.Text()
+		if line == "ok" {
+			for _, r := range unconfirmed {
+				sent[r.Key] = append(sent[r.Key], r.N)
+			}
+			unconfirmed = unconfirmed[:0]
+			continue
+		}
+		n, key, ok := strings.Cut(line, " ")
 		if !ok {
+			continue
+		}
+		if n == "boot" {
+			sameBoot = j.boot != "" && key == j.boot
 			continue
 		}
 		a, err := strconv.Atoi(n)
 		if err != nil || key == "" {
 			continue
 		}
-		sent[key] = append(sent[key], a)
+		unconfirmed = append(unconfirmed, store.AttemptRef{Key: key, N: a})
+	}
+	if !sameBoot { // the "ok" after them may be what a power loss took
+		for _, r := range unconfirmed {
+			sent[r.Key] = append(sent[r.Key], r.N)
+		}
 	}
 	return true, sent, sc.Err()
 }

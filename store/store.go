@@ -214,7 +214,9 @@ type Ledger interface {
 	//     start, when r.Replay allows (the recipient deduplicates by the
 	//     key); else it becomes Unknown. The caller records unknown ones in
 	//     the run history.
-	// A worker that never opened its record has every attempt Unknown.
+	// A worker that never opened its record, or whose record the backend
+	// cannot trust (bbolt: written before a reboot), has every attempt
+	// that may have been sent counted as such.
 	Recover(ctx context.Context, r Recovery, now time.Time) ([]Effect, error)
 }
 

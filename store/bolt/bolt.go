@@ -139,7 +139,7 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
-	s := &Store{path: path, db: db, now: opts.Now, gc: newCommitter(db, opts.MaxBatch), jr: newJournal(path, opts.NoSync)}
+	s := &Store{path: path, db: db, now: opts.Now, gc: newCommitter(db, opts.MaxBatch), jr: newJournal(path)}
 	return s, nil
 }
 

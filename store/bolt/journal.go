@@ -1,7 +1,6 @@
 package bolt
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/hex"
 	"errors"
@@ -18,24 +17,24 @@ import (
 
 // The sending journal (Ledger.Sending) is one append-only file per worker
 // beside the bbolt file: a line "<attempt n> <effect key>" for each attempt
-// about to be sent. Concurrent callers share one write and one fdatasync
-// (group commit), so the record costs no bbolt transaction: no page
-// writes, one sync instead of two. A file that exists means its worker
-// records every send; Recover reads the files of dead workers and then
-// removes them.
+// about to be sent, written before the request leaves. A file that exists
+// means its worker records every send; Recover reads the files of dead
+// workers and then removes them.
 //
-// After each sync a line "ok" follows, written without a sync of its own,
-// and only then are the callers told to send. The file begins with the
-// boot id of the machine that wrote it: when recovery runs on the same
-// boot, what the process wrote is in the page cache whether or not it was
-// synced, so records after the last "ok" (a kill during the sync) were
-// never followed by a send. After a reboot (power loss) an "ok" may be
-// lost with its record kept, so every record then counts as maybe sent.
+// The journal is written, never synced: it only has to outlive the
+// process, not the machine. The file begins with the boot id of the
+// machine that wrote it. When recovery runs on the same boot, whatever
+// the killed process wrote is in the page cache, so an attempt with no
+// record provably never left. After a reboot (a power loss may have taken
+// unsynced records) the journal is not trusted: every interrupted attempt
+// counts as maybe sent and ends unknown, as it would without a journal.
+// So a journal write costs no sync and no bbolt transaction, and nothing
+// acknowledged to anyone rests on it.
 //
 // A record is needed only while its attempt is in flight in the ledger.
 // Each worker keeps the records not yet settled in memory; when its file
 // passes journalCompactAt it is rewritten with only those (a new file,
-// synced, renamed over the old one).
+// renamed over the old one).
 
 // journalCompactAt is the file size past which a worker's journal is
 // rewritten with its unsettled records only (a variable for tests).
@@ -45,20 +44,18 @@ const journalExt = ".sending"
 
 // journal holds the open journals of this process's workers.
 type journal struct {
-	dir    string
-	noSync bool
-	boot   string
+	dir  string
+	boot string // "": unknown, the journal is never trusted
 
 	mu      sync.Mutex
 	workers map[string]*workerJournal
 }
 
-func newJournal(dbPath string, noSync bool) *journal {
-	return &journal{dir: dbPath + ".journal", noSync: noSync, boot: bootID(), workers: map[string]*workerJournal{}}
+func newJournal(dbPath string) *journal {
+	return &journal{dir: dbPath + ".journal", boot: bootID(), workers: map[string]*workerJournal{}}
 }
 
-// bootID names this boot of the machine ("" where unknown: every record
-// then counts as maybe sent).
+// bootID names this boot of the machine ("" where unknown).
 func bootID() string {
 	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
@@ -67,38 +64,26 @@ func bootID() string {
 	return strings.TrimSpace(string(b))
 }
 
-func (j *journal) header() []byte {
-	if j.boot == "" {
-		return nil
-	}
-	return []byte("boot " + j.boot + "\n")
-}
-
-var okLine = []byte("ok\n")
+func (j *journal) header() []byte { return []byte("boot " + j.boot + "\n") }
 
 func (j *journal) path(worker string) string {
 	return filepath.Join(j.dir, hex.EncodeToString([]byte(worker))+journalExt)
 }
 
-// workerJournal is one worker's file and its group commit.
+// workerJournal is one worker's file.
 type workerJournal struct {
 	j      *journal
 	worker string
 
-	mu       sync.Mutex
-	cond     *sync.Cond
-	f        *os.File
-	size     int64
-	buf      []byte         // records waiting for the next flush
-	next     uint64         // the batch buf belongs to
-	flushed  uint64         // last batch on disk
-	flushing bool           // a caller is writing a batch
-	err      error          // a failed write: the journal refuses from then on
-	open     map[string]int // key -> attempt recorded and not yet settled
+	mu   sync.Mutex
+	f    *os.File
+	size int64
+	buf  []byte
+	err  error          // closed, or a failed write: the journal refuses from then on
+	open map[string]int // key -> attempt recorded and not yet settled
 }
 
-// open returns worker's journal, creating its file (and syncing the
-// directory, so the file's existence is durable) on first use.
+// open returns worker's journal, creating its file on first use.
 func (j *journal) open(worker string) (*workerJournal, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -108,136 +93,69 @@ func (j *journal) open(worker string) (*workerJournal, error) {
 	if err := os.MkdirAll(j.dir, 0o700); err != nil {
 		return nil, err
 	}
-	p := j.path(worker)
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(j.path(worker), os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
-	if err != nil {
+	h := j.header()
+	if _, err := f.Write(h); err != nil {
 		_ = f.Close()
 		return nil, err
 	}
-	if st.Size() == 0 {
-		h := j.header()
-		if _, err := f.Write(h); err == nil && !j.noSync {
-			err = datasync(f)
-		}
-		if err != nil {
-			_ = f.Close()
-			return nil, err
-		}
-	}
-	if !j.noSync {
-		if err := syncDir(j.dir); err != nil {
-			_ = f.Close()
-			return nil, err
-		}
-	}
-	w := &workerJournal{j: j, worker: worker, f: f, size: st.Size(), next: 1, open: map[string]int{}}
-	w.cond = sync.NewCond(&w.mu)
+	w := &workerJournal{j: j, worker: worker, f: f, size: int64(len(h)), open: map[string]int{}}
 	j.workers[worker] = w
 	return w, nil
 }
 
-// record appends refs and returns once they are on disk.
+// record appends refs: one write, in the page cache when it returns.
 func (w *workerJournal) record(refs []store.AttemptRef) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
 		return w.err
 	}
+	w.buf = w.buf[:0]
 	for _, r := range refs {
-		w.buf = strconv.AppendInt(w.buf, int64(r.N), 10)
-		w.buf = append(w.buf, ' ')
-		w.buf = append(w.buf, r.Key...)
-		w.buf = append(w.buf, '\n')
+		w.buf = appendRecord(w.buf, r.Key, r.N)
 		w.open[r.Key] = r.N
 	}
-	mine := w.next
-	for w.flushed < mine && w.err == nil {
-		if w.flushing {
-			w.cond.Wait()
-			continue
-		}
-		// Lead one flush of everything queued so far.
-		w.flushing = true
-		batch, data := w.next, w.buf
-		w.next++
-		w.buf = nil
-		compact := w.size+int64(len(data)) > journalCompactAt
-		var keep []byte
-		if compact {
-			keep = w.unsettled()
-		}
-		w.mu.Unlock()
-		var err error
-		if compact {
-			err = w.rewrite(keep)
-		} else {
-			err = w.write(data)
-		}
-		w.mu.Lock()
-		w.flushing = false
-		if err != nil {
+	if w.size+int64(len(w.buf)) > journalCompactAt {
+		if err := w.rewrite(); err != nil {
 			w.err = fmt.Errorf("bolt: sending journal: %v: %w", err, store.ErrUnavailable)
-		} else {
-			w.flushed = batch
 		}
-		w.cond.Broadcast()
+		return w.err
 	}
-	return w.err
+	if _, err := w.f.Write(w.buf); err != nil {
+		w.err = fmt.Errorf("bolt: sending journal: %v: %w", err, store.ErrUnavailable)
+		return w.err
+	}
+	w.size += int64(len(w.buf))
+	return nil
 }
 
-// unsettled renders the records still needed; w.mu is held.
-func (w *workerJournal) unsettled() []byte {
-	var b []byte
+func appendRecord(b []byte, key string, n int) []byte {
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, ' ')
+	b = append(b, key...)
+	return append(b, '\n')
+}
+
+// rewrite replaces the file with the header and every unsettled record
+// (those being recorded included), written under a temporary name and
+// renamed over the old file; w.mu is held.
+func (w *workerJournal) rewrite() error {
+	keep := w.j.header()
 	for k, n := range w.open {
-		b = strconv.AppendInt(b, int64(n), 10)
-		b = append(b, ' ')
-		b = append(b, k...)
-		b = append(b, '\n')
+		keep = appendRecord(keep, k, n)
 	}
-	return b
-}
-
-// write appends data and syncs it; only the flushing caller runs it.
-func (w *workerJournal) write(data []byte) error {
-	if _, err := w.f.Write(data); err != nil {
-		return err
-	}
-	if !w.j.noSync {
-		if err := datasync(w.f); err != nil {
-			return err
-		}
-	}
-	_, err := w.f.Write(okLine)
-	w.size += int64(len(data) + len(okLine))
-	return err
-}
-
-// rewrite replaces the file with keep (every unsettled record, those of
-// the current batch included): written and synced under a temporary name,
-// renamed over the old file, directory synced.
-func (w *workerJournal) rewrite(keep []byte) error {
 	p := w.j.path(w.worker)
 	tmp := p + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
-	keep = append(w.j.header(), keep...)
-	if _, err = f.Write(keep); err == nil && !w.j.noSync {
-		err = datasync(f)
-	}
-	if err == nil {
+	if _, err = f.Write(keep); err == nil {
 		err = os.Rename(tmp, p)
-	}
-	if err == nil && !w.j.noSync {
-		err = syncDir(w.j.dir)
-	}
-	if err == nil {
-		_, err = f.Write(okLine)
 	}
 	if err != nil {
 		_ = f.Close()
@@ -245,7 +163,7 @@ func (w *workerJournal) rewrite(keep []byte) error {
 		return err
 	}
 	_ = w.f.Close()
-	w.f, w.size = f, int64(len(keep)+len(okLine))
+	w.f, w.size = f, int64(len(keep))
 	return nil
 }
 
@@ -263,15 +181,15 @@ func (j *journal) settled(worker, key string) {
 	w.mu.Unlock()
 }
 
-// read returns a dead worker's records: whether it had opened a journal,
-// and per key the attempts recorded. A torn last line (the write that a
-// crash interrupted, never synced, so never followed by a send) is
-// ignored.
+// read returns a dead worker's records: whether its journal can be
+// trusted (it exists and was written on this boot), and per key the
+// attempts recorded. A torn last line (a write the kill cut short, never
+// followed by a send) is ignored.
 //
 // Reading closes the journal for good if its worker is open in this
-// process after all (a worker only slow, not dead): once any flush under
-// way has ended, it records nothing more, so it sends nothing more.
-func (j *journal) read(worker string) (opened bool, sent map[string][]int, err error) {
+// process after all (a worker only slow, not dead): it records nothing
+// more, so it sends nothing more.
+func (j *journal) read(worker string) (trusted bool, sent map[string][]int, err error) {
 	j.mu.Lock()
 	w := j.workers[worker]
 	j.mu.Unlock()
@@ -279,9 +197,6 @@ func (j *journal) read(worker string) (opened bool, sent map[string][]int, err e
 		w.mu.Lock()
 		if w.err == nil {
 			w.err = fmt.Errorf("bolt: sending journal of %q: recovered as stopped: %w", worker, store.ErrLeaseLost)
-		}
-		for w.flushing {
-			w.cond.Wait()
 		}
 		w.mu.Unlock()
 	}
@@ -292,43 +207,28 @@ func (j *journal) read(worker string) (opened bool, sent map[string][]int, err e
 	if err != nil {
 		return false, nil, err
 	}
-	sent = map[string][]int{}
-	var unconfirmed []store.AttemptRef // records after the last "ok"
-	sameBoot := false
 	if i := bytes.LastIndexByte(data, '\n'); i < len(data)-1 {
-		data = data[:i+1] // a torn last line: its write never completed, nothing was sent after it
+		data = data[:i+1]
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "ok" {
-			for _, r := range unconfirmed {
-				sent[r.Key] = append(sent[r.Key], r.N)
-			}
-			unconfirmed = unconfirmed[:0]
-			continue
-		}
-		n, key, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
-		}
-		if n == "boot" {
-			sameBoot = j.boot != "" && key == j.boot
-			continue
-		}
-		a, err := strconv.Atoi(n)
-		if err != nil || key == "" {
-			continue
-		}
-		unconfirmed = append(unconfirmed, store.AttemptRef{Key: key, N: a})
+	head, rest, _ := bytes.Cut(data, []byte("\n"))
+	if j.boot == "" || string(head) != "boot "+j.boot {
+		return false, nil, nil // written before a reboot, or on a machine that cannot tell
 	}
-	if !sameBoot { // the "ok" after them may be what a power loss took
-		for _, r := range unconfirmed {
-			sent[r.Key] = append(sent[r.Key], r.N)
+	sent = map[string][]int{}
+	for len(rest) > 0 {
+		var line []byte
+		line, rest, _ = bytes.Cut(rest, []byte("\n"))
+		n, key, ok := bytes.Cut(line, []byte(" "))
+		if !ok || len(key) == 0 {
+			continue
 		}
+		a, err := strconv.Atoi(string(n))
+		if err != nil {
+			continue
+		}
+		sent[string(key)] = append(sent[string(key)], a)
 	}
-	return true, sent, sc.Err()
+	return true, sent, nil
 }
 
 // forget removes the journals of workers that are not alive and not open
@@ -377,13 +277,4 @@ func (j *journal) close() {
 		}
 		w.mu.Unlock()
 	}
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

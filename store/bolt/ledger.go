@@ -352,8 +352,8 @@ func (l *ledger) Redeliver(ctx context.Context, key, who string, now time.Time) 
 	})
 }
 
-// Sending records refs in worker's journal (journal.go) and returns once
-// they are on disk.
+// Sending records refs in worker's journal (journal.go): written, not
+// synced; it only has to outlive the process (see journal.go).
 func (l *ledger) Sending(ctx context.Context, worker string, refs []store.AttemptRef) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -309,7 +309,31 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 			return
 		}
 	}
-	d.send(ctx, route, live, nil, nil)
+	for _, one := range oneTypeEach(route, live) {
+		d.send(ctx, route, one, nil, nil)
+	}
+}
+
+// oneTypeEach splits a group for a webhook recipient by message type: a
+// webhook body carries one type, so deadline reminders go as their own
+// watch.deadline POST, before the run's watch.changed one. Chats get the
+// group as one message.
+func oneTypeEach(route Route, live []store.Effect) [][]store.Effect {
+	if route.To.Kind != Webhook {
+		return [][]store.Effect{live}
+	}
+	var deadlines, rest []store.Effect
+	for _, fx := range live {
+		if fx.Kind == KindDeadline {
+			deadlines = append(deadlines, fx)
+		} else {
+			rest = append(rest, fx)
+		}
+	}
+	if len(deadlines) == 0 || len(rest) == 0 {
+		return [][]store.Effect{live}
+	}
+	return [][]store.Effect{deadlines, rest}
 }
 
 // send delivers live as one message, part by part: each part is begun in

@@ -67,6 +67,8 @@ type Options struct {
 type Metrics struct {
 	Attempts *prometheus.CounterVec // kind, result
 	Latency  prometheus.Histogram
+	Held     prometheus.Counter // pushes held by quiet hours or a mute
+	Released prometheus.Counter // held pushes let out early (/quiet off, /mute off)
 }
 
 // NewMetrics registers the dispatcher's metrics on reg.
@@ -74,9 +76,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_delivery_attempts_total", Help: "Delivery attempts by recipient kind and result."}, []string{"kind", "result"}),
 		Latency:  prometheus.NewHistogram(prometheus.HistogramOpts{Name: "herald_delivery_seconds", Help: "Time from claim to completed delivery.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
+		Held:     prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_held_total", Help: "Pushes held by quiet hours or a mute."}),
+		Released: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_released_total", Help: "Held pushes let out early because quiet hours or a mute was lifted."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Attempts, m.Latency)
+		reg.MustRegister(m.Attempts, m.Latency, m.Held, m.Released)
 	}
 	return m
 }
@@ -93,6 +97,10 @@ type Dispatcher struct {
 	direct   chan struct{}        // free slots for hand-offs (Reserve)
 	directWG sync.WaitGroup       // hand-offs in progress
 	limbo    map[string]time.Time // unconfirmed claims to check, until when (Unconfirmed)
+
+	// releasing keeps take from reading the queue while Release makes a
+	// chat's held pushes due, so they are taken together, as one message.
+	releasing sync.RWMutex
 }
 
 // NewDispatcher returns a dispatcher; call Run.
@@ -216,6 +224,8 @@ func (d *Dispatcher) release(g group) {
 // events of one recipient queued together become one message; inbound,
 // state and test pushes go one by one.
 func (d *Dispatcher) take(ctx context.Context) ([]group, error) {
+	d.releasing.RLock()
+	defer d.releasing.RUnlock()
 	due, err := d.o.Ledger.Due(ctx, d.o.Now(), 512)
 	if err != nil {
 		return nil, err
@@ -270,7 +280,7 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 		// expiry still ends it if that takes too long.
 		until := now.Add(offRetry)
 		d.each(len(g.fx), func(i int) {
-			if _, err := d.o.Ledger.Defer(ctx, g.fx[i].Key, until, now); err != nil {
+			if _, err := d.o.Ledger.Defer(ctx, g.fx[i].Key, until, reasonTransportOff, now); err != nil {
 				log.Warn().Err(err).Msg("cannot hold a push")
 			}
 		})
@@ -302,9 +312,10 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 	if d.o.Holder != nil {
 		if until, held := d.o.Holder.Hold(ctx, holdAddress(recipient, route), taskID, urgent, now); held {
 			d.each(len(live), func(i int) {
-				if _, err := d.o.Ledger.Defer(ctx, live[i].Key, until, now); err != nil {
+				if _, err := d.o.Ledger.Defer(ctx, live[i].Key, until, reasonHeld, now); err != nil {
 					log.Warn().Err(err).Msg("cannot hold a push")
 				}
+				d.o.Metrics.Held.Inc()
 			})
 			return
 		}

@@ -191,8 +191,9 @@ type Ledger interface {
 	// is not in flight (ErrIllegalTransition).
 	Settle(ctx context.Context, key string, o Outcome, now time.Time) (Effect, error)
 	// Defer moves a queued (not in flight) effect's NotBefore to until
-	// without recording an attempt (quiet hours, mute). Refused otherwise.
-	Defer(ctx context.Context, key string, until time.Time, now time.Time) (Effect, error)
+	// without recording an attempt (quiet hours, mute), and records why as
+	// its Error ("" keeps the one it has). Refused otherwise.
+	Defer(ctx context.Context, key string, until time.Time, reason string, now time.Time) (Effect, error)
 	// Expire ends a queued (not in flight) effect as Failed with reason.
 	Expire(ctx context.Context, key, reason string, now time.Time) (Effect, error)
 	// Redeliver queues an ended effect again (explicit human replay); the

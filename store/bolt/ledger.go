@@ -306,7 +306,7 @@ func (l *ledger) Settle(ctx context.Context, key string, o store.Outcome, now ti
 	return e, err
 }
 
-func (l *ledger) Defer(ctx context.Context, key string, until time.Time, now time.Time) (store.Effect, error) {
+func (l *ledger) Defer(ctx context.Context, key string, until time.Time, reason string, now time.Time) (store.Effect, error) {
 	return l.transition(ctx, "defer", key, func(tx *bbolt.Tx, seq uint64, st *effectState) error {
 		if st.State != store.Pending || st.InFlight {
 			return illegal(st, "defer")
@@ -318,6 +318,9 @@ func (l *ledger) Defer(ctx context.Context, key string, until time.Time, now tim
 			until = now
 		}
 		st.NotBefore, st.UpdatedAt = until, now
+		if reason != "" {
+			st.Error = reason
+		}
 		return enqueue(tx, seq, st.NotBefore)
 	})
 }

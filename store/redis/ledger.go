@@ -367,12 +367,18 @@ func (l *ledger) settle(ctx context.Context, key string, o store.Outcome, now ti
 	})
 }
 
-func (l *ledger) Defer(ctx context.Context, key string, until time.Time, now time.Time) (store.Effect, error) {
+func (l *ledger) Defer(ctx context.Context, key string, until time.Time, reason string, now time.Time) (store.Effect, error) {
 	return l.swap(ctx, "defer", key, func(e *store.Effect) (string, string, error) {
 		if e.State != store.Pending || e.InFlight {
 			return "", "", fmt.Errorf("defer %s effect (in flight %t): %w", e.State, e.InFlight, store.ErrIllegalTransition)
 		}
 		e.NotBefore, e.UpdatedAt = until, now
+		if e.NotBefore.IsZero() {
+			e.NotBefore = now
+		}
+		if reason != "" {
+			e.Error = reason
+		}
 		return queueScore(e), "-", nil
 	})
 }

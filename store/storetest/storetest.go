@@ -460,7 +460,7 @@ func testLedger(t *testing.T, open Opener) {
 				wantErr(t, err, store.ErrIllegalTransition)
 				_, err = l.Expire(ctx, "k1", "late", now)
 				wantErr(t, err, store.ErrIllegalTransition)
-				_, err = l.Defer(ctx, "k1", now.Add(time.Hour), now)
+				_, err = l.Defer(ctx, "k1", now.Add(time.Hour), "", now)
 				wantErr(t, err, store.ErrIllegalTransition)
 				wantKeys(t, must(l.Due(ctx, now.Add(time.Hour), 0))(t))
 				if got := must(l.Get(ctx, "k1"))(t); got.State != final || len(got.Attempts) != 1 {
@@ -503,14 +503,14 @@ func testLedger(t *testing.T, open Opener) {
 		now := base()
 		commit(t, s, "t1", effect("t1", "k1", now), effect("t1", "k2", now))
 		until := now.Add(8 * time.Hour)
-		e := must(l.Defer(ctx, "k1", until, now))(t)
-		if e.State != store.Pending || e.InFlight || !e.NotBefore.Equal(until) || len(e.Attempts) != 0 {
+		e := must(l.Defer(ctx, "k1", until, "held", now))(t)
+		if e.State != store.Pending || e.InFlight || !e.NotBefore.Equal(until) || len(e.Attempts) != 0 || e.Error != "held" {
 			t.Fatalf("deferred: %+v", e)
 		}
 		wantKeys(t, must(l.Due(ctx, now.Add(time.Hour), 0))(t), "k2")
 		wantKeys(t, must(l.Due(ctx, until, 0))(t), "k2", "k1")
 		must(l.Begin(ctx, "k2", "w1", now))(t)
-		_, err := l.Defer(ctx, "k2", until, now)
+		_, err := l.Defer(ctx, "k2", until, "", now)
 		wantErr(t, err, store.ErrIllegalTransition)
 		at, ok := must2(t)(l.NextDue(ctx))
 		if !ok || !at.Equal(until) {

@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/herald-bridge/herald/store"
@@ -44,12 +45,34 @@ func (d *Dispatcher) Reserve(ctx context.Context, recipient, taskID string) (wor
 
 // holdAddress is whose preferences hold pushes to recipient: the chat a
 // named recipient points at (recipients.<name>.address), so /quiet and
-// /mute set in that chat hold them too; else the recipient itself.
+// /mute set in that chat hold them too; for an inbox, its owner's private
+// chat, where they set /quiet and /mute; else the recipient itself.
 func holdAddress(recipient string, r Route) string {
-	if r.To.Kind.Chat() {
+	switch {
+	case r.To.Kind.Chat():
 		return r.To.String()
+	case r.To.Kind == InboxAddr:
+		return privateChat(r.To.ID)
 	}
 	return recipient
+}
+
+// privateChat is the chat in which principal talks to herald alone
+// ("" when it has none).
+func privateChat(principal string) string {
+	kind, id, ok := strings.Cut(principal, ":")
+	if !ok || id == "" {
+		return ""
+	}
+	switch kind {
+	case "telegram":
+		return "telegram:chat:" + id
+	case "feishu":
+		return "feishu:user:" + id
+	case "console":
+		return "console:" + id
+	}
+	return ""
 }
 
 // Handoff sends effects claimed in flight for this dispatcher's worker

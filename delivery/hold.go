@@ -144,11 +144,11 @@ func (s *PrefStore) Hold(ctx context.Context, recipient, taskID string, urgentDu
 	return until, held
 }
 
-// hasPrefs reports whether recipient can have Prefs: only chats set them
-// (/quiet, /mute), so named recipients and inboxes skip the store read.
-func hasPrefs(recipient string) bool {
-	kind, _, _ := strings.Cut(recipient, ":")
-	return AddressKind(kind).Chat()
+// hasPrefs reports whether address can have Prefs: only chats set them
+// (/quiet, /mute; the console too), so other addresses skip the store read.
+func hasPrefs(address string) bool {
+	kind, _, _ := strings.Cut(address, ":")
+	return AddressKind(kind).Chat() || kind == "console"
 }
 
 // quietUntil reports whether local time now lies in [from, to) (which may

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/inbox"
 	"github.com/herald-bridge/herald/delivery/telegram"
 	"github.com/herald-bridge/herald/store"
 )
@@ -366,5 +367,39 @@ func TestMuteOffReleasesHeldPushesNow(t *testing.T) {
 	}
 	if got := len(api.sent()); got != 1 {
 		t.Errorf("%d messages, want only the unmuted task's", got)
+	}
+}
+
+// TestQuietHoursAndMuteHoldTheAskersInbox: /quiet and /mute set in a
+// person's private chat hold their inbox too (the console has no other
+// recipient), and lifting them lets the held items in at once.
+func TestQuietHoursAndMuteHoldTheAskersInbox(t *testing.T) {
+	r := newRig(t)
+	route := delivery.NewTable(delivery.TableConfig{Sinks: map[delivery.AddressKind]delivery.Sink{delivery.InboxAddr: inbox.New(r.st.Inbox())}})
+	for _, tc := range []struct{ chat, box string }{
+		{"console:ann", "inbox:console:ann"},
+		{"telegram:chat:42", "inbox:telegram:42"},
+	} {
+		r.setPrefs(tc.chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
+	}
+	r.setPrefs("console:ann", func(p *delivery.Prefs) { p.Mutes = map[string]time.Time{"t-news": t0.Add(time.Hour)} })
+	quiet := r.admit("t-grades", "g1@v1", "inbox:telegram:42", changed("t-grades", "g1", "Grades posted"), 0)
+	muted := r.admit("t-news", "n1@v1", "inbox:console:ann", changed("t-news", "n1", "Library hours changed"), 0)
+	r.start(route, "w", withHolder(r.prefs()))
+	waitFor(t, func() bool { return r.effect(quiet).NotBefore.Equal(nextMorning) }, "the inbox push to be held by quiet hours")
+	waitFor(t, func() bool { return r.effect(muted).NotBefore.Equal(t0.Add(time.Hour)) }, "the inbox push to be held by the mute")
+	if n, _ := r.st.Inbox().Unread(context.Background(), "telegram:42"); n != 0 {
+		t.Fatalf("%d items in the inbox during quiet hours, want none", n)
+	}
+
+	if err := r.releasingPrefs().Update(context.Background(), "telegram:chat:42", func(p *delivery.Prefs) { p.Quiet = "" }); err != nil {
+		t.Fatal(err)
+	}
+	r.settled(quiet, store.Completed)
+	if n, _ := r.st.Inbox().Unread(context.Background(), "telegram:42"); n != 1 {
+		t.Errorf("%d items in the inbox after /quiet off, want 1", n)
+	}
+	if fx := r.effect(muted); fx.State != store.Pending || len(fx.Attempts) != 0 {
+		t.Errorf("the muted push of another person: %s with %d attempts; want still held", fx.State, len(fx.Attempts))
 	}
 }

@@ -188,3 +188,10 @@ type Sink interface {
 type Deduplicating interface {
 	Dedups(to Address) bool
 }
+
+// Windowed is implemented by deduplicating sinks whose provider drops a
+// repeated key only for a while after the first request (Feishu: one
+// hour); past it a replay would arrive twice.
+type Windowed interface {
+	DedupWindow() time.Duration
+}

@@ -2,9 +2,7 @@ package delivery
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +20,9 @@ type Route struct {
 	Lang   string
 	Zone   *time.Location
 	Dedups bool // the provider deduplicates by the delivery key (I3)
+	// DedupWindow, when set, is how long after a first request the
+	// provider still drops a repeat (Windowed).
+	DedupWindow time.Duration
 }
 
 // Router resolves a recipient (address or configured name) to a Route.
@@ -66,6 +67,8 @@ type Options struct {
 type Metrics struct {
 	Attempts *prometheus.CounterVec // kind, result
 	Latency  prometheus.Histogram
+	Held     prometheus.Counter // pushes held by quiet hours or a mute
+	Released prometheus.Counter // held pushes let out early (/quiet off, /mute off)
 }
 
 // NewMetrics registers the dispatcher's metrics on reg.
@@ -73,9 +76,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_delivery_attempts_total", Help: "Delivery attempts by recipient kind and result."}, []string{"kind", "result"}),
 		Latency:  prometheus.NewHistogram(prometheus.HistogramOpts{Name: "herald_delivery_seconds", Help: "Time from claim to completed delivery.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
+		Held:     prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_held_total", Help: "Pushes held by quiet hours or a mute."}),
+		Released: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_released_total", Help: "Held pushes let out early because quiet hours or a mute was lifted."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Attempts, m.Latency)
+		reg.MustRegister(m.Attempts, m.Latency, m.Held, m.Released)
 	}
 	return m
 }
@@ -92,6 +97,10 @@ type Dispatcher struct {
 	direct   chan struct{}        // free slots for hand-offs (Reserve)
 	directWG sync.WaitGroup       // hand-offs in progress
 	limbo    map[string]time.Time // unconfirmed claims to check, until when (Unconfirmed)
+
+	// releasing keeps take from reading the queue while Release makes a
+	// chat's held pushes due, so they are taken together, as one message.
+	releasing sync.RWMutex
 }
 
 // NewDispatcher returns a dispatcher; call Run.
@@ -138,6 +147,12 @@ type group struct {
 // Run delivers until ctx ends; in-flight sends finish (bounded by the
 // sinks' own timeouts) before it returns.
 func (d *Dispatcher) Run(ctx context.Context) error {
+	// Open this worker's sending record before anything can be handed
+	// over (Reserve declines until done is set): from here on, recovery
+	// tells an attempt that never left from one that may have.
+	if err := d.o.Ledger.Sending(ctx, d.o.Worker, nil); err != nil && ctx.Err() == nil {
+		d.o.Log.Warn().Err(err).Msg("cannot open the sending record; interrupted pushes will read as unknown")
+	}
 	d.mu.Lock()
 	d.done = ctx.Done()
 	d.mu.Unlock()
@@ -209,6 +224,8 @@ func (d *Dispatcher) release(g group) {
 // events of one recipient queued together become one message; inbound,
 // state and test pushes go one by one.
 func (d *Dispatcher) take(ctx context.Context) ([]group, error) {
+	d.releasing.RLock()
+	defer d.releasing.RUnlock()
 	due, err := d.o.Ledger.Due(ctx, d.o.Now(), 512)
 	if err != nil {
 		return nil, err
@@ -263,7 +280,7 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 		// expiry still ends it if that takes too long.
 		until := now.Add(offRetry)
 		d.each(len(g.fx), func(i int) {
-			if _, err := d.o.Ledger.Defer(ctx, g.fx[i].Key, until, now); err != nil {
+			if _, err := d.o.Ledger.Defer(ctx, g.fx[i].Key, until, reasonTransportOff, now); err != nil {
 				log.Warn().Err(err).Msg("cannot hold a push")
 			}
 		})
@@ -295,14 +312,39 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 	if d.o.Holds != nil {
 		if until, held := d.o.Holds.Hold(ctx, holdAddress(recipient, route), taskID, urgent, now); held {
 			d.each(len(live), func(i int) {
-				if _, err := d.o.Ledger.Defer(ctx, live[i].Key, until, now); err != nil {
+				if _, err := d.o.Ledger.Defer(ctx, live[i].Key, until, reasonHeld, now); err != nil {
 					log.Warn().Err(err).Msg("cannot hold a push")
 				}
+				d.o.Metrics.Held.Inc()
 			})
 			return
 		}
 	}
-	d.send(ctx, route, live, nil, nil)
+	for _, one := range oneTypeEach(route, live) {
+		d.send(ctx, route, one, nil, nil)
+	}
+}
+
+// oneTypeEach splits a group for a webhook recipient by message type: a
+// webhook body carries one type, so deadline reminders go as their own
+// watch.deadline POST, before the run's watch.changed one. Chats get the
+// group as one message.
+func oneTypeEach(route Route, live []store.Effect) [][]store.Effect {
+	if route.To.Kind != Webhook {
+		return [][]store.Effect{live}
+	}
+	var deadlines, rest []store.Effect
+	for _, fx := range live {
+		if fx.Kind == KindDeadline {
+			deadlines = append(deadlines, fx)
+		} else {
+			rest = append(rest, fx)
+		}
+	}
+	if len(deadlines) == 0 || len(rest) == 0 {
+		return [][]store.Effect{live}
+	}
+	return [][]store.Effect{deadlines, rest}
 }
 
 // send delivers live as one message, part by part: each part is begun in
@@ -334,6 +376,9 @@ func (d *Dispatcher) send(ctx context.Context, route Route, live, begun []store.
 		first := begun[0]
 		part := first.PartsSent
 		attempt := len(first.Attempts)
+		if !d.sending(ctx, begun, part) {
+			return
+		}
 		out := route.Sink.Send(ctx, Delivery{Key: first.Key, To: route.To, Message: *msg, Lang: route.Lang, Zone: route.Zone, Attempt: attempt, Part: part})
 		d.o.Metrics.Attempts.WithLabelValues(string(route.To.Kind), out.Result.String()).Inc()
 		if out.MigratedTo != "" && d.o.Hooks.Migrated != nil {
@@ -474,106 +519,12 @@ func notAfter(t, limit time.Time) time.Time {
 	return t
 }
 
-// superseded marks, among a group's decoded messages, the changes whose
-// item the group lists again in a later state (A→B→C while held: A and B),
-// so the message says C once. The superseded effects stay in the group:
-// they are begun and settled with the message that carries their item's
-// later state, so none reads as delivered unless that message was (I3),
-// and a retry or replay of the group sends the same collapsed message.
-func superseded(fxs []store.Effect, msgs []Message) []bool {
-	out := make([]bool, len(fxs))
-	if len(fxs) < 2 {
-		return out
-	}
-	latest := map[string]int{}
-	for i, m := range msgs {
-		if fxs[i].Kind != KindChanged || len(m.Items) != 1 {
-			continue
-		}
-		id := m.Items[0].ID
-		if j, ok := latest[id]; ok {
-			if fxs[j].CreatedAt.Before(fxs[i].CreatedAt) {
-				out[j], latest[id] = true, i
-			} else {
-				out[i] = true
-			}
-			continue
-		}
-		latest[id] = i
-	}
-	return out
-}
-
 // offRetry is how long pushes wait before looking again at a transport
 // that is switched off.
 const offRetry = time.Minute
 
 // partHold keeps a split message's group together between its parts.
 const partHold = 30 * time.Second
-
-// Reserve offers a free local worker for one push to recipient, so the
-// caller can claim it already in flight for that worker
-// (store.RunCommit.Worker) and hand it over with Handoff: one durable
-// round fewer than queueing it. It declines while the dispatcher is not
-// running, every slot is busy, the recipient cannot be resolved, or its
-// pushes are held (quiet hours, mute); the caller then queues as usual.
-// Every reservation ends with exactly one Handoff or release().
-func (d *Dispatcher) Reserve(ctx context.Context, recipient, taskID string) (worker string, release func(), ok bool) {
-	done := d.stopping()
-	if done == nil {
-		return "", nil, false // not running
-	}
-	select {
-	case <-done:
-		return "", nil, false
-	case d.direct <- struct{}{}:
-	default:
-		return "", nil, false
-	}
-	release = func() { <-d.direct }
-	route, err := d.o.Router.Resolve(recipient)
-	if err != nil {
-		release()
-		return "", nil, false
-	}
-	if d.o.Holds != nil {
-		if _, held := d.o.Holds.Hold(ctx, holdAddress(recipient, route), taskID, time.Time{}, d.o.Now()); held {
-			release()
-			return "", nil, false
-		}
-	}
-	return d.o.Worker, release, true
-}
-
-// holdAddress is whose preferences hold pushes to recipient: the chat a
-// named recipient points at (recipients.<name>.address), so /quiet and
-// /mute set in that chat hold them too; else the recipient itself.
-func holdAddress(recipient string, r Route) string {
-	if r.To.Kind.Chat() {
-		return r.To.String()
-	}
-	return recipient
-}
-
-// Handoff sends effects claimed in flight for this dispatcher's worker
-// (after Reserve) and records their outcome; release is called when done.
-func (d *Dispatcher) Handoff(fxs []store.Effect, msg Message, release func()) {
-	d.directWG.Add(1)
-	go func() {
-		defer d.directWG.Done()
-		defer release()
-		msg.Items = slices.Clone(msg.Items)
-		sortItems(msg.Items) // as merge would
-		d.deliver(context.Background(), group{fx: fxs, begun: true, msg: &msg})
-	}()
-}
-
-// stopping is closed once the dispatcher is shutting down.
-func (d *Dispatcher) stopping() <-chan struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.done
-}
 
 // settleFor is how long an outcome is retried while the store does not
 // answer; past it the attempt stays in flight and reads as unknown once
@@ -615,53 +566,4 @@ func (d *Dispatcher) expire(ctx context.Context, key, reason string, now time.Ti
 func backoff(attempts int) time.Duration {
 	d := time.Second << max(attempts-1, 0)
 	return min(d, time.Minute)
-}
-
-// merge builds one message from a group's payloads, each decoded once;
-// superseded changes are left out (superseded).
-func merge(fxs []store.Effect) (Message, error) {
-	msgs := make([]Message, len(fxs))
-	for i, fx := range fxs {
-		if err := json.Unmarshal(fx.Payload, &msgs[i]); err != nil {
-			return Message{}, err
-		}
-	}
-	skip := superseded(fxs, msgs)
-	var out Message
-	first := true
-	for i, m := range msgs {
-		if skip[i] {
-			continue
-		}
-		if first {
-			out, first = m, false
-			out.Items = nil
-		}
-		if m.Kind == KindChanged {
-			out.Kind = KindChanged
-		}
-		if m.OccurredAt.After(out.OccurredAt) {
-			out.OccurredAt = m.OccurredAt
-		}
-		out.Items = append(out.Items, m.Items...)
-	}
-	sortItems(out.Items)
-	return out, nil
-}
-
-// sortItems puts deadlines first, then new, then changed items.
-func sortItems(items []Item) {
-	slices.SortStableFunc(items, func(a, b Item) int { return changeRank(a.Change) - changeRank(b.Change) })
-}
-
-func changeRank(c string) int {
-	switch c {
-	case ChangeDeadline:
-		return 0
-	case ChangeNew:
-		return 1
-	case ChangeChanged:
-		return 2
-	}
-	return 3
 }

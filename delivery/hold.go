@@ -26,6 +26,10 @@ const UrgentWindow = 2 * time.Hour
 type PrefStore struct {
 	KV   store.KV
 	Zone *time.Location // default zone for quiet hours
+	// Changed, when set, is told of the address whose quiet hours or
+	// mutes an Update changed (Dispatcher.Release lets out what they no
+	// longer hold).
+	Changed func(ctx context.Context, address string)
 }
 
 func prefsKey(address string) string { return "prefs/" + address }
@@ -49,12 +53,19 @@ func (s *PrefStore) Update(ctx context.Context, address string, fn func(*Prefs))
 	if err != nil {
 		return err
 	}
+	before := p.Quiet + "|" + fmt.Sprint(p.Mutes)
 	fn(&p)
 	b, err := json.Marshal(p)
 	if err != nil {
 		return err
 	}
-	return s.KV.Put(ctx, prefsKey(address), b, 0)
+	if err := s.KV.Put(ctx, prefsKey(address), b, 0); err != nil {
+		return err
+	}
+	if s.Changed != nil && p.Quiet+"|"+fmt.Sprint(p.Mutes) != before {
+		s.Changed(ctx, address)
+	}
+	return nil
 }
 
 // Lang returns the language remembered for a chat.
@@ -133,11 +144,11 @@ func (s *PrefStore) Hold(ctx context.Context, recipient, taskID string, urgentDu
 	return until, held
 }
 
-// hasPrefs reports whether recipient can have Prefs: only chats set them
-// (/quiet, /mute), so named recipients and inboxes skip the store read.
-func hasPrefs(recipient string) bool {
-	kind, _, _ := strings.Cut(recipient, ":")
-	return AddressKind(kind).Chat()
+// hasPrefs reports whether address can have Prefs: only chats set them
+// (/quiet, /mute; the console too), so other addresses skip the store read.
+func hasPrefs(address string) bool {
+	kind, _, _ := strings.Cut(address, ":")
+	return AddressKind(kind).Chat() || kind == "console"
 }
 
 // quietUntil reports whether local time now lies in [from, to) (which may

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/inbox"
 	"github.com/herald-bridge/herald/delivery/telegram"
 	"github.com/herald-bridge/herald/store"
 )
@@ -298,4 +299,107 @@ func TestQuietHoursHoldANamedRecipientPointingAtTheChat(t *testing.T) {
 	}
 	r.advance(time.Minute)
 	r.settled(key, store.Completed)
+}
+
+// releasingPrefs is the rig's PrefStore wired as serve wires it: a change
+// of quiet hours or mutes lets out what they no longer hold.
+func (r *rig) releasingPrefs() *delivery.PrefStore {
+	p := r.prefs()
+	p.Changed = func(ctx context.Context, address string) {
+		if _, err := r.d.Release(ctx, address); err != nil {
+			r.t.Errorf("release: %v", err)
+		}
+	}
+	return p
+}
+
+// TestQuietOffReleasesHeldPushesNowAsOneMessage: "/quiet off" promises
+// that held pushes arrive now. They do, long before the old window ends,
+// and a task's held changes arrive as one collapsed message.
+func TestQuietOffReleasesHeldPushesNowAsOneMessage(t *testing.T) {
+	r := newRig(t)
+	api := newFakeBotAPI(t)
+	r.setPrefs(chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
+	a := r.admit("t-news", "n1@v1", chat, changed("t-news", "n1", "Library hours changed"), 0)
+	b := r.admit("t-news", "n2@v1", chat, changed("t-news", "n2", "Exam room changed"), 0)
+	r.start(telegramRoute(t, api.URL), "w", withHolds(r.prefs()))
+	for _, k := range []string{a, b} {
+		waitFor(t, func() bool { return r.effect(k).NotBefore.Equal(nextMorning) }, "the push to be held until 07:00")
+	}
+
+	if err := r.releasingPrefs().Update(context.Background(), chat, func(p *delivery.Prefs) { p.Quiet = "" }); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{a, b} {
+		if fx := r.settled(k, store.Completed); !fx.Attempts[0].Start.Equal(t0) {
+			t.Errorf("%s sent at %s, want now (%s)", k, fx.Attempts[0].Start, t0)
+		}
+	}
+	if got := api.sent(); len(got) != 1 || !strings.Contains(got[0], "Library hours") || !strings.Contains(got[0], "Exam room") {
+		t.Errorf("Telegram received %d messages %q; want one with both changes", len(got), got)
+	}
+}
+
+// TestMuteOffReleasesHeldPushesNow: "/mute <task> off" lets that task's
+// held pushes out at once; a push another mute of the same chat still
+// holds stays held.
+func TestMuteOffReleasesHeldPushesNow(t *testing.T) {
+	r := newRig(t)
+	api := newFakeBotAPI(t)
+	until := t0.Add(30 * time.Minute)
+	r.setPrefs(chat, func(p *delivery.Prefs) { p.Mutes = map[string]time.Time{"t-news": until, "t-grades": until} })
+	news := r.admit("t-news", "n1@v1", chat, changed("t-news", "n1", "Library hours changed"), 0)
+	grades := r.admit("t-grades", "g1@v1", chat, changed("t-grades", "g1", "Grades posted"), 0)
+	r.start(telegramRoute(t, api.URL), "w", withHolds(r.prefs()))
+	for _, k := range []string{news, grades} {
+		waitFor(t, func() bool { return r.effect(k).NotBefore.Equal(until) }, "the muted push to be held")
+	}
+
+	if err := r.releasingPrefs().Update(context.Background(), chat, func(p *delivery.Prefs) { delete(p.Mutes, "t-news") }); err != nil {
+		t.Fatal(err)
+	}
+	if fx := r.settled(news, store.Completed); !fx.Attempts[0].Start.Equal(t0) {
+		t.Errorf("unmuted push sent at %s, want now", fx.Attempts[0].Start)
+	}
+	r.advance(time.Minute)
+	if fx := r.effect(grades); fx.State != store.Pending || !fx.NotBefore.Equal(until) || len(fx.Attempts) != 0 {
+		t.Errorf("the push of the task still muted: %s at %s with %d attempts; want held until %s", fx.State, fx.NotBefore, len(fx.Attempts), until)
+	}
+	if got := len(api.sent()); got != 1 {
+		t.Errorf("%d messages, want only the unmuted task's", got)
+	}
+}
+
+// TestQuietHoursAndMuteHoldTheAskersInbox: /quiet and /mute set in a
+// person's private chat hold their inbox too (the console has no other
+// recipient), and lifting them lets the held items in at once.
+func TestQuietHoursAndMuteHoldTheAskersInbox(t *testing.T) {
+	r := newRig(t)
+	route := delivery.NewTable(delivery.TableConfig{Sinks: map[delivery.AddressKind]delivery.Sink{delivery.InboxAddr: inbox.New(r.st.Inbox())}})
+	for _, tc := range []struct{ chat, box string }{
+		{"console:ann", "inbox:console:ann"},
+		{"telegram:chat:42", "inbox:telegram:42"},
+	} {
+		r.setPrefs(tc.chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
+	}
+	r.setPrefs("console:ann", func(p *delivery.Prefs) { p.Mutes = map[string]time.Time{"t-news": t0.Add(time.Hour)} })
+	quiet := r.admit("t-grades", "g1@v1", "inbox:telegram:42", changed("t-grades", "g1", "Grades posted"), 0)
+	muted := r.admit("t-news", "n1@v1", "inbox:console:ann", changed("t-news", "n1", "Library hours changed"), 0)
+	r.start(route, "w", withHolds(r.prefs()))
+	waitFor(t, func() bool { return r.effect(quiet).NotBefore.Equal(nextMorning) }, "the inbox push to be held by quiet hours")
+	waitFor(t, func() bool { return r.effect(muted).NotBefore.Equal(t0.Add(time.Hour)) }, "the inbox push to be held by the mute")
+	if n, _ := r.st.Inbox().Unread(context.Background(), "telegram:42"); n != 0 {
+		t.Fatalf("%d items in the inbox during quiet hours, want none", n)
+	}
+
+	if err := r.releasingPrefs().Update(context.Background(), "telegram:chat:42", func(p *delivery.Prefs) { p.Quiet = "" }); err != nil {
+		t.Fatal(err)
+	}
+	r.settled(quiet, store.Completed)
+	if n, _ := r.st.Inbox().Unread(context.Background(), "telegram:42"); n != 1 {
+		t.Errorf("%d items in the inbox after /quiet off, want 1", n)
+	}
+	if fx := r.effect(muted); fx.State != store.Pending || len(fx.Attempts) != 0 {
+		t.Errorf("the muted push of another person: %s with %d attempts; want still held", fx.State, len(fx.Attempts))
+	}
 }

@@ -39,6 +39,7 @@ type rig struct {
 	m      *tasks.Manager
 	ledger *scanLedger
 	wake   func()
+	d      *delivery.Dispatcher // the last one started
 }
 
 func newRig(t testing.TB) *rig {
@@ -114,7 +115,7 @@ func (r *rig) start(router delivery.Router, worker string, opt func(*delivery.Op
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.wake = d.Wake
+	r.wake, r.d = d.Wake, d
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = d.Run(ctx); close(done) }()

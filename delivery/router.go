@@ -79,6 +79,7 @@ func (t *Table) Resolve(recipient string) (Route, error) {
 		if d, ok := r.Sink.(Deduplicating); ok {
 			r.Dedups = d.Dedups(r.To)
 		}
+		r.DedupWindow = dedupWindow(r.Sink)
 		return r, nil
 	}
 	a, err := ParseAddress(recipient)
@@ -99,7 +100,14 @@ func (t *Table) Resolve(recipient string) (Route, error) {
 			lang = l
 		}
 	}
-	return Route{Sink: s, To: a, Lang: lang, Zone: t.zone, Dedups: t.dedups[a.Kind]}, nil
+	return Route{Sink: s, To: a, Lang: lang, Zone: t.zone, Dedups: t.dedups[a.Kind], DedupWindow: dedupWindow(s)}, nil
+}
+
+func dedupWindow(s Sink) time.Duration {
+	if w, ok := s.(Windowed); ok {
+		return w.DedupWindow()
+	}
+	return 0
 }
 
 var _ Router = (*Table)(nil)

@@ -182,7 +182,7 @@ func TestI3_TelegramCrashBetweenPartsResumesAtNextPart(t *testing.T) {
 	stop()
 
 	r.open()
-	rec, err := r.st.Ledger().Recover(context.Background(), func(w string) bool { return w == "replica-a/2" }, r.clock.Now())
+	rec, err := r.st.Ledger().Recover(context.Background(), store.Recovery{Alive: func(w string) bool { return w == "replica-a/2" }}, r.clock.Now())
 	if err != nil || len(rec) != 1 || rec[0].Key != key {
 		t.Fatalf("recover: %v, %d interrupted; want this push", err, len(rec))
 	}
@@ -240,7 +240,7 @@ func TestI3_TelegramStopBetweenPartsResumesAutomatically(t *testing.T) {
 	}
 
 	r.open()
-	rec, err := r.st.Ledger().Recover(context.Background(), func(string) bool { return false }, r.clock.Now())
+	rec, err := r.st.Ledger().Recover(context.Background(), store.Recovery{}, r.clock.Now())
 	if err != nil || len(rec) != 0 {
 		t.Fatalf("recover: %v, %d interrupted; want none (nothing was on the wire)", err, len(rec))
 	}

@@ -39,7 +39,7 @@ func TestI3_RestartWith500QueuedDeliversEachOnce(t *testing.T) {
 	r.crash()
 
 	r.open()
-	if rec, err := r.st.Ledger().Recover(context.Background(), func(string) bool { return false }, r.clock.Now()); err != nil || len(rec) != 0 {
+	if rec, err := r.st.Ledger().Recover(context.Background(), store.Recovery{}, r.clock.Now()); err != nil || len(rec) != 0 {
 		t.Fatalf("recover after the restart: %v, %d interrupted (want none: nothing was in flight)", err, len(rec))
 	}
 	r.start(webhookRoute(t, rv, false), "replica-b", func(o *delivery.Options) { o.Workers = 16 })
@@ -321,5 +321,61 @@ func TestI3_IdempotentGroupReplaysWhole(t *testing.T) {
 		if err := json.Unmarshal(h.Body, &body); err != nil || h.ID != fxs[0].Key || len(body.Items) != 2 {
 			t.Errorf("request under %q with %d items (%v); want %q with both items", h.ID, len(body.Items), err, fxs[0].Key)
 		}
+	}
+}
+
+// TestWebhookPostCarriesOneType: a run's news and a due reminder for the
+// same webhook recipient go out as two POSTs, a watch.deadline one with
+// the reminder alone and a watch.changed one with the news alone, each
+// under its own webhook-id; a receiver routing on type sees both.
+func TestWebhookPostCarriesOneType(t *testing.T) {
+	r := newRig(t)
+	rv := newReceiver(t, nil)
+	now := r.clock.Now()
+	news := changed("t-hw", "hw-1", "Homework 1")
+	news.OccurredAt = now
+	remind := delivery.Message{Kind: delivery.KindDeadline, TaskID: "t-hw", TaskName: "Homework", OccurredAt: now,
+		Items: []delivery.Item{{ID: "hw-0", Title: "Homework 0", Change: delivery.ChangeDeadline, Due: now.Add(3 * time.Hour)}}}
+	var fxs []store.Effect
+	for i, m := range []delivery.Message{news, remind} {
+		payload, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fxs = append(fxs, store.Effect{Key: fmt.Sprintf("fx_run_%d", i), TaskID: "t-hw", Recipient: "ops", Kind: m.Kind,
+			Payload: payload, NotBefore: now, ExpiresAt: now.Add(3 * time.Hour), CreatedAt: now, RunID: "t-hw/run-1"})
+	}
+	if _, err := r.st.Ledger().Commit(context.Background(), store.RunCommit{TaskID: "t-hw", Effects: fxs}); err != nil {
+		t.Fatal(err)
+	}
+	r.start(webhookRoute(t, rv, false), "w", nil)
+	for _, fx := range fxs {
+		r.settled(fx.Key, store.Completed)
+	}
+	hits := rv.received()
+	if len(hits) != 2 {
+		t.Fatalf("receiver saw %d POSTs, want 2 (one per type)", len(hits))
+	}
+	want := map[string]string{"watch.deadline": "deadline", "watch.changed": "changed"}
+	ids := map[string]bool{}
+	for _, h := range hits {
+		var body struct {
+			Type  string `json:"type"`
+			Items []struct {
+				ID     string `json:"id"`
+				Change string `json:"change"`
+			} `json:"items"`
+		}
+		if err := json.Unmarshal(h.Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		if len(body.Items) != 1 || body.Items[0].Change != want[body.Type] {
+			t.Errorf("a %q POST carries %+v; want one %q item", body.Type, body.Items, want[body.Type])
+		}
+		delete(want, body.Type)
+		ids[h.ID] = true
+	}
+	if len(want) != 0 || len(ids) != 2 {
+		t.Errorf("types not seen: %v; webhook-ids %v", want, ids)
 	}
 }

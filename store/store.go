@@ -192,18 +192,62 @@ type Ledger interface {
 	// is not in flight (ErrIllegalTransition).
 	Settle(ctx context.Context, key string, o Outcome, now time.Time) (Effect, error)
 	// Defer moves a queued (not in flight) effect's NotBefore to until
-	// without recording an attempt (quiet hours, mute). Refused otherwise.
-	Defer(ctx context.Context, key string, until time.Time, now time.Time) (Effect, error)
+	// without recording an attempt (quiet hours, mute), and records why as
+	// its Error ("" keeps the one it has). Refused otherwise.
+	Defer(ctx context.Context, key string, until time.Time, reason string, now time.Time) (Effect, error)
 	// Expire ends a queued (not in flight) effect as Failed with reason.
 	Expire(ctx context.Context, key, reason string, now time.Time) (Effect, error)
 	// Redeliver queues an ended effect again (explicit human replay); the
 	// attempt history records who. Refused while Pending.
 	Redeliver(ctx context.Context, key, who string, now time.Time) (Effect, error)
-	// Recover turns every in-flight effect whose worker is not alive into
-	// Unknown (I3) and returns them, so the caller can record the
-	// interruption in the run history.
-	Recover(ctx context.Context, alive func(worker string) bool, now time.Time) ([]Effect, error)
+	// Sending records, durably, that worker is about to send the attempts
+	// named by refs (each the current in-flight attempt of its effect): once
+	// it returns, their requests may leave the process. Called with no refs,
+	// it opens worker's record before its first send; from then on an
+	// attempt of worker that was never recorded provably did not cross the
+	// boundary. ErrLeaseLost: worker was recovered as dead meanwhile and
+	// must not send.
+	Sending(ctx context.Context, worker string, refs []AttemptRef) error
+	// Recover ends the in-flight attempts of workers that are not alive
+	// (I3) and returns the effects it changed, in their new state:
+	//   - an attempt its worker never recorded as Sending (the worker had
+	//     opened its record) provably was not sent: queued again, due now;
+	//   - an attempt that may have been sent is queued again, due at its
+	//     start, when r.Replay allows (the recipient deduplicates by the
+	//     key); else it becomes Unknown. The caller records unknown ones in
+	//     the run history.
+	// A worker that never opened its record, or whose record the backend
+	// cannot trust (bbolt: written before a reboot), has every attempt
+	// that may have been sent counted as such.
+	Recover(ctx context.Context, r Recovery, now time.Time) ([]Effect, error)
 }
+
+// AttemptRef names one attempt of an effect: its key and Attempt.N.
+type AttemptRef struct {
+	Key string
+	N   int
+}
+
+// Recovery tells Recover which workers are gone and which interrupted
+// pushes may be sent again.
+type Recovery struct {
+	// Alive reports whether a worker still runs; nil: none does.
+	Alive func(worker string) bool
+	// Replay reports whether fx, whose last attempt may have reached the
+	// provider, may be sent again under the same key. nil: never.
+	Replay func(fx Effect) bool
+}
+
+// Interrupted reasons Recover records on the attempts it ends.
+const (
+	// InterruptedUnsent: the worker stopped before the request could leave.
+	InterruptedUnsent = "interrupted before sending: queued again"
+	// InterruptedReplayed: it may have been sent; the recipient
+	// deduplicates by the key, so it is sent again under that key.
+	InterruptedReplayed = "interrupted: sent again under the same key"
+	// InterruptedUnknown: it may have been sent and cannot be repeated.
+	InterruptedUnknown = "interrupted: worker stopped during the attempt"
+)
 
 // ---------------------------------------------------------------- leases
 
@@ -302,4 +346,33 @@ type KV interface {
 	Get(ctx context.Context, key string) ([]byte, error) // ErrNotFound when absent or expired
 	Put(ctx context.Context, key string, value []byte, ttl time.Duration) error
 	Delete(ctx context.Context, key string) error
+}
+
+// Decide is how Recover ends the interrupted last attempt of fx. mayBeSent
+// is false only when the worker had opened its record (Ledger.Sending) and
+// never recorded this attempt. The new state is Pending (queued again,
+// due at notBefore) or Unknown; reason goes on the attempt and the effect.
+func (r Recovery) Decide(fx Effect, mayBeSent bool, now time.Time) (state EffectState, reason string, notBefore time.Time) {
+	if !mayBeSent {
+		return Pending, InterruptedUnsent, now
+	}
+	if r.Replay != nil && r.Replay(fx) {
+		// Due at the attempt's start: effects sent as one message were
+		// begun together, so they come back together and go out again
+		// as the same message under the same key.
+		at := now
+		if n := len(fx.Attempts); n > 0 && !fx.Attempts[n-1].Start.IsZero() {
+			at = fx.Attempts[n-1].Start
+		}
+		return Pending, InterruptedReplayed, at
+	}
+	return Unknown, InterruptedUnknown, time.Time{}
+}
+
+// LastAttempt is the number of fx's last attempt (0: none).
+func LastAttempt(fx Effect) int {
+	if n := len(fx.Attempts); n > 0 {
+		return fx.Attempts[n-1].N
+	}
+	return 0
 }

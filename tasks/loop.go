@@ -119,16 +119,26 @@ func (m *Manager) relinquish(f store.Fence) {
 	m.log.Warn().Uint64("epoch", f.Epoch).Msg("scheduling epoch is stale; stopped owning")
 }
 
-// recover turns interrupted attempts into unknown (I3) and records the
-// interruption in each task's run history.
+// recover ends interrupted attempts (I3): those never sent and those a
+// deduplicating recipient may receive again are queued again; the rest
+// become unknown, recorded in each task's run history.
 func (m *Manager) recover(ctx context.Context) error {
-	fxs, err := m.store.Ledger().Recover(ctx, m.o.Alive, m.clock.Now())
+	fxs, err := m.store.Ledger().Recover(ctx, store.Recovery{Alive: m.o.Alive, Replay: m.o.Replay}, m.clock.Now())
 	if err != nil {
 		return fmt.Errorf("recover ledger: %w", err)
 	}
 	per := map[string]int{}
+	queued := 0
 	for _, fx := range fxs {
-		per[fx.TaskID]++
+		if fx.State == store.Unknown {
+			per[fx.TaskID]++
+		} else {
+			queued++
+		}
+	}
+	if queued > 0 {
+		m.log.Info().Int("effects", queued).Msg("interrupted pushes queued again: not sent yet, or sent to a recipient that drops repeats")
+		m.wakeDelivery()
 	}
 	now := m.clock.Now()
 	for task, n := range per {

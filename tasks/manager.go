@@ -70,6 +70,10 @@ type Options struct {
 	// Alive reports whether a delivery worker is still running; in-flight
 	// attempts of dead workers become unknown on recovery (I3).
 	Alive func(worker string) bool
+	// Replay reports whether an interrupted push that may have been sent
+	// may be sent again under its key (its recipient deduplicates by it);
+	// nil: never (I3).
+	Replay func(fx store.Effect) bool
 	// RetryWaits are the waits between source attempts (I6); default 1 s, 2 s.
 	RetryWaits []time.Duration
 	// Direct, when set, lets an admission for one recipient claim its push

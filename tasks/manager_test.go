@@ -435,11 +435,12 @@ func TestRequestIDOfADeclaredTaskNamesIt(t *testing.T) {
 	}
 }
 
-// heldAlways holds every push to alice.
+// heldAlways holds every push to alice: her inbox is held by her chat's
+// preferences.
 type heldAlways struct{}
 
-func (heldAlways) Hold(_ context.Context, recipient, _ string, _, _ time.Time) (time.Time, bool) {
-	return t0.Add(time.Hour), recipient == "inbox:console:alice"
+func (heldAlways) Hold(_ context.Context, address, _ string, _, _ time.Time) (time.Time, bool) {
+	return t0.Add(time.Hour), address == "console:alice"
 }
 
 // An admission handed straight to a free local worker is claimed in flight

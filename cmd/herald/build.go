@@ -64,10 +64,11 @@ func (s *service) assemble(ctx context.Context) error {
 		return err
 	}
 	s.dispatch = dispatch
+	s.prefs.Changed = func(ctx context.Context, address string) { _, _ = dispatch.Release(ctx, address) }
 	s.manager, err = tasks.New(tasks.Options{
 		Store: s.store, Sources: s.sourceOpener(), Policy: policyOf(cfg), Zone: cfg.Location,
 		Log: s.log.With().Str("component", "tasks").Logger(), Holder: s.holder,
-		WakeDelivery: dispatch.Wake, Direct: dispatch, Alive: s.alive,
+		WakeDelivery: dispatch.Wake, Direct: dispatch, Alive: s.alive, Replay: dispatch.Replayable,
 	})
 	if err != nil {
 		return err

@@ -232,6 +232,15 @@ func TestWrongSignatureOrTokenFailsAfterOneAttemptAndMarksUnreachable(t *testing
 		if fx.Error != reason || len(fx.Attempts) != 1 || len(rb.Requests()) != 1 {
 			t.Errorf("errcode %d: error %q after %d attempts, %d requests", code, fx.Error, len(fx.Attempts), len(rb.Requests()))
 		}
+		// The hook runs just after the outcome is recorded.
+		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+			mu.Lock()
+			n := len(marked)
+			mu.Unlock()
+			if n > 0 {
+				break
+			}
+		}
 		mu.Lock()
 		if len(marked) != 1 || marked[0] != "ding-team "+reason {
 			t.Errorf("errcode %d: unreachable marks %v", code, marked)

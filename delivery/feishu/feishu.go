@@ -135,6 +135,9 @@ func New(appID, appSecret, baseURL string, opts ...Option) (*Sink, error) {
 // Delivery.Key, which the dispatcher always sets.
 func (s *Sink) Dedups(delivery.Address) bool { return true }
 
+// DedupWindow is how long Feishu drops a repeated uuid.
+func (s *Sink) DedupWindow() time.Duration { return time.Hour }
+
 // UUID derives the message uuid for part of the delivery with key: stable
 // across attempts, at most 50 characters.
 func UUID(key string, part int) string {

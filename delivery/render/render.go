@@ -116,21 +116,22 @@ type itemView struct {
 // never make an item's line much more than its title's length again.
 const MaxWasTitle = 200
 
-// duration renders d (positive) coarsely: minutes below 1 h, hours below
-// 48 h, days after.
+// duration renders d (positive) as a person reads a clock: to the nearest
+// minute under an hour, the nearest hour under a day, then days and the
+// hours left over, rounded to the hour ("2 d 23 h", never "2 d" for
+// 71 h 59 m).
 func (w words) duration(d time.Duration) string {
-	switch {
-	case d < time.Hour:
-		m := int(d / time.Minute)
-		if m < 1 {
-			m = 1
-		}
-		return w.minute(m)
-	case d < 48*time.Hour:
-		return w.hour(int(d / time.Hour))
-	default:
-		return w.day(int(d / (24 * time.Hour)))
+	if d < time.Hour-30*time.Second {
+		return w.minute(max(int((d+30*time.Second)/time.Minute), 1))
 	}
+	h := int((d + 30*time.Minute) / time.Hour)
+	if h < 24 {
+		return w.hour(h)
+	}
+	if h%24 == 0 {
+		return w.day(h / 24)
+	}
+	return w.day(h/24) + " " + w.hour(h%24)
 }
 
 func (w words) dueText(due time.Time, zone *time.Location, now time.Time) string {

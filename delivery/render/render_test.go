@@ -358,3 +358,29 @@ func TestTelegramPack_LongMarkupShortTextCountsTowardThePart(t *testing.T) {
 		t.Fatalf("parts %q, want %q and %q", parts, a, b)
 	}
 }
+
+// TestDurationRoundsAsAPersonReads: "due in" rounds to the nearest minute,
+// then hour, then days with the hours left over, in both languages.
+func TestDurationRoundsAsAPersonReads(t *testing.T) {
+	for _, tc := range []struct {
+		d      time.Duration
+		en, zh string
+	}{
+		{20 * time.Second, "1 min", "1 分钟"},
+		{14*time.Minute + 40*time.Second, "15 min", "15 分钟"},
+		{59*time.Minute + 40*time.Second, "1 h", "1 小时"},
+		{22*time.Hour + 59*time.Minute, "23 h", "23 小时"},
+		{23*time.Hour + 40*time.Minute, "1 d", "1 天"},
+		{26 * time.Hour, "1 d 2 h", "1 天 2 小时"},
+		{71*time.Hour + 59*time.Minute, "3 d", "3 天"},
+		{70*time.Hour + 50*time.Minute, "2 d 23 h", "2 天 23 小时"},
+		{5 * 24 * time.Hour, "5 d", "5 天"},
+	} {
+		if got := en.duration(tc.d); got != tc.en {
+			t.Errorf("en %v = %q, want %q", tc.d, got, tc.en)
+		}
+		if got := zh.duration(tc.d); got != tc.zh {
+			t.Errorf("zh %v = %q, want %q", tc.d, got, tc.zh)
+		}
+	}
+}

@@ -66,7 +66,7 @@ func TestSend_ChineseMarkdownRoundTrip(t *testing.T) {
 		t.Fatalf("robot got %+v", got)
 	}
 	c := content(got[0])
-	for _, want := range []string{"**课程通知 有 2 项更新**", "- [新] [期末考试安排：204 教室](https://jw.example.edu.cn/notice/1)", "作业二截止时间调整", "还剩 26 小时"} {
+	for _, want := range []string{"**课程通知 有 2 项更新**", "- [新] [期末考试安排：204 教室](https://jw.example.edu.cn/notice/1)", "作业二截止时间调整", "还剩 1 天 2 小时"} {
 		if !strings.Contains(c, want) {
 			t.Errorf("content lacks %q:\n%s", want, c)
 		}
@@ -169,6 +169,15 @@ func TestWrongKeyFailsAfterOneAttemptAndMarksUnreachable(t *testing.T) {
 	fx := r.Settled(r.Queue(zhNews()), store.Failed)
 	if fx.Error != "bad_key" || len(fx.Attempts) != 1 || len(rb.Requests()) != 1 {
 		t.Fatalf("error %q after %d attempts, %d requests", fx.Error, len(fx.Attempts), len(rb.Requests()))
+	}
+	// The hook runs just after the outcome is recorded.
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		n := len(marked)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()

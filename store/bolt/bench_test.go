@@ -154,6 +154,9 @@ func BenchmarkLedgerBeginSettle(b *testing.B) {
 				if _, err := s.Ledger().Begin(ctx, key, "w", now); err != nil {
 					return err
 				}
+				if err := s.Ledger().Sending(ctx, "w", []store.AttemptRef{{Key: key, N: 1}}); err != nil {
+					return err
+				}
 				_, err := s.Ledger().Settle(ctx, key, store.Outcome{State: store.Completed, ProviderID: "m"}, now)
 				return err
 			}

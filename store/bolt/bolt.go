@@ -114,6 +114,7 @@ type Store struct {
 	db   *bbolt.DB
 	now  func() time.Time
 	gc   *committer
+	jr   *journal // the sending journal (journal.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -144,7 +145,7 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
-	s := &Store{path: path, db: db, now: opts.Now, gc: newCommitter(db, opts.MaxBatch)}
+	s := &Store{path: path, db: db, now: opts.Now, gc: newCommitter(db, opts.MaxBatch), jr: newJournal(path)}
 	return s, nil
 }
 
@@ -223,6 +224,7 @@ func (s *Store) Path() string { return s.path }
 // the file. Closing twice is harmless.
 func (s *Store) Close() error {
 	s.gc.close()
+	s.jr.close()
 	if err := s.db.Close(); err != nil && !errors.Is(err, bbolt.ErrDatabaseNotOpen) {
 		return fmt.Errorf("bolt: close: %w", err)
 	}

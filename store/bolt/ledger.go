@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -266,10 +267,12 @@ func (l *ledger) Begin(ctx context.Context, key, worker string, now time.Time) (
 }
 
 func (l *ledger) Settle(ctx context.Context, key string, o store.Outcome, now time.Time) (store.Effect, error) {
-	return l.transition(ctx, "settle", key, func(tx *bbolt.Tx, seq uint64, st *effectState) error {
+	var worker string
+	e, err := l.transition(ctx, "settle", key, func(tx *bbolt.Tx, seq uint64, st *effectState) error {
 		if st.State != store.Pending || !st.InFlight {
 			return illegal(st, "settle")
 		}
+		worker = st.Worker
 		switch o.State {
 		case store.Pending, store.Completed, store.Failed, store.Unknown:
 		default:
@@ -296,9 +299,14 @@ func (l *ledger) Settle(ctx context.Context, key string, o store.Outcome, now ti
 		}
 		return nil
 	})
+	if err == nil {
+		// Committed: the attempt's sending record is no longer needed.
+		(*Store)(l).jr.settled(worker, key)
+	}
+	return e, err
 }
 
-func (l *ledger) Defer(ctx context.Context, key string, until time.Time, now time.Time) (store.Effect, error) {
+func (l *ledger) Defer(ctx context.Context, key string, until time.Time, reason string, now time.Time) (store.Effect, error) {
 	return l.transition(ctx, "defer", key, func(tx *bbolt.Tx, seq uint64, st *effectState) error {
 		if st.State != store.Pending || st.InFlight {
 			return illegal(st, "defer")
@@ -310,6 +318,9 @@ func (l *ledger) Defer(ctx context.Context, key string, until time.Time, now tim
 			until = now
 		}
 		st.NotBefore, st.UpdatedAt = until, now
+		if reason != "" {
+			st.Error = reason
+		}
 		return enqueue(tx, seq, st.NotBefore)
 	})
 }
@@ -344,19 +355,36 @@ func (l *ledger) Redeliver(ctx context.Context, key, who string, now time.Time) 
 	})
 }
 
-// interrupted is the reason recorded on effects whose worker died mid-attempt.
-const interrupted = "interrupted: worker stopped during the attempt"
+// Sending records refs in worker's journal (journal.go): written, not
+// synced; it only has to outlive the process (see journal.go).
+func (l *ledger) Sending(ctx context.Context, worker string, refs []store.AttemptRef) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w, err := (*Store)(l).jr.open(worker)
+	if err != nil {
+		return fmt.Errorf("bolt: sending journal of %q: %v: %w", worker, err, store.ErrUnavailable)
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	return w.record(refs)
+}
 
-// Recover asks alive outside any transaction (it may consult the store),
-// then ends each dead worker's attempt unless it settled meanwhile.
-func (l *ledger) Recover(ctx context.Context, alive func(worker string) bool, now time.Time) ([]store.Effect, error) {
+// Recover asks r.Alive outside any transaction (it may consult the
+// store), reads each dead worker's sending journal, lets r.Replay decide
+// about attempts that may have been sent, then ends each dead worker's
+// attempt unless it settled meanwhile, and drops the journals it read.
+func (l *ledger) Recover(ctx context.Context, r store.Recovery, now time.Time) ([]store.Effect, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	s := (*Store)(l)
+	alive := func(w string) bool { return r.Alive != nil && r.Alive(w) }
 	type flight struct {
 		seq    uint64
 		worker string
+		fx     store.Effect
 	}
 	var flights []flight
 	err := s.view(func(tx *bbolt.Tx) error {
@@ -364,52 +392,89 @@ func (l *ledger) Recover(ctx context.Context, alive func(worker string) bool, no
 			if len(k) != 8 {
 				return fmt.Errorf("%w: in-flight entry of %d bytes", errCorruptEffect, len(k))
 			}
-			flights = append(flights, flight{binary.BigEndian.Uint64(k), string(v)})
+			seq := binary.BigEndian.Uint64(k)
+			f, err := load(tx, seq)
+			if err != nil {
+				return err
+			}
+			flights = append(flights, flight{seq, string(v), f.effect()})
 			return nil
 		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bolt: ledger recover: %w", err)
 	}
-	var dead []flight
-	for _, f := range flights {
-		if !alive(f.worker) {
-			dead = append(dead, f)
-		}
+	type decision struct {
+		flight
+		state     store.EffectState
+		reason    string
+		notBefore time.Time
 	}
-	if len(dead) == 0 {
-		return nil, nil
+	type record struct {
+		opened bool
+		sent   map[string][]int
+	}
+	journals := map[string]record{}
+	var dead []decision
+	for _, f := range flights {
+		if alive(f.worker) {
+			continue
+		}
+		rec, ok := journals[f.worker]
+		if !ok {
+			opened, sent, err := s.jr.read(f.worker)
+			if err != nil {
+				return nil, fmt.Errorf("bolt: ledger recover: sending journal: %w", err)
+			}
+			rec = record{opened, sent}
+			journals[f.worker] = rec
+		}
+		mayBeSent := !rec.opened || slices.Contains(rec.sent[f.fx.Key], store.LastAttempt(f.fx))
+		state, reason, nb := r.Decide(f.fx, mayBeSent, now)
+		dead = append(dead, decision{f, state, reason, nb})
 	}
 	var out []store.Effect
-	err = s.update(func(tx *bbolt.Tx) error {
-		out = nil
-		inflight := tx.Bucket(bktFxFlight)
-		for _, d := range dead {
-			k := seqKey(d.seq)
-			if w := inflight.Get(k); w == nil || string(w) != d.worker {
-				continue // settled, or a new attempt began, since the scan
+	if len(dead) > 0 {
+		err = s.update(func(tx *bbolt.Tx) error {
+			out = nil
+			inflight := tx.Bucket(bktFxFlight)
+			for _, d := range dead {
+				k := seqKey(d.seq)
+				if w := inflight.Get(k); w == nil || string(w) != d.worker {
+					continue // settled, or a new attempt began, since the scan
+				}
+				f, err := load(tx, d.seq)
+				if err != nil {
+					return err
+				}
+				if n := len(f.st.Attempts); n > 0 {
+					a := &f.st.Attempts[n-1]
+					a.End, a.Outcome, a.Error = now, d.state, d.reason
+				}
+				f.st.State, f.st.InFlight, f.st.Worker, f.st.Error, f.st.UpdatedAt = d.state, false, "", d.reason, now
+				if d.state == store.Pending {
+					f.st.NotBefore = d.notBefore
+					if err := enqueue(tx, d.seq, f.st.NotBefore); err != nil {
+						return err
+					}
+				}
+				if err := putState(tx, d.seq, f.st); err != nil {
+					return err
+				}
+				if err := inflight.Delete(k); err != nil {
+					return err
+				}
+				out = append(out, f.effect())
 			}
-			f, err := load(tx, d.seq)
-			if err != nil {
-				return err
-			}
-			if n := len(f.st.Attempts); n > 0 {
-				a := &f.st.Attempts[n-1]
-				a.End, a.Outcome, a.Error = now, store.Unknown, interrupted
-			}
-			f.st.State, f.st.InFlight, f.st.Worker, f.st.Error, f.st.UpdatedAt = store.Unknown, false, "", interrupted, now
-			if err := putState(tx, d.seq, f.st); err != nil {
-				return err
-			}
-			if err := inflight.Delete(k); err != nil {
-				return err
-			}
-			out = append(out, f.effect())
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("bolt: ledger recover: %w", err)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bolt: ledger recover: %w", err)
+	}
+	// Every dead worker's attempt is ended now: its journal is done with.
+	if err := s.jr.forget(alive); err != nil {
+		return out, fmt.Errorf("bolt: ledger recover: sending journal: %w", err)
 	}
 	return out, nil
 }

@@ -107,7 +107,7 @@ func TestMigrationV1SplitsEffects(t *testing.T) {
 	if at, ok, err := l.NextDue(ctx); err != nil || !ok || !at.Equal(queued.NotBefore) {
 		t.Fatalf("NextDue = %v %v %v", at, ok, err)
 	}
-	rec, err := l.Recover(ctx, func(string) bool { return false }, base)
+	rec, err := l.Recover(ctx, store.Recovery{}, base)
 	if err != nil || len(rec) != 1 || rec[0].Key != flying.Key || rec[0].State != store.Unknown {
 		t.Fatalf("Recover after migration = %+v, %v", rec, err)
 	}

@@ -24,6 +24,8 @@ func (s *Store) taskEffectsKey(task string) string { return s.tagged + "fx:t:" +
 func (s *Store) seqKey() string                    { return s.tagged + "fx:seq" }
 func (s *Store) inflightKey() string               { return s.tagged + "fx:inflight" }
 func (s *Store) queueKey() string                  { return s.tagged + "q" }
+func (s *Store) sendingKey(worker string) string   { return s.tagged + "fx:sending:" + worker }
+func (s *Store) sendingSetKey() string             { return s.tagged + "fx:sending" }
 
 // queueScore orders the queue by NotBefore; an effect without one is due
 // from its creation.
@@ -229,6 +231,10 @@ func (l *ledger) swap(ctx context.Context, op, key string,
 		if err != nil {
 			return store.Effect{}, err
 		}
+		keys := []string{s.effectKey(key), s.queueKey(), s.inflightKey()}
+		if e.InFlight && e.Worker != "" {
+			keys = append(keys, s.sendingKey(e.Worker))
+		}
 		queue, inflight, err := next(&e)
 		if errors.Is(err, errNoChange) {
 			return e, nil
@@ -240,8 +246,7 @@ func (l *ledger) swap(ctx context.Context, op, key string,
 		if err != nil {
 			return store.Effect{}, fmt.Errorf("redis store: %s: encode effect: %w", op, err)
 		}
-		n, err := scriptSwapEffect.Run(ctx, s.rdb,
-			[]string{s.effectKey(key), s.queueKey(), s.inflightKey()},
+		n, err := scriptSwapEffect.Run(ctx, s.rdb, keys,
 			sha1hex(raw), js, key, queue, inflight).Int64()
 		if err != nil {
 			return store.Effect{}, wrap(op, err)
@@ -362,12 +367,18 @@ func (l *ledger) settle(ctx context.Context, key string, o store.Outcome, now ti
 	})
 }
 
-func (l *ledger) Defer(ctx context.Context, key string, until time.Time, now time.Time) (store.Effect, error) {
+func (l *ledger) Defer(ctx context.Context, key string, until time.Time, reason string, now time.Time) (store.Effect, error) {
 	return l.swap(ctx, "defer", key, func(e *store.Effect) (string, string, error) {
 		if e.State != store.Pending || e.InFlight {
 			return "", "", fmt.Errorf("defer %s effect (in flight %t): %w", e.State, e.InFlight, store.ErrIllegalTransition)
 		}
 		e.NotBefore, e.UpdatedAt = until, now
+		if e.NotBefore.IsZero() {
+			e.NotBefore = now
+		}
+		if reason != "" {
+			e.Error = reason
+		}
 		return queueScore(e), "-", nil
 	})
 }
@@ -397,14 +408,55 @@ func (l *ledger) Redeliver(ctx context.Context, key, who string, now time.Time) 
 	})
 }
 
-// interrupted is the error recorded on effects that Recover ends.
-const interrupted = "interrupted: worker gone while the attempt was in flight"
+// closedSendingTTL is how long the closed sending record of a recovered
+// worker is kept: a worker that was only slow finds it closed and sends
+// nothing more.
+const closedSendingTTL = 24 * time.Hour
 
-func (l *ledger) Recover(ctx context.Context, alive func(worker string) bool, now time.Time) ([]store.Effect, error) {
+func (l *ledger) Sending(ctx context.Context, worker string, refs []store.AttemptRef) error {
+	args := make([]any, 0, 1+2*len(refs))
+	args = append(args, worker)
+	for _, r := range refs {
+		args = append(args, r.Key, r.N)
+	}
+	n, err := scriptSending.Run(ctx, l.s.rdb, []string{l.s.sendingKey(worker), l.s.sendingSetKey()}, args...).Int64()
+	if err != nil {
+		return wrap("sending", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("redis store: sending: worker %q was recovered as stopped: %w", worker, store.ErrLeaseLost)
+	}
+	return nil
+}
+
+// sendingRecord is a dead worker's sending record, closed.
+type sendingRecord struct {
+	opened bool
+	sent   map[string]string // key -> attempt n
+}
+
+func (l *ledger) closeSending(ctx context.Context, worker string) (sendingRecord, error) {
+	all, err := scriptCloseSending.Run(ctx, l.s.rdb, []string{l.s.sendingKey(worker)}).StringSlice()
+	if err != nil {
+		return sendingRecord{}, wrap("recover", err)
+	}
+	rec := sendingRecord{sent: map[string]string{}}
+	for i := 0; i+1 < len(all); i += 2 {
+		if all[i] == "!open" {
+			rec.opened = true
+		}
+		rec.sent[all[i]] = all[i+1]
+	}
+	return rec, nil
+}
+
+func (l *ledger) Recover(ctx context.Context, r store.Recovery, now time.Time) ([]store.Effect, error) {
+	alive := func(w string) bool { return r.Alive != nil && r.Alive(w) }
 	keys, err := l.s.rdb.SMembers(ctx, l.s.inflightKey()).Result()
 	if err != nil {
 		return nil, wrap("recover", err)
 	}
+	records := map[string]sendingRecord{}
 	var out []store.Effect
 	for _, key := range keys {
 		var recovered bool
@@ -413,15 +465,29 @@ func (l *ledger) Recover(ctx context.Context, alive func(worker string) bool, no
 			if e.State != store.Pending || !e.InFlight {
 				return "-", "rem", nil // stale in-flight entry: drop it
 			}
-			if alive != nil && alive(e.Worker) {
+			if alive(e.Worker) {
 				return "", "", errNoChange
 			}
+			rec, ok := records[e.Worker]
+			if !ok {
+				var err error
+				if rec, err = l.closeSending(ctx, e.Worker); err != nil {
+					return "", "", err
+				}
+				records[e.Worker] = rec
+			}
+			mayBeSent := !rec.opened || rec.sent[e.Key] == strconv.Itoa(store.LastAttempt(*e))
+			state, reason, nb := r.Decide(*e, mayBeSent, now)
 			if n := len(e.Attempts); n > 0 {
 				a := &e.Attempts[n-1]
-				a.End, a.Outcome, a.Error = now, store.Unknown, interrupted
+				a.End, a.Outcome, a.Error = now, state, reason
 			}
-			e.State, e.InFlight, e.UpdatedAt, e.Error = store.Unknown, false, now, interrupted
+			e.State, e.InFlight, e.Worker, e.UpdatedAt, e.Error = state, false, "", now, reason
 			recovered = true
+			if state == store.Pending {
+				e.NotBefore = nb
+				return queueScore(e), "rem", nil
+			}
 			return "rem", "rem", nil
 		})
 		if errors.Is(err, store.ErrNotFound) {
@@ -432,6 +498,30 @@ func (l *ledger) Recover(ctx context.Context, alive func(worker string) bool, no
 		}
 		if recovered {
 			out = append(out, e)
+		}
+	}
+	// Dead workers' records are closed (kept a while) once none of their
+	// attempts is in flight any more.
+	workers, err := l.s.rdb.SMembers(ctx, l.s.sendingSetKey()).Result()
+	if err != nil {
+		return out, wrap("recover", err)
+	}
+	for _, w := range workers {
+		if alive(w) {
+			continue
+		}
+		if _, ok := records[w]; !ok {
+			if _, err := l.closeSending(ctx, w); err != nil {
+				return out, err
+			}
+		}
+		pipe := l.s.rdb.TxPipeline()
+		pipe.Del(ctx, l.s.sendingKey(w))
+		pipe.HSet(ctx, l.s.sendingKey(w), "!closed", "1")
+		pipe.Expire(ctx, l.s.sendingKey(w), closedSendingTTL)
+		pipe.SRem(ctx, l.s.sendingSetKey(), w)
+		if _, err := pipe.Exec(ctx); err != nil {
+			return out, wrap("recover", err)
 		}
 	}
 	return out, nil

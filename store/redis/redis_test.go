@@ -492,6 +492,10 @@ func BenchmarkLedgerBeginSettle(b *testing.B) {
 				b.Error(err)
 				return
 			}
+			if err := s.Ledger().Sending(ctx, "w", []store.AttemptRef{{Key: k, N: 1}}); err != nil {
+				b.Error(err)
+				return
+			}
 			if _, err := s.Ledger().Settle(ctx, k, store.Outcome{State: store.Completed}, now); err != nil {
 				b.Error(err)
 				return

@@ -82,11 +82,13 @@ return out
 `)
 
 // scriptSwapEffect publishes one effect transition computed by the caller.
-// KEYS: effect entry, queue, in-flight set. ARGV: SHA-1 of the entry as read
+// KEYS: effect entry, queue, in-flight set, and optionally the sending
+// record of the worker whose attempt ends. ARGV: SHA-1 of the entry as read
 // (so a large payload is not sent twice), the new entry, effect key, queue
 // action ("-": leave, "rem", or a score to add at), in-flight action ("-",
-// "add", "rem"). Reply 1 swapped, 0 the entry changed since it was read
-// (re-read and decide again), -1 no such entry.
+// "add", "rem"; "rem" also drops the key from the sending record). Reply 1
+// swapped, 0 the entry changed since it was read (re-read and decide
+// again), -1 no such entry.
 var scriptSwapEffect = goredis.NewScript(`
 local cur = redis.call('GET', KEYS[1])
 if not cur then return -1 end
@@ -101,8 +103,33 @@ if ARGV[5] == 'add' then
   redis.call('SADD', KEYS[3], ARGV[3])
 elseif ARGV[5] == 'rem' then
   redis.call('SREM', KEYS[3], ARGV[3])
+  if KEYS[4] then redis.call('HDEL', KEYS[4], ARGV[3]) end
 end
 return 1
+`)
+
+// scriptSending records attempts about to be sent in a worker's sending
+// record (a hash: effect key -> attempt n, plus "!open"), unless recovery
+// closed it. KEYS: the record, the set of workers with one. ARGV: worker,
+// then key, n pairs. Reply 1 recorded, 0 closed (the worker was recovered
+// as dead: it must not send).
+var scriptSending = goredis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], '!closed') == 1 then return 0 end
+redis.call('SADD', KEYS[2], ARGV[1])
+redis.call('HSET', KEYS[1], '!open', '1')
+for i = 2, #ARGV, 2 do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i+1])
+end
+return 1
+`)
+
+// scriptCloseSending closes a dead worker's sending record, so a worker
+// that is only slow, not dead, can record nothing more, and returns the
+// record as it was. KEYS: the record. Reply: HGETALL before closing.
+var scriptCloseSending = goredis.NewScript(`
+local all = redis.call('HGETALL', KEYS[1])
+redis.call('HSET', KEYS[1], '!closed', '1')
+return all
 `)
 
 // scriptLeaseAcquire: KEYS lease, counter; ARGV holder, now (µs), expiry

@@ -461,7 +461,7 @@ func testLedger(t *testing.T, open Opener) {
 				wantErr(t, err, store.ErrIllegalTransition)
 				_, err = l.Expire(ctx, "k1", "late", now)
 				wantErr(t, err, store.ErrIllegalTransition)
-				_, err = l.Defer(ctx, "k1", now.Add(time.Hour), now)
+				_, err = l.Defer(ctx, "k1", now.Add(time.Hour), "", now)
 				wantErr(t, err, store.ErrIllegalTransition)
 				wantKeys(t, must(l.Due(ctx, now.Add(time.Hour), 0))(t))
 				if got := must(l.Get(ctx, "k1"))(t); got.State != final || len(got.Attempts) != 1 {
@@ -504,14 +504,14 @@ func testLedger(t *testing.T, open Opener) {
 		now := base()
 		commit(t, s, "t1", effect("t1", "k1", now), effect("t1", "k2", now))
 		until := now.Add(8 * time.Hour)
-		e := must(l.Defer(ctx, "k1", until, now))(t)
-		if e.State != store.Pending || e.InFlight || !e.NotBefore.Equal(until) || len(e.Attempts) != 0 {
+		e := must(l.Defer(ctx, "k1", until, "held", now))(t)
+		if e.State != store.Pending || e.InFlight || !e.NotBefore.Equal(until) || len(e.Attempts) != 0 || e.Error != "held" {
 			t.Fatalf("deferred: %+v", e)
 		}
 		wantKeys(t, must(l.Due(ctx, now.Add(time.Hour), 0))(t), "k2")
 		wantKeys(t, must(l.Due(ctx, until, 0))(t), "k2", "k1")
 		must(l.Begin(ctx, "k2", "w1", now))(t)
-		_, err := l.Defer(ctx, "k2", until, now)
+		_, err := l.Defer(ctx, "k2", until, "", now)
 		wantErr(t, err, store.ErrIllegalTransition)
 		at, ok := must2(t)(l.NextDue(ctx))
 		if !ok || !at.Equal(until) {
@@ -561,7 +561,7 @@ func testLedger(t *testing.T, open Opener) {
 		must(l.Begin(ctx, "live", "w-live", now))(t)
 		alive := func(w string) bool { return w == "w-live" }
 
-		got := must(l.Recover(ctx, alive, now.Add(time.Second)))(t)
+		got := must(l.Recover(ctx, store.Recovery{Alive: alive}, now.Add(time.Second)))(t)
 		wantKeys(t, got, "dead")
 		if got[0].State != store.Unknown || got[0].InFlight {
 			t.Fatalf("recovered effect = %+v", got[0])
@@ -578,7 +578,7 @@ func testLedger(t *testing.T, open Opener) {
 		}
 		// Unknown is never replayed automatically: only the queued one is due.
 		wantKeys(t, must(l.Due(ctx, now.Add(time.Hour), 0))(t), "queued")
-		wantKeys(t, must(l.Recover(ctx, alive, now.Add(2*time.Second)))(t))
+		wantKeys(t, must(l.Recover(ctx, store.Recovery{Alive: alive}, now.Add(2*time.Second)))(t))
 	})
 
 	t.Run("I3_CommitInFlightForAWorker", func(t *testing.T) {
@@ -609,7 +609,114 @@ func testLedger(t *testing.T, open Opener) {
 		}
 		// A dead worker's directly claimed effect recovers as unknown (I3).
 		must(l.Commit(ctx, store.RunCommit{TaskID: "t1", Worker: "w-dead", Effects: []store.Effect{effect("t1", "lost", now)}}))(t)
-		wantKeys(t, must(l.Recover(ctx, func(w string) bool { return w != "w-dead" }, now))(t), "lost")
+		wantKeys(t, must(l.Recover(ctx, store.Recovery{Alive: func(w string) bool { return w != "w-dead" }}, now))(t), "lost")
+	})
+
+	t.Run("I3_RecoverQueuesAgainAnAttemptNeverSent", func(t *testing.T) {
+		s := open(t)
+		l := s.Ledger()
+		now := base()
+		noErr(t, l.Sending(ctx, "w-dead", nil)) // the worker records every send from now on
+		commit(t, s, "t1", effect("t1", "sent", now), effect("t1", "unsent", now))
+		must(l.Begin(ctx, "sent", "w-dead", now))(t)
+		must(l.Begin(ctx, "unsent", "w-dead", now))(t)
+		// A claim handed to the worker in flight, never sent either.
+		must(l.Commit(ctx, store.RunCommit{TaskID: "t1", Worker: "w-dead", Effects: []store.Effect{effect("t1", "handed", now)}}))(t)
+		noErr(t, l.Sending(ctx, "w-dead", []store.AttemptRef{{Key: "sent", N: 1}}))
+
+		later := now.Add(time.Second)
+		got := must(l.Recover(ctx, store.Recovery{}, later))(t)
+		byKey := map[string]store.Effect{}
+		for _, e := range got {
+			byKey[e.Key] = e
+		}
+		if len(got) != 3 {
+			t.Fatalf("recovered %v, want sent, unsent and handed", keys(got))
+		}
+		if e := byKey["sent"]; e.State != store.Unknown || e.Error != store.InterruptedUnknown {
+			t.Fatalf("an attempt recorded as sending = %+v", e)
+		}
+		for _, k := range []string{"unsent", "handed"} {
+			e := must(l.Get(ctx, k))(t)
+			a := e.Attempts[len(e.Attempts)-1]
+			if e.State != store.Pending || e.InFlight || a.Outcome != store.Pending || a.End.IsZero() || a.Error != store.InterruptedUnsent {
+				t.Fatalf("%s: an attempt never recorded as sending = %+v", k, e)
+			}
+		}
+		due := keys(must(l.Due(ctx, later, 0))(t))
+		slices.Sort(due)
+		if !slices.Equal(due, []string{"handed", "unsent"}) {
+			t.Fatalf("due after recovery = %v", due)
+		}
+		// Sent once, after recovery: a new attempt, recorded afresh.
+		e := must(l.Begin(ctx, "unsent", "w-2", later))(t)
+		if n := len(e.Attempts); n != 2 || e.Attempts[1].N != 2 {
+			t.Fatalf("attempts after recovery = %+v", e.Attempts)
+		}
+		wantKeys(t, must(l.Recover(ctx, store.Recovery{Alive: func(w string) bool { return w == "w-2" }}, later))(t))
+	})
+
+	t.Run("I3_RecoverReplaysWhereTheRecipientDedups", func(t *testing.T) {
+		s := open(t)
+		l := s.Ledger()
+		now := base()
+		noErr(t, l.Sending(ctx, "w-dead", nil))
+		commit(t, s, "t1", effect("t1", "dedups", now), effect("t1", "plain", now))
+		must(l.Begin(ctx, "dedups", "w-dead", now))(t)
+		must(l.Begin(ctx, "plain", "w-dead", now))(t)
+		noErr(t, l.Sending(ctx, "w-dead", []store.AttemptRef{{Key: "dedups", N: 1}, {Key: "plain", N: 1}}))
+		replay := func(fx store.Effect) bool { return fx.Key == "dedups" }
+		later := now.Add(time.Minute)
+		got := must(l.Recover(ctx, store.Recovery{Replay: replay}, later))(t)
+		if len(got) != 2 {
+			t.Fatalf("recovered %v", keys(got))
+		}
+		e := must(l.Get(ctx, "dedups"))(t)
+		if e.State != store.Pending || e.InFlight || e.Error != store.InterruptedReplayed || !e.NotBefore.Equal(now) {
+			t.Fatalf("replayed effect = %+v (due at the attempt's start %v)", e, now)
+		}
+		if e := must(l.Get(ctx, "plain"))(t); e.State != store.Unknown {
+			t.Fatalf("effect whose recipient does not dedup = %+v", e)
+		}
+		wantKeys(t, must(l.Due(ctx, later, 0))(t), "dedups")
+	})
+
+	t.Run("SendingRefusedOnceRecoveredAsStopped", func(t *testing.T) {
+		s := open(t)
+		l := s.Ledger()
+		now := base()
+		noErr(t, l.Sending(ctx, "w-slow", nil))
+		commit(t, s, "t1", effect("t1", "k", now))
+		must(l.Begin(ctx, "k", "w-slow", now))(t)
+		wantKeys(t, must(l.Recover(ctx, store.Recovery{}, now))(t), "k")
+		// The worker was only slow: it must not send what was queued again.
+		wantErr(t, l.Sending(ctx, "w-slow", []store.AttemptRef{{Key: "k", N: 1}}), store.ErrLeaseLost)
+		if e := must(l.Get(ctx, "k"))(t); e.State != store.Pending || e.InFlight {
+			t.Fatalf("effect = %+v", e)
+		}
+	})
+
+	t.Run("SettledAttemptsLeaveNoRecord", func(t *testing.T) {
+		s := open(t)
+		l := s.Ledger()
+		now := base()
+		noErr(t, l.Sending(ctx, "w-1", nil))
+		// Many sends, each settled: the record stays small and a later
+		// crash reads only what is in flight.
+		for i := range 50 {
+			k := fmt.Sprintf("k%02d", i)
+			commit(t, s, "t1", effect("t1", k, now))
+			must(l.Begin(ctx, k, "w-1", now))(t)
+			noErr(t, l.Sending(ctx, "w-1", []store.AttemptRef{{Key: k, N: 1}}))
+			must(l.Settle(ctx, k, store.Outcome{State: store.Completed}, now))(t)
+		}
+		commit(t, s, "t1", effect("t1", "last", now))
+		must(l.Begin(ctx, "last", "w-1", now))(t)
+		got := must(l.Recover(ctx, store.Recovery{}, now))(t)
+		wantKeys(t, got, "last")
+		if got[0].State != store.Pending {
+			t.Fatalf("an attempt never recorded = %+v", got[0])
+		}
 	})
 
 	t.Run("ListNewestFirstPerTask", func(t *testing.T) {
@@ -1055,7 +1162,10 @@ func testReopen(t *testing.T, open Opener, reopen Reopener) {
 		Effects: []store.Effect{effect("t1", "queued", now), effect("t1", "done", now), effect("t1", "flying", now)}}))(t)
 	must(s.Ledger().Begin(ctx, "done", "w1", now))(t)
 	must(s.Ledger().Settle(ctx, "done", store.Outcome{State: store.Completed, ProviderID: "m-1", PartsSent: 2}, now))(t)
+	noErr(t, s.Ledger().Sending(ctx, "w1", nil))
 	must(s.Ledger().Begin(ctx, "flying", "w1", now))(t)
+	noErr(t, s.Ledger().Sending(ctx, "w1", []store.AttemptRef{{Key: "flying", N: 1}}))
+	must(s.Ledger().Commit(ctx, store.RunCommit{TaskID: "t1", Worker: "w1", Effects: []store.Effect{effect("t1", "handed", now)}}))(t)
 	it := must(s.Inbox().Append(ctx, item("console:ops", "done", "hello")))(t)
 	noErr(t, s.Runs().Append(ctx, "t1", []byte("run-1"), 30))
 	noErr(t, s.Dialogs().Put(ctx, "chat:1", []byte("dialog"), time.Hour))
@@ -1074,14 +1184,22 @@ func testReopen(t *testing.T, open Opener, reopen Reopener) {
 		t.Fatalf("completed effect = %+v", e)
 	}
 	wantKeys(t, must(s.Ledger().Due(ctx, now.Add(time.Hour), 0))(t), "queued")
-	wantKeys(t, must(s.Ledger().List(ctx, "t1", 0))(t), "flying", "done", "queued")
+	wantKeys(t, must(s.Ledger().List(ctx, "t1", 0))(t), "handed", "flying", "done", "queued")
 	// I1 across restarts: the same keys cannot be claimed again.
 	res := must(s.Ledger().Commit(ctx, store.RunCommit{TaskID: "t1", Effects: []store.Effect{effect("t1", "done", now), effect("t1", "queued", now)}}))(t)
 	if len(res.Claimed) != 0 || len(res.Duplicates) != 2 {
 		t.Fatalf("claims after reopen = %+v", res)
 	}
-	// I3 across restarts: the interrupted attempt becomes unknown.
-	wantKeys(t, must(s.Ledger().Recover(ctx, func(string) bool { return false }, now))(t), "flying")
+	// I3 across restarts: the interrupted attempt recorded as sending
+	// becomes unknown; the one never sent is queued again.
+	rec := must(s.Ledger().Recover(ctx, store.Recovery{Alive: func(string) bool { return false }}, now))(t)
+	states := map[string]store.EffectState{}
+	for _, e := range rec {
+		states[e.Key] = e.State
+	}
+	if len(rec) != 2 || states["flying"] != store.Unknown || states["handed"] != store.Pending {
+		t.Fatalf("recovered after reopen = %v", states)
+	}
 
 	if got := must(s.Inbox().List(ctx, "console:ops", store.InboxQuery{}))(t); len(got) != 1 || got[0].ID != it.ID {
 		t.Fatalf("inbox = %+v", got)

@@ -1,0 +1,49 @@
+package delivery
+
+import (
+	"context"
+	"time"
+)
+
+// Reasons recorded on pushes that wait without an attempt.
+const (
+	reasonHeld         = "held: quiet hours or mute"
+	reasonTransportOff = "waiting: transport is off"
+)
+
+// releaseScan bounds how many queued pushes one Release looks at.
+const releaseScan = 10000
+
+// Release makes the pushes held for address (its quiet hours or mutes)
+// due now, so that lifting /quiet or /mute lets them out at once: each
+// task's held pushes come due together and go out as one collapsed
+// message. The dispatcher checks the holds again when it takes them, so
+// what is still held (another mute, quiet hours still on) is held again.
+// It returns how many pushes it released.
+func (d *Dispatcher) Release(ctx context.Context, address string) (int, error) {
+	now := d.o.Now()
+	queued, err := d.o.Ledger.Due(ctx, now.Add(100*365*24*time.Hour), releaseScan)
+	if err != nil {
+		return 0, err
+	}
+	d.releasing.Lock()
+	defer d.releasing.Unlock()
+	n := 0
+	for _, fx := range queued {
+		if fx.Error != reasonHeld || !fx.NotBefore.After(now) {
+			continue
+		}
+		route, err := d.o.Router.Resolve(fx.Recipient)
+		if err != nil || holdAddress(fx.Recipient, route) != address {
+			continue
+		}
+		if _, err := d.o.Ledger.Defer(ctx, fx.Key, now, "", now); err == nil {
+			n++
+		}
+	}
+	if n > 0 {
+		d.o.Metrics.Released.Add(float64(n))
+		d.Wake()
+	}
+	return n, nil
+}

@@ -4,8 +4,8 @@
 //
 // Storage objects stay distinct (own bucket / key prefix each): the task
 // catalog, snapshots, the effect ledger (with its delivery queue), leases,
-// TTL'd dedup keys, inboxes, run history, conversation (dialog) state and
-// channel state.
+// TTL'd dedup keys, inboxes, run history, conversation (dialog) state,
+// channel state and conversation history.
 package store
 
 import (
@@ -35,8 +35,9 @@ type Store interface {
 	Dedup() Dedup
 	Inbox() Inbox
 	Runs() Runs
-	Dialogs() KV  // conversation state (entries expire)
-	Channels() KV // channel credentials, offsets, inbox tokens
+	Dialogs() KV      // conversation state (entries expire)
+	Channels() KV     // channel credentials, offsets, inbox tokens
+	History() History // conversation turns per principal or group chat, with their index
 	// Ping reports whether the backend answers (readiness).
 	Ping(ctx context.Context) error
 	Close() error

@@ -27,6 +27,7 @@
 //	P runs:<task>                        run history list (LTRIM)
 //	P dlg:<key>                          dialog state (Redis expiry)
 //	P chan:<key>                         channel state
+//	P hist:{<log>}:...                   conversation history (history.go)
 //
 // # Scripts and cluster slots
 //
@@ -117,6 +118,7 @@ type Store struct {
 	runs     *runs
 	dialogs  *kv
 	channels *kv
+	history  *history
 }
 
 var _ store.Store = (*Store)(nil)
@@ -160,6 +162,7 @@ func New(ctx context.Context, rdb goredis.UniversalClient, opts Options) (*Store
 	s.runs = &runs{s}
 	s.dialogs = &kv{s: s, prefix: opts.KeyPrefix + "dlg:"}
 	s.channels = &kv{s: s, prefix: opts.KeyPrefix + "chan:"}
+	s.history = &history{s}
 	if err := s.checkSchema(ctx); err != nil {
 		_ = rdb.Close()
 		return nil, err

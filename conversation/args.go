@@ -73,8 +73,10 @@ func (p *argParser) parse() error {
 	switch c.Name {
 	case "help":
 		return nil // topics are free text
-	case "tasks", "inbox", "cancel":
+	case "tasks", "inbox", "cancel", "forget":
 		return p.none()
+	case "history":
+		return p.history()
 	case "task", "pause", "resume", "delete", "run", "approve":
 		return p.idOnly()
 	case "reject":

@@ -52,6 +52,7 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 		a.Register(op.name, op.do)
 	}
 	s.channels.mountAdmin(a)
+	s.mountHistory(a)
 	s.server.Handle("/admin/v1/{op}", a.ServeHTTP)
 }
 

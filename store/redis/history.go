@@ -71,7 +71,7 @@ end
 
 // scriptHistAppend: KEYS t, w, i, a, seq, then one index key per term;
 // ARGV prefix, JSON, time (µs), keep, cut-off (µs), terms joined.
-// Reply {seq, oldest time or ''}.
+// Reply {seq, oldest time or ”}.
 var scriptHistAppend = goredis.NewScript(luaHistDrop + `
 local seq = redis.call('INCR', KEYS[5])
 redis.call('HSET', KEYS[1], seq, ARGV[2])
@@ -88,17 +88,17 @@ return {seq, oldest()}
 `)
 
 // scriptHistPrune: KEYS t, w, i, a; ARGV prefix, cut-off (µs). Reply the
-// oldest time left or ''.
+// oldest time left or ”.
 var scriptHistPrune = goredis.NewScript(luaHistDrop + `
 for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. ARGV[2], 'LIMIT', 0, 1000)) do drop(m) end
 return oldest()
 `)
 
 // scriptHistForget: KEYS t, w, i, a; ARGV prefix, low seq (exclusive),
-// high seq (inclusive), principal ('' = every turn), batch size. It
+// high seq (inclusive), principal (” = every turn), batch size. It
 // deletes the matching turns among the first batch in the range. Reply
 // {deleted, last seq looked at or -1 when the range is done, oldest time
-// or ''}.
+// or ”}.
 var scriptHistForget = goredis.NewScript(luaHistDrop + `
 local batch = tonumber(ARGV[5])
 local ms = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. ARGV[2], ARGV[3], 'LIMIT', 0, batch)
@@ -204,7 +204,7 @@ func (h *history) Append(ctx context.Context, t store.Turn, keep int, since time
 	return t, nil
 }
 
-// hint records a log's oldest turn time (reply '' : none) in hist:oldest.
+// hint records a log's oldest turn time (reply ” : none) in hist:oldest.
 func (h *history) hint(ctx context.Context, log string, oldest any) error {
 	s, _ := oldest.(string)
 	var err error

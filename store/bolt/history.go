@@ -3,7 +3,6 @@ package bolt
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -18,7 +17,7 @@ import (
 // without history needs no migration and an older binary ignores them.
 //
 //	history/<log>/t          seq(8) -> turn JSON (with its terms)
-//	history/<log>/x          term 0x00 seq(8) -> nil: the inverted index
+//	history/<log>/x          term 0x00 first(8) -> block: the inverted index (postings.go)
 //	history/<log> "o"        the log's key in history_oldest
 //	history/<log> "n"        how many turns the log holds
 //	history_oldest           at(8) log -> nil: each log's oldest turn
@@ -52,11 +51,10 @@ func turnSeq(id string) (uint64, bool) {
 	return n, err == nil
 }
 
-func termKey(term string, seq uint64) []byte {
-	k := make([]byte, 0, len(term)+9)
-	k = append(k, term...)
-	k = append(k, 0)
-	return binary.BigEndian.AppendUint64(k, seq)
+// posting is one index entry: a term and a turn's sequence.
+type posting struct {
+	term string
+	seq  uint64
 }
 
 func (h *history) Append(ctx context.Context, t store.Turn, keep int, since time.Time) (store.Turn, error) {
@@ -93,7 +91,7 @@ func (h *history) Append(ctx context.Context, t store.Turn, keep int, since time
 			return err
 		}
 		for _, term := range out.Terms {
-			if err := terms.Put(termKey(term, seq), nil); err != nil {
+			if err := postAdd(terms, term, seq); err != nil {
 				return err
 			}
 		}
@@ -135,7 +133,7 @@ func trimLog(lb, turns, terms *bbolt.Bucket, keep int, since uint64) error {
 	n := counter(lb, keyTurnCount)
 	c := turns.Cursor()
 	var dead [][]byte
-	var deadTerms [][]byte
+	var deadTerms []posting
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		var t store.Turn
 		if err := json.Unmarshal(v, &t); err != nil {
@@ -146,11 +144,11 @@ func trimLog(lb, turns, terms *bbolt.Bucket, keep int, since uint64) error {
 		}
 		dead = append(dead, append([]byte{}, k...))
 		for _, term := range t.Terms {
-			deadTerms = append(deadTerms, termKey(term, binaryU64(k)))
+			deadTerms = append(deadTerms, posting{term, binaryU64(k)})
 		}
 	}
-	for _, k := range deadTerms {
-		if err := terms.Delete(k); err != nil {
+	for _, p := range deadTerms {
+		if err := postRemove(terms, p.term, p.seq); err != nil {
 			return err
 		}
 	}
@@ -293,9 +291,9 @@ func (h *history) Search(ctx context.Context, log string, terms []string, q stor
 		}
 		j := newJoin(idx, terms)
 		for len(out) < limit {
-			seq, ok := j.next(hi)
-			if !ok {
-				return nil
+			seq, ok, err := j.next(hi)
+			if err != nil || !ok {
+				return err
 			}
 			if v := turns.Get(u64(seq)); v != nil {
 				var t store.Turn
@@ -322,58 +320,37 @@ func (h *history) Search(ctx context.Context, log string, terms []string, q stor
 }
 
 // join intersects the posting lists of several terms newest first by
-// leapfrogging: every cursor jumps to its largest sequence at or below
-// the smallest current one until all agree.
+// leapfrogging: every list jumps to its largest sequence at or below the
+// smallest current one until all agree.
 type join struct {
-	terms   [][]byte // term 0x00
-	cursors []*bbolt.Cursor
+	lists []*postCursor
 }
 
 func newJoin(idx *bbolt.Bucket, terms []string) *join {
 	j := &join{}
 	for _, t := range terms {
-		j.terms = append(j.terms, append([]byte(t), 0))
-		j.cursors = append(j.cursors, idx.Cursor())
+		j.lists = append(j.lists, &postCursor{c: idx.Cursor(), prefix: postPrefix(t)})
 	}
 	return j
-}
-
-// seekLE returns the largest sequence <= hi indexed under term i.
-func (j *join) seekLE(i int, hi uint64) (uint64, bool) {
-	prefix := j.terms[i]
-	c := j.cursors[i]
-	want := binary.BigEndian.AppendUint64(append([]byte{}, prefix...), hi)
-	k, _ := c.Seek(want)
-	if k == nil || !bytes.Equal(k, want) {
-		if k == nil {
-			k, _ = c.Last()
-		} else {
-			k, _ = c.Prev()
-		}
-	}
-	if k == nil || len(k) != len(prefix)+8 || !bytes.HasPrefix(k, prefix) {
-		return 0, false
-	}
-	return binary.BigEndian.Uint64(k[len(prefix):]), true
 }
 
 // next returns the largest sequence <= hi that every term indexes. Each
 // pass lowers hi to the largest entry at or below it of each term; a pass
 // that lowers nothing found hi in all of them.
-func (j *join) next(hi uint64) (uint64, bool) {
+func (j *join) next(hi uint64) (uint64, bool, error) {
 	for {
 		agree := true
-		for i := range j.cursors {
-			seq, ok := j.seekLE(i, hi)
-			if !ok {
-				return 0, false
+		for _, l := range j.lists {
+			seq, ok, err := l.seekLE(hi)
+			if err != nil || !ok {
+				return 0, false, err
 			}
 			if seq != hi {
 				hi, agree = seq, false
 			}
 		}
 		if agree {
-			return hi, true
+			return hi, true, nil
 		}
 	}
 }
@@ -402,7 +379,8 @@ func (h *history) Forget(ctx context.Context, log, principal string) (int, error
 			}
 			return root.DeleteBucket([]byte(log))
 		}
-		var dead, deadTerms [][]byte
+		var dead [][]byte
+		var deadTerms []posting
 		err := turns.ForEach(func(k, v []byte) error {
 			var t store.Turn
 			if err := json.Unmarshal(v, &t); err != nil {
@@ -413,15 +391,15 @@ func (h *history) Forget(ctx context.Context, log, principal string) (int, error
 			}
 			dead = append(dead, append([]byte{}, k...))
 			for _, term := range t.Terms {
-				deadTerms = append(deadTerms, termKey(term, binaryU64(k)))
+				deadTerms = append(deadTerms, posting{term, binaryU64(k)})
 			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		for _, k := range deadTerms {
-			if err := terms.Delete(k); err != nil {
+		for _, p := range deadTerms {
+			if err := postRemove(terms, p.term, p.seq); err != nil {
 				return err
 			}
 		}

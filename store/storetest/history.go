@@ -186,6 +186,59 @@ func testHistory(t *testing.T, open Opener, reopen Reopener) {
 		}
 	})
 
+	t.Run("ManyTurnsPagedIntersectTrimForget", func(t *testing.T) {
+		s := open(t)
+		h, now := s.History(), base()
+		const n, keep = 300, 250
+		for i := range n {
+			terms := []string{"all"}
+			if i%2 == 0 {
+				terms = append(terms, "even")
+			}
+			if i%3 == 0 {
+				terms = append(terms, "third")
+			}
+			who := "console:a"
+			if i%5 == 0 {
+				who = "console:b"
+			}
+			must(h.Append(ctx, turn("console:log", who, fmt.Sprint(i), now.Add(time.Duration(i)*time.Second), terms...), keep, time.Time{}))(t)
+		}
+		want := func(ok func(i int) bool) []string {
+			var out []string
+			for i := n - 1; i >= n-keep; i-- {
+				if ok(i) {
+					out = append(out, fmt.Sprint(i))
+				}
+			}
+			return out
+		}
+		pages := func(terms ...string) []string {
+			var out []string
+			q := store.HistoryQuery{Limit: 7}
+			for {
+				page := must(h.Search(ctx, "console:log", terms, q))(t)
+				out = append(out, texts(page)...)
+				if len(page) < q.Limit {
+					return out
+				}
+				q.Before = page[len(page)-1].ID
+			}
+		}
+		if got, w := pages("even", "third"), want(func(i int) bool { return i%6 == 0 }); !slices.Equal(got, w) {
+			t.Fatalf("even and third = %q, want %q", got, w)
+		}
+		if got := pages("all"); len(got) != keep {
+			t.Fatalf("all = %d turns, want %d", len(got), keep)
+		}
+		if n := must(h.Forget(ctx, "console:log", "console:b"))(t); n != keep/5 {
+			t.Fatalf("forgot %d of b's turns, want %d", n, keep/5)
+		}
+		if got, w := pages("third", "all"), want(func(i int) bool { return i%3 == 0 && i%5 != 0 }); !slices.Equal(got, w) {
+			t.Fatalf("third after forget = %q, want %q", got, w)
+		}
+	})
+
 	t.Run("BadCursor", func(t *testing.T) {
 		s := open(t)
 		must(s.History().Append(ctx, turn("console:a", "console:a", "x", base(), "x"), 0, time.Time{}))(t)

@@ -13,6 +13,7 @@ func (t *turn) help() []Reply {
 /approve /reject <申请编号> — 管理员审批
 /inbox — 未读消息；/inbox token — 获取收件箱 API 令牌；/read <编号|all>
 /mute <任务编号> <时长|off> — 静音；/quiet <22:00-07:00|off> — 免打扰
+/history <关键词> [page 2] — 搜索我们的对话（群里：本群的）；/forget — 删除你的对话历史
 /cancel — 取消当前对话`}}
 	}
 	return []Reply{{Text: `I watch web pages, feeds and calendars and tell you what changed.
@@ -24,5 +25,6 @@ func (t *turn) help() []Reply {
 /approve /reject <request-id> — admins decide requests
 /inbox — unread items; /inbox token — an inbox API token; /read <id|all>
 /mute <task-id> <duration|off> — mute a task here; /quiet <22:00-07:00|off> — quiet hours
+/history <words> [page 2] — search our conversation (in a group: the group's); /forget — delete your history
 /cancel — cancel the question in progress`}}
 }

@@ -42,7 +42,7 @@ func newMemoryRig(t *testing.T, persona string) *memoryRig {
 	src := &countingSource{}
 	r.m, err = tasks.New(tasks.Options{
 		Store: st, Clock: clock, Holder: "test", Log: zerolog.Nop(),
-		Policy: tasks.Policy{Admins: []string{asAdmin}, Requesters: []string{"telegram:*"}, Named: map[string]bool{}},
+		Policy:  tasks.Policy{Admins: []string{asAdmin}, Requesters: []string{"telegram:*"}, Named: map[string]bool{}},
 		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) { return src, nil }),
 	})
 	if err != nil {

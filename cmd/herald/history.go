@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -72,61 +71,51 @@ func validLog(s string) bool {
 
 const logHint = "give a principal (telegram:<id>, feishu:<open_id>, console:<name>) or a group chat (telegram:chat:<id>, feishu:chat:<id>)"
 
-// mountHistory registers the admin's history operations.
-func (s *service) mountHistory(a *hook.Admin) {
-	decode := func(raw json.RawMessage, v any) error {
-		if err := json.Unmarshal(raw, v); err != nil {
-			return hook.BadInput("request body does not have the expected fields")
-		}
-		return nil
+// historySearchIn is the body of history.search.
+type historySearchIn struct {
+	Log   string `json:"log"`
+	Query string `json:"query"`
+	Page  int    `json:"page"`
+}
+
+func (o *adminOps) searchHistory(ctx context.Context, in historySearchIn) (any, error) {
+	if !validLog(in.Log) {
+		return nil, hook.BadInput(logHint)
 	}
-	a.Register("history.search", func(ctx context.Context, raw json.RawMessage) (any, error) {
-		var in struct {
-			Log   string `json:"log"`
-			Query string `json:"query"`
-			Page  int    `json:"page"`
-		}
-		if err := decode(raw, &in); err != nil {
-			return nil, err
-		}
-		if !validLog(in.Log) {
-			return nil, hook.BadInput(logHint)
-		}
-		if in.Page < 0 || in.Page > memory.MaxPage {
-			return nil, hook.BadInput(fmt.Sprintf("a page is a number from 1 to %d", memory.MaxPage))
-		}
-		p, err := s.channels.memory.Search(ctx, in.Log, in.Query, in.Page)
-		if errors.Is(err, memory.ErrEmptyQuery) {
-			return nil, hook.BadInput("give words to search for")
-		}
-		if err != nil {
-			return nil, err
-		}
-		return historyPage{Log: in.Log, Page: p.Page, More: p.More, Turns: viewTurns(p.Turns)}, nil
-	})
-	a.Register("history.list", func(ctx context.Context, raw json.RawMessage) (any, error) {
-		var in struct {
-			Log    string `json:"log"`
-			Before string `json:"before"`
-			Limit  int    `json:"limit"`
-		}
-		if err := decode(raw, &in); err != nil {
-			return nil, err
-		}
-		if !validLog(in.Log) {
-			return nil, hook.BadInput(logHint)
-		}
-		limit := min(max(in.Limit, 1), 500)
-		ts, err := s.channels.memory.List(ctx, in.Log, in.Before, limit+1)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, hook.BadInput("unknown --before turn id")
-		}
-		if err != nil {
-			return nil, err
-		}
-		more := len(ts) > limit
-		return historyPage{Log: in.Log, More: more, Turns: viewTurns(ts[:min(len(ts), limit)])}, nil
-	})
+	if in.Page < 0 || in.Page > memory.MaxPage {
+		return nil, hook.BadInput(fmt.Sprintf("a page is a number from 1 to %d", memory.MaxPage))
+	}
+	p, err := o.s.channels.memory.Search(ctx, in.Log, in.Query, in.Page)
+	if errors.Is(err, memory.ErrEmptyQuery) {
+		return nil, hook.BadInput("give words to search for")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return historyPage{Log: in.Log, Page: p.Page, More: p.More, Turns: viewTurns(p.Turns)}, nil
+}
+
+// historyListIn is the body of history.list.
+type historyListIn struct {
+	Log    string `json:"log"`
+	Before string `json:"before"`
+	Limit  int    `json:"limit"`
+}
+
+func (o *adminOps) listHistory(ctx context.Context, in historyListIn) (any, error) {
+	if !validLog(in.Log) {
+		return nil, hook.BadInput(logHint)
+	}
+	limit := min(max(in.Limit, 1), 500)
+	ts, err := o.s.channels.memory.List(ctx, in.Log, in.Before, limit+1)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, hook.BadInput("unknown --before turn id")
+	}
+	if err != nil {
+		return nil, err
+	}
+	more := len(ts) > limit
+	return historyPage{Log: in.Log, More: more, Turns: viewTurns(ts[:min(len(ts), limit)])}, nil
 }
 
 func cmdHistory(e *env, args []string) int {

@@ -65,6 +65,8 @@ type Config struct {
 	Tasks      []TaskDecl           `yaml:"tasks"`
 	// Assistant is the optional plain-language path (README, Assistant).
 	Assistant Assistant `yaml:"assistant"`
+	// History bounds the conversation history (README, Memory).
+	History History `yaml:"history"`
 
 	// Location is Timezone resolved.
 	Location *time.Location `yaml:"-"`
@@ -159,9 +161,15 @@ type Assistant struct {
 	// exactly that address and port, over http or https, without opening
 	// private networks to sources (policy.allow_private_networks).
 	Local bool `yaml:"local"`
+	// PersonaFile is a Markdown file the admin owns that sets the
+	// assistant's voice (relative to the config file; at most
+	// MaxPersonaBytes). It is read by Load, so at start and on SIGHUP.
+	PersonaFile string `yaml:"persona_file"`
 
 	// Enabled is decided by Load: endpoint and api_key are both set.
 	Enabled bool `yaml:"-"`
+	// Persona is PersonaFile's text, read by Load.
+	Persona string `yaml:"-"`
 }
 
 // TrustedEndpoint returns the addresses a local assistant endpoint
@@ -333,6 +341,7 @@ func (c *Config) applyDefaults() {
 	if c.Assistant.MaxPerHour == 0 {
 		c.Assistant.MaxPerHour = DefaultAssistantRate
 	}
+	c.History.applyDefaults()
 	for i := range c.Tasks {
 		if c.Tasks[i].Name == "" {
 			c.Tasks[i].Name = c.Tasks[i].ID

@@ -96,6 +96,7 @@ func (v *validator) validate() {
 	v.inbound()
 	v.tasks()
 	v.assistant()
+	v.history()
 
 	// Any unset variable not handled above belongs to a feature in use.
 	paths := make([]string, 0, len(v.d.unset))

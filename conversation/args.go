@@ -72,7 +72,7 @@ func (p *argParser) parse() error {
 	switch c.Name {
 	case "help":
 		return nil // topics are free text
-	case "tasks", "cancel":
+	case "tasks", "cancel", "forget":
 		return p.none()
 	case "inbox":
 		if len(p.toks) == 0 {
@@ -89,6 +89,8 @@ func (p *argParser) parse() error {
 			c.ID = p.toks[0].text
 		}
 		return p.none(1)
+	case "history":
+		return p.history()
 	case "task", "pause", "resume", "delete", "run", "approve":
 		return p.idOnly()
 	case "reject":

@@ -50,6 +50,7 @@ type Suggestion struct {
 	Action string // SuggestDraft | SuggestList | SuggestExplain
 	Draft  Draft  // SuggestDraft
 	Text   string // SuggestExplain
+	Query  string // SuggestSearch: the words to look for in the asker's history
 }
 
 // Draft is a request the assistant proposes, in the terms of /watch and
@@ -127,6 +128,8 @@ func (t *turn) assist(a Assistant, perHour int, text string) []Reply {
 	switch s.Action {
 	case SuggestList:
 		return t.list()
+	case SuggestSearch:
+		return t.searchFor(s.Query)
 	case SuggestExplain:
 		msg := strings.TrimSpace(s.Text)
 		if msg == "" || utf8.RuneCountInString(msg) > MaxExplain || !utf8.ValidString(msg) {

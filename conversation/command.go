@@ -21,7 +21,7 @@ var ErrNotCommand = errors.New("conversation: not a command")
 type Command struct {
 	// Name is one of "help", "watch", "remind", "tasks", "task", "pause",
 	// "resume", "delete", "run", "approve", "reject", "inbox", "read",
-	// "mute", "quiet", "lang", "cancel".
+	// "mute", "quiet", "lang", "cancel", "history", "forget".
 	Name     string
 	URL      string          // watch, remind
 	Schedule string          // canonical schedule text; "" if not given
@@ -33,6 +33,8 @@ type Command struct {
 	Reason   string          // reject
 	Duration time.Duration   // mute; 0 with "off" lifts the mute
 	Quiet    string          // "HH:MM-HH:MM" or "off"
+	Query    string          // history: the words searched for, quotes kept
+	Page     int             // history: 1-based page
 	// Addressed is false when the command names another bot (/cmd@otherbot);
 	// such a command is not for us and its arguments are not checked.
 	Addressed bool
@@ -70,11 +72,13 @@ var aliases = map[string]string{
 	"task": "task", "pause": "pause", "resume": "resume", "delete": "delete", "run": "run",
 	"approve": "approve", "reject": "reject", "inbox": "inbox", "read": "read", "mute": "mute",
 	"quiet": "quiet", "cancel": "cancel", "lang": "lang", "language": "lang",
+	"history": "history", "forget": "forget",
 	// Chinese
 	"帮助": "help", "订阅": "watch", "监控": "watch", "关注": "watch", "提醒": "remind",
 	"任务": "tasks", "任务列表": "tasks", "详情": "task", "暂停": "pause", "恢复": "resume",
 	"删除": "delete", "运行": "run", "批准": "approve", "同意": "approve", "拒绝": "reject",
 	"收件箱": "inbox", "已读": "read", "静音": "mute", "免打扰": "quiet", "取消": "cancel", "语言": "lang",
+	"历史": "history", "搜索": "history", "忘记": "forget", "清除历史": "forget",
 }
 
 // kindChoice is the kinds as a usage line offers them: rss|ical|….
@@ -98,6 +102,8 @@ var usage = map[string][2]string{
 	"mute":    {"/mute <task-id> <duration, like 2h or 1d | off>", "/mute <任务编号> <时长，如 2h 或 1d | off>"},
 	"quiet":   {"/quiet <HH:MM-HH:MM | off>", "/quiet <HH:MM-HH:MM | off>"},
 	"cancel":  {"/cancel", "/cancel"},
+	"history": {"/history <words> [page N]", "/history <关键词> [page N]"},
+	"forget":  {"/forget", "/forget"},
 }
 
 func usageErr(name, code, en, zh string) *ParseError {

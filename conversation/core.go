@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/herald-bridge/herald/conversation/memory"
 	"github.com/herald-bridge/herald/conversation/perchat"
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/address"
@@ -71,8 +72,11 @@ type Options struct {
 	// AssistantPerHour bounds the asks one principal may put to the
 	// assistant in an hour (default DefaultAssistantPerHour).
 	AssistantPerHour int
-	Log              zerolog.Logger
-	Now              func() time.Time
+	// Memory keeps the conversation history (/history, /forget); nil:
+	// nothing is kept and those commands say so.
+	Memory *memory.Keeper
+	Log    zerolog.Logger
+	Now    func() time.Time
 }
 
 func (o *Options) validate() error {
@@ -207,7 +211,9 @@ func (c *Core) Handle(ctx context.Context, m Message) []Reply {
 		}
 	}
 	t := &turn{c: c, ctx: ctx, m: m, lang: c.langOf(ctx, m)}
-	return t.run()
+	replies := t.run()
+	c.remember(ctx, m, replies)
+	return replies
 }
 
 func normLang(s string) string {

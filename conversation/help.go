@@ -40,6 +40,9 @@ var helpLines = []helpLine{
 	{"/mute <task-id> <duration|off> — hold a task's pushes here", "/mute <任务编号> <时长|off> — 在此暂存某任务的推送", "/mute t-7f3a2c 2h", "/mute t-7f3a2c 2h"},
 	{"/quiet <HH:MM-HH:MM|off> — quiet hours for this chat", "/quiet <HH:MM-HH:MM|off> — 本聊天的免打扰时段", "/quiet 22:00-07:00", "/quiet 22:00-07:00"},
 	{"/lang en|zh|auto — pin my language here, or follow each message", "/lang en|zh|auto — 固定回复语言，或按每条消息的语言", "/lang zh", "/lang en"},
+	{"/history <words> [page 2] — search our conversation (in a group: the group's)", "/history <关键词> [page 2] — 搜索我们的对话（群里：本群的）",
+		"/history exam notice", "/history 考试"},
+	{"/forget — delete your conversation history", "/forget — 删除你的对话历史", "", ""},
 	{"/cancel — cancel the question in progress", "/cancel — 取消当前对话", "", ""},
 }
 

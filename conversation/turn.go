@@ -95,6 +95,10 @@ func (t *turn) run() []Reply {
 		return t.mute(cmd.ID, cmd.Duration)
 	case "quiet":
 		return t.quiet(cmd.Quiet)
+	case "history":
+		return t.history(cmd.Query, cmd.Page)
+	case "forget":
+		return t.forget()
 	case "cancel":
 		if had {
 			return t.reply("Cancelled.", "已取消。")

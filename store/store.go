@@ -5,7 +5,7 @@
 // Storage objects stay distinct (own bucket / key prefix each): the task
 // catalog, snapshots, the effect ledger (with its delivery queue), leases,
 // TTL'd dedup keys, rate buckets, inboxes, run history, conversation
-// (dialog) state and channel state.
+// (dialog) state, channel state and conversation history.
 package store
 
 import (
@@ -35,9 +35,10 @@ type Store interface {
 	Dedup() Dedup
 	Inbox() Inbox
 	Runs() Runs
-	Dialogs() KV  // conversation state (entries expire)
-	Channels() KV // channel credentials, offsets, inbox tokens
-	Buckets() Buckets
+	Dialogs() KV      // conversation state (entries expire)
+	Channels() KV     // channel credentials, offsets, inbox tokens
+	Buckets() Buckets // shared rate buckets (robot pacing)
+	History() History // conversation turns per principal or group chat, with their index
 	// Ping reports whether the backend answers (readiness).
 	Ping(ctx context.Context) error
 	Close() error

@@ -25,6 +25,7 @@ func newAssistant(cfg *configs.Config, log zerolog.Logger) conversation.Assistan
 	}
 	c, err := assistant.New(assistant.Options{
 		Endpoint: a.Endpoint, APIKey: a.APIKey, Model: a.Model, Timeout: a.Timeout.D(), Egress: eg,
+		Persona: a.Persona,
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("assistant off: it cannot be built")

@@ -8,6 +8,7 @@ import (
 	fschan "github.com/herald-bridge/herald/channels/feishu"
 	tgchan "github.com/herald-bridge/herald/channels/telegram"
 	"github.com/herald-bridge/herald/conversation"
+	"github.com/herald-bridge/herald/conversation/memory"
 	hook "github.com/herald-bridge/herald/webhook"
 )
 
@@ -16,6 +17,7 @@ import (
 type channelSet struct {
 	s        *service
 	core     *conversation.Core
+	memory   *memory.Keeper
 	mu       sync.Mutex
 	statuses map[string]string
 	runners  map[string]func(context.Context) error
@@ -24,6 +26,12 @@ type channelSet struct {
 
 func newChannelSet(ctx context.Context, s *service) (*channelSet, error) {
 	c := &channelSet{s: s, statuses: map[string]string{}, runners: map[string]func(context.Context) error{}, live: map[string]func() string{}}
+	mem, err := newMemory(s)
+	if err != nil {
+		return nil, err
+	}
+	c.memory = mem
+	c.runners["history"] = mem.Run
 	core, err := conversation.New(conversation.Options{
 		Tasks:  s.manager,
 		Store:  s.store,
@@ -35,6 +43,7 @@ func newChannelSet(ctx context.Context, s *service) (*channelSet, error) {
 
 		Assistant:        newAssistant(s.cfg, s.log.With().Str("component", "assistant").Logger()),
 		AssistantPerHour: s.cfg.Assistant.MaxPerHour,
+		Memory:           mem,
 	})
 	if err != nil {
 		return nil, err

@@ -56,6 +56,7 @@ func commands() []command {
 		{"ledger", "show TASK | redeliver EFFECT-ID [--yes]", "read the effect ledger; replay an effect explicitly", cmdLedger},
 		{"inbox", "list PRINCIPAL | read PRINCIPAL ID|all | token PRINCIPAL", "read inboxes; issue an inbox API token", cmdInbox},
 		{"console", "login [--as NAME] [--valid 10m] | logout --all", "sign in to the browser console (GET /console); end its sessions", cmdConsole},
+		{"history", "search PRINCIPAL WORDS [--page N] | list PRINCIPAL [--limit N]", "read a person's or a group chat's conversation history (admins)", cmdHistory},
 		{"send-test", "RECIPIENT", "send one test push through the whole path and print its outcome", cmdSendTest},
 		{"version", "", "print the version", cmdVersion},
 	}

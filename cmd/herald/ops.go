@@ -48,6 +48,8 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 		{"inbox.read", withInput(o.readInbox)},
 		{"inbox.token", withInput(o.inboxToken)},
 		{"send-test", withInput(o.sendTest)},
+		{"history.search", withInput(o.searchHistory)},
+		{"history.list", withInput(o.listHistory)},
 	} {
 		a.Register(op.name, op.do)
 	}

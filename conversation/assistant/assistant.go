@@ -45,6 +45,8 @@ const (
 	maxName   = 80
 	maxSched  = 100
 	maxBefore = 10
+	// MaxPersona bounds the persona text put into every system prompt.
+	MaxPersona = 16 << 10
 )
 
 // The failure classes of Interpret, for errors.Is.
@@ -73,6 +75,11 @@ type Options struct {
 	// Egress is the outbound policy (AllowPrivate mirrors
 	// policy.allow_private_networks); its Timeout is replaced by Timeout.
 	Egress egress.Options
+	// Persona is the admin's description of the assistant's voice
+	// (assistant.persona_file), at most MaxPersona bytes. It shapes how
+	// the model writes, never what it may do: the answer is checked
+	// against the same closed set of actions whatever it says.
+	Persona string
 }
 
 func (o *Options) validate() error {
@@ -97,6 +104,9 @@ func (o *Options) validate() error {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if len(o.Persona) > MaxPersona {
+		return fmt.Errorf("assistant: the persona is larger than %d bytes", MaxPersona)
 	}
 	return nil
 }
@@ -156,6 +166,7 @@ type answer struct {
 	Name         string   `json:"name"`
 	RemindBefore []string `json:"remind_before"`
 	Text         string   `json:"text"`
+	Query        string   `json:"query"`
 }
 
 // Interpret asks the model to read a.Text and returns its checked
@@ -166,7 +177,7 @@ func (c *Client) Interpret(ctx context.Context, a conversation.Ask) (conversatio
 	body := chatRequest{
 		Model: c.o.Model,
 		Messages: []chatMessage{
-			{Role: "system", Content: systemPrompt(a)},
+			{Role: "system", Content: systemPrompt(a, c.o.Persona)},
 			{Role: "user", Content: a.Text},
 		},
 		ResponseFormat: responseFormat{Type: "json_object"},
@@ -255,6 +266,12 @@ func (a answer) check() (conversation.Suggestion, error) {
 	switch a.Action {
 	case conversation.SuggestList:
 		return conversation.Suggestion{Action: conversation.SuggestList}, nil
+	case conversation.SuggestSearch:
+		q := strings.TrimSpace(a.Query)
+		if q == "" || !oneLine(q) || utf8.RuneCountInString(q) > conversation.MaxQuery {
+			return bad("search without words, or too long")
+		}
+		return conversation.Suggestion{Action: conversation.SuggestSearch, Query: q}, nil
 	case conversation.SuggestExplain:
 		text := strings.TrimSpace(a.Text)
 		if text == "" || !utf8.ValidString(text) {

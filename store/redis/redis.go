@@ -28,6 +28,7 @@
 //	P dlg:<key>                          dialog state (Redis expiry)
 //	P chan:<key>                         channel state
 //	P rb:<name>                          rate bucket (Redis expiry once full)
+//	P hist:{<log>}:...                   conversation history (history.go)
 //
 // # Scripts and cluster slots
 //
@@ -119,6 +120,7 @@ type Store struct {
 	dialogs  *kv
 	channels *kv
 	buckets  *buckets
+	history  *history
 }
 
 var _ store.Store = (*Store)(nil)
@@ -163,6 +165,7 @@ func New(ctx context.Context, rdb goredis.UniversalClient, opts Options) (*Store
 	s.dialogs = &kv{s: s, prefix: opts.KeyPrefix + "dlg:"}
 	s.channels = &kv{s: s, prefix: opts.KeyPrefix + "chan:"}
 	s.buckets = &buckets{s}
+	s.history = &history{s}
 	if err := s.checkSchema(ctx); err != nil {
 		_ = rdb.Close()
 		return nil, err

@@ -34,6 +34,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, reopen func(t *testi
 	t.Run("Runs", func(t *testing.T) { testRuns(t, open) })
 	t.Run("Dialogs", func(t *testing.T) { testKV(t, open, store.Store.Dialogs, store.Store.Channels) })
 	t.Run("Channels", func(t *testing.T) { testKV(t, open, store.Store.Channels, store.Store.Dialogs) })
+	t.Run("History", func(t *testing.T) { testHistory(t, open, reopen) })
 	t.Run("Reopen", func(t *testing.T) {
 		if reopen == nil {
 			t.Skip("backend cannot reopen")

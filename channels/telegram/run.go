@@ -58,27 +58,41 @@ func (c *Channel) retrying(err error) {
 // then waits for ctx.
 func (c *Channel) runWebhook(ctx context.Context) {
 	b := c.backoff()
-	for {
-		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		_, err := c.bot.SetWebhook(cctx, &bot.SetWebhookParams{
+	ok := c.retryCall(ctx, b, "setWebhook", func(ctx context.Context) error {
+		_, err := c.bot.SetWebhook(ctx, &bot.SetWebhookParams{
 			URL:            c.o.PublicURL + WebhookPath,
 			SecretToken:    c.o.WebhookSecret,
 			AllowedUpdates: allowedUpdates,
 		})
-		cancel()
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		c.retrying(c.wrap("setWebhook", err))
-		if !b.waitAtLeast(ctx, retryAfter(err)) {
-			return
-		}
+		return err
+	})
+	if !ok {
+		return
 	}
 	c.setStatus("webhook")
 	<-ctx.Done()
+}
+
+// retryCall makes one Bot API call until it succeeds, waiting between
+// tries as the backoff and any retry_after say. It reports false when ctx
+// ends first.
+func (c *Channel) retryCall(ctx context.Context, b *backoff, method string, call func(context.Context) error) bool {
+	for ctx.Err() == nil {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		err := call(cctx)
+		cancel()
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		c.retrying(c.wrap(method, err))
+		if !b.waitAtLeast(ctx, retryAfter(err)) {
+			return false
+		}
+	}
+	return false
 }
 
 // setCommands registers the command menu in English and Chinese. A

@@ -453,6 +453,17 @@ func sortedKeys[T any](m map[string]T) []string {
 
 // target checks a notify or route entry: a literal address or the name of
 // a configured recipient.
+// targets checks the list of recipients at path.key, which must name one
+// at least.
+func (v *validator) targets(path, key string, list []string) {
+	if len(list) == 0 {
+		v.errf(path, "%s names no recipient", key)
+	}
+	for i, s := range list {
+		v.target(fmt.Sprintf("%s.%s[%d]", path, key, i), s)
+	}
+}
+
 func (v *validator) target(path, s string) {
 	if v.unsetErr(path) {
 		return
@@ -505,12 +516,7 @@ func (v *validator) inbound() {
 		if !hasSecret {
 			v.errf(hp, "a secret is required")
 		}
-		if len(h.Route) == 0 {
-			v.errf(hp, "route names no recipient")
-		}
-		for i, r := range h.Route {
-			v.target(fmt.Sprintf("%s.route[%d]", hp, i), r)
-		}
+		v.targets(hp, "route", h.Route)
 		if h.Template != "" {
 			if _, err := template.New(name).Option("missingkey=zero").Parse(h.Template); err != nil {
 				v.errf(hp+".template", "invalid template: %s", templateMsg(err))
@@ -562,12 +568,7 @@ func (v *validator) tasks() {
 				v.errf(rp, "must be a positive duration")
 			}
 		}
-		if len(t.Notify) == 0 {
-			v.errf(tp, "notify names no recipient")
-		}
-		for j, n := range t.Notify {
-			v.target(fmt.Sprintf("%s.notify[%d]", tp, j), n)
-		}
+		v.targets(tp, "notify", t.Notify)
 		if t.Owner != "" {
 			op := tp + ".owner"
 			if !v.unsetErr(op) && !validPrincipal(t.Owner, false) {

@@ -171,65 +171,87 @@ type credential struct {
 	key, value string
 }
 
+// chatChannel is what channels() checks alike in every chat channel's
+// section: a mode out of two, credentials always needed and more needed
+// only in webhook mode, keys that mean nothing outside webhook mode, and an
+// API base URL.
+type chatChannel struct {
+	name        string
+	mode        string
+	modes       [2]string // the modes there are; modes[1] is webhook mode
+	enabled     *bool
+	need        []credential
+	webhookNeed []credential
+	webhookOnly []string
+	urlKey, url string
+	// webhook, when set, checks more of an enabled channel in webhook mode.
+	webhook func()
+}
+
 // channels switches off an enabled channel whose credentials are empty
 // (with a warning), and checks the rest of an enabled one.
 func (v *validator) channels() {
 	t := &v.cfg.Channels.Telegram
-	switch t.Mode {
-	case TelegramModePolling, TelegramModeWebhook:
-	default:
-		v.errf("channels.telegram.mode", "unknown mode %s (want polling or webhook)", v.d.quote("channels.telegram.mode", t.Mode))
-	}
-	if t.Mode != TelegramModeWebhook {
-		v.skip("channels.telegram.webhook_secret")
-	}
-	if t.Enabled {
-		need := []credential{{"token", t.Token}}
-		if t.Mode == TelegramModeWebhook {
-			need = append(need, credential{"webhook_secret", t.WebhookSecret})
-		}
-		if v.switchOff("telegram", need) {
-			t.Enabled = false
-		}
-	}
-	if !t.Enabled {
-		v.skip("channels.telegram")
-	} else {
-		v.httpsURL("channels.telegram.api_url", t.APIURL, false)
-		if t.Mode == TelegramModeWebhook {
+	v.chatChannel(chatChannel{
+		name:        "telegram",
+		mode:        t.Mode,
+		modes:       [2]string{TelegramModePolling, TelegramModeWebhook},
+		enabled:     &t.Enabled,
+		need:        []credential{{"token", t.Token}},
+		webhookNeed: []credential{{"webhook_secret", t.WebhookSecret}},
+		webhookOnly: []string{"webhook_secret"},
+		urlKey:      "api_url",
+		url:         t.APIURL,
+		webhook: func() {
 			if !validTelegramSecret(t.WebhookSecret) {
 				v.errf("channels.telegram.webhook_secret", "must be 1-256 characters of A-Z, a-z, 0-9, _ and -")
 			}
-			v.needPublicURL("channels.telegram.mode")
-		}
-	}
-
+		},
+	})
 	f := &v.cfg.Channels.Feishu
-	switch f.Mode {
-	case FeishuModeWebsocket, FeishuModeWebhook:
-	default:
-		v.errf("channels.feishu.mode", "unknown mode %s (want websocket or webhook)", v.d.quote("channels.feishu.mode", f.Mode))
+	v.chatChannel(chatChannel{
+		name:        "feishu",
+		mode:        f.Mode,
+		modes:       [2]string{FeishuModeWebsocket, FeishuModeWebhook},
+		enabled:     &f.Enabled,
+		need:        []credential{{"app_id", f.AppID}, {"app_secret", f.AppSecret}},
+		webhookNeed: []credential{{"verification_token", f.VerificationToken}},
+		webhookOnly: []string{"verification_token", "encrypt_key"},
+		urlKey:      "base_url",
+		url:         f.BaseURL,
+	})
+}
+
+func (v *validator) chatChannel(c chatChannel) {
+	prefix := "channels." + c.name
+	webhook := c.mode == c.modes[1]
+	if c.mode != c.modes[0] && !webhook {
+		v.errf(prefix+".mode", "unknown mode %s (want %s or %s)", v.d.quote(prefix+".mode", c.mode), c.modes[0], c.modes[1])
 	}
-	if f.Mode != FeishuModeWebhook {
-		v.skip("channels.feishu.verification_token")
-		v.skip("channels.feishu.encrypt_key")
-	}
-	if f.Enabled {
-		need := []credential{{"app_id", f.AppID}, {"app_secret", f.AppSecret}}
-		if f.Mode == FeishuModeWebhook {
-			need = append(need, credential{"verification_token", f.VerificationToken})
-		}
-		if v.switchOff("feishu", need) {
-			f.Enabled = false
+	if !webhook {
+		for _, key := range c.webhookOnly {
+			v.skip(prefix + "." + key)
 		}
 	}
-	if !f.Enabled {
-		v.skip("channels.feishu")
-	} else {
-		v.httpsURL("channels.feishu.base_url", f.BaseURL, false)
-		if f.Mode == FeishuModeWebhook {
-			v.needPublicURL("channels.feishu.mode")
+	if *c.enabled {
+		need := c.need
+		if webhook {
+			need = append(need[:len(need):len(need)], c.webhookNeed...)
 		}
+		if v.switchOff(c.name, need) {
+			*c.enabled = false
+		}
+	}
+	if !*c.enabled {
+		v.skip(prefix)
+		return
+	}
+	v.httpsURL(prefix+"."+c.urlKey, c.url, false)
+	if webhook {
+		if c.webhook != nil {
+			c.webhook()
+		}
+		v.needPublicURL(prefix + ".mode")
 	}
 }
 
@@ -432,6 +454,17 @@ func sortedKeys[T any](m map[string]T) []string {
 
 // target checks a notify or route entry: a literal address or the name of
 // a configured recipient.
+// targets checks the list of recipients at path.key, which must name one
+// at least.
+func (v *validator) targets(path, key string, list []string) {
+	if len(list) == 0 {
+		v.errf(path, "%s names no recipient", key)
+	}
+	for i, s := range list {
+		v.target(fmt.Sprintf("%s.%s[%d]", path, key, i), s)
+	}
+}
+
 func (v *validator) target(path, s string) {
 	if v.unsetErr(path) {
 		return
@@ -484,12 +517,7 @@ func (v *validator) inbound() {
 		if !hasSecret {
 			v.errf(hp, "a secret is required")
 		}
-		if len(h.Route) == 0 {
-			v.errf(hp, "route names no recipient")
-		}
-		for i, r := range h.Route {
-			v.target(fmt.Sprintf("%s.route[%d]", hp, i), r)
-		}
+		v.targets(hp, "route", h.Route)
 		if h.Template != "" {
 			if _, err := template.New(name).Option("missingkey=zero").Parse(h.Template); err != nil {
 				v.errf(hp+".template", "invalid template: %s", templateMsg(err))
@@ -541,12 +569,7 @@ func (v *validator) tasks() {
 				v.errf(rp, "must be a positive duration")
 			}
 		}
-		if len(t.Notify) == 0 {
-			v.errf(tp, "notify names no recipient")
-		}
-		for j, n := range t.Notify {
-			v.target(fmt.Sprintf("%s.notify[%d]", tp, j), n)
-		}
+		v.targets(tp, "notify", t.Notify)
 		if t.Owner != "" {
 			op := tp + ".owner"
 			if !v.unsetErr(op) && !validPrincipal(t.Owner, false) {

@@ -105,19 +105,10 @@ func (c *Channel) keepLease(ctx context.Context, cancel context.CancelFunc, l st
 // handled update, so Telegram keeps offering anything not yet handled.
 func (c *Channel) poll(ctx context.Context) {
 	b := c.backoff()
-	for ctx.Err() == nil {
-		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		_, err := c.bot.DeleteWebhook(cctx, &bot.DeleteWebhookParams{})
-		cancel()
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		c.retrying(c.wrap("deleteWebhook", err))
-		b.waitAtLeast(ctx, retryAfter(err))
-	}
+	c.retryCall(ctx, b, "deleteWebhook", func(ctx context.Context) error {
+		_, err := c.bot.DeleteWebhook(ctx, &bot.DeleteWebhookParams{})
+		return err
+	})
 	b.reset()
 	var offset int64
 	for ctx.Err() == nil {

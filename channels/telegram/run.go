@@ -58,38 +58,49 @@ func (c *Channel) retrying(err error) {
 // then waits for ctx.
 func (c *Channel) runWebhook(ctx context.Context) {
 	b := c.backoff()
-	for {
-		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		_, err := c.bot.SetWebhook(cctx, &bot.SetWebhookParams{
+	ok := c.retryCall(ctx, b, "setWebhook", func(ctx context.Context) error {
+		_, err := c.bot.SetWebhook(ctx, &bot.SetWebhookParams{
 			URL:            c.o.PublicURL + WebhookPath,
 			SecretToken:    c.o.WebhookSecret,
 			AllowedUpdates: allowedUpdates,
 		})
-		cancel()
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		c.retrying(c.wrap("setWebhook", err))
-		if !b.waitAtLeast(ctx, retryAfter(err)) {
-			return
-		}
+		return err
+	})
+	if !ok {
+		return
 	}
 	c.setStatus("webhook")
 	<-ctx.Done()
 }
 
+// retryCall makes one Bot API call until it succeeds, waiting between
+// tries as the backoff and any retry_after say. It reports false when ctx
+// ends first.
+func (c *Channel) retryCall(ctx context.Context, b *backoff, method string, call func(context.Context) error) bool {
+	for ctx.Err() == nil {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		err := call(cctx)
+		cancel()
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		c.retrying(c.wrap(method, err))
+		if !b.waitAtLeast(ctx, retryAfter(err)) {
+			return false
+		}
+	}
+	return false
+}
+
 // setCommands registers the command menu in English and Chinese. A
 // failure is logged: the menu is a convenience.
 func (c *Channel) setCommands(ctx context.Context) {
-	for _, l := range []struct {
-		code string
-		cmds []models.BotCommand
-	}{{"", commandsEN}, {"zh", commandsZH}} {
+	for _, lang := range []string{"", "zh"} {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		_, err := c.bot.SetMyCommands(cctx, &bot.SetMyCommandsParams{Commands: l.cmds, LanguageCode: l.code})
+		_, err := c.bot.SetMyCommands(cctx, &bot.SetMyCommandsParams{Commands: menu(lang), LanguageCode: lang})
 		cancel()
 		if err != nil {
 			c.log.Warn().Str("error", c.wrap("setMyCommands", err).Error()).Msg("telegram command menu")
@@ -98,42 +109,38 @@ func (c *Channel) setCommands(ctx context.Context) {
 	}
 }
 
-var commandsEN = []models.BotCommand{
-	{Command: "help", Description: "Commands and examples"},
-	{Command: "watch", Description: "Watch a feed, calendar or page: /watch <url> every 1h"},
-	{Command: "remind", Description: "Deadline reminders: /remind <url> before 24h"},
-	{Command: "tasks", Description: "My tasks"},
-	{Command: "task", Description: "Details of a task: /task <id>"},
-	{Command: "pause", Description: "Pause a task"},
-	{Command: "resume", Description: "Resume a task"},
-	{Command: "delete", Description: "Delete a task"},
-	{Command: "run", Description: "Check a task now"},
-	{Command: "approve", Description: "Approve a request (admins)"},
-	{Command: "reject", Description: "Reject a request (admins)"},
-	{Command: "inbox", Description: "My inbox"},
-	{Command: "read", Description: "Mark inbox items read"},
-	{Command: "mute", Description: "Mute a task here for a while"},
-	{Command: "quiet", Description: "Quiet hours for this chat"},
-	{Command: "cancel", Description: "Cancel what is in progress"},
+// commands is the command menu: each command with its description in
+// English and in Chinese.
+var commands = []struct{ name, en, zh string }{
+	{"help", "Commands and examples", "命令与示例"},
+	{"watch", "Watch a feed, calendar or page: /watch <url> every 1h", "关注订阅源、日历或网页：/watch <网址> every 1h"},
+	{"remind", "Deadline reminders: /remind <url> before 24h", "截止提醒：/remind <网址> before 24h"},
+	{"tasks", "My tasks", "我的任务"},
+	{"task", "Details of a task: /task <id>", "任务详情：/task <id>"},
+	{"pause", "Pause a task", "暂停任务"},
+	{"resume", "Resume a task", "恢复任务"},
+	{"delete", "Delete a task", "删除任务"},
+	{"run", "Check a task now", "立即检查任务"},
+	{"approve", "Approve a request (admins)", "批准请求（管理员）"},
+	{"reject", "Reject a request (admins)", "拒绝请求（管理员）"},
+	{"inbox", "My inbox", "我的收件箱"},
+	{"read", "Mark inbox items read", "标记收件箱已读"},
+	{"mute", "Mute a task here for a while", "在此聊天暂时静音某任务"},
+	{"quiet", "Quiet hours for this chat", "此聊天的免打扰时段"},
+	{"cancel", "Cancel what is in progress", "取消进行中的操作"},
 }
 
-var commandsZH = []models.BotCommand{
-	{Command: "help", Description: "命令与示例"},
-	{Command: "watch", Description: "关注订阅源、日历或网页：/watch <网址> every 1h"},
-	{Command: "remind", Description: "截止提醒：/remind <网址> before 24h"},
-	{Command: "tasks", Description: "我的任务"},
-	{Command: "task", Description: "任务详情：/task <id>"},
-	{Command: "pause", Description: "暂停任务"},
-	{Command: "resume", Description: "恢复任务"},
-	{Command: "delete", Description: "删除任务"},
-	{Command: "run", Description: "立即检查任务"},
-	{Command: "approve", Description: "批准请求（管理员）"},
-	{Command: "reject", Description: "拒绝请求（管理员）"},
-	{Command: "inbox", Description: "我的收件箱"},
-	{Command: "read", Description: "标记收件箱已读"},
-	{Command: "mute", Description: "在此聊天暂时静音某任务"},
-	{Command: "quiet", Description: "此聊天的免打扰时段"},
-	{Command: "cancel", Description: "取消进行中的操作"},
+// menu is the command menu in one language, "" being English.
+func menu(lang string) []models.BotCommand {
+	out := make([]models.BotCommand, len(commands))
+	for i, c := range commands {
+		d := c.en
+		if lang == "zh" {
+			d = c.zh
+		}
+		out[i] = models.BotCommand{Command: c.name, Description: d}
+	}
+	return out
 }
 
 // classify names a failure for Status and logs.

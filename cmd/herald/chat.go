@@ -157,18 +157,16 @@ func (s *chatSession) interactive(in io.Reader) int {
 
 func (s *chatSession) send(line string) error {
 	line = strings.TrimRight(line, "\r")
-	ans, err := s.call("chat.send", map[string]string{"as": s.name, "text": line}, chatSendTimeout)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.print(ans.Replies)
-	s.mu.Unlock()
-	return nil
+	return s.show("chat.send", map[string]string{"as": s.name, "text": line}, chatSendTimeout)
 }
 
 func (s *chatSession) poll() error {
-	ans, err := s.call("chat.poll", map[string]string{"as": s.name}, chatPollTimeout)
+	return s.show("chat.poll", map[string]string{"as": s.name}, chatPollTimeout)
+}
+
+// show makes one chat call and prints the replies it brings.
+func (s *chatSession) show(method string, params map[string]string, timeout time.Duration) error {
+	ans, err := s.call(method, params, timeout)
 	if err != nil {
 		return err
 	}

@@ -114,3 +114,21 @@ func TestI6_CanvasRevokedTokenTellsTheOwnerOnce(t *testing.T) {
 		t.Fatalf("owner told %d times, want once", failing)
 	}
 }
+
+func TestI1_CanvasAssignmentDueSoonRemindsOnceFromTheBaseline(t *testing.T) {
+	site := &miniCanvas{files: 1}
+	r, tk := canvasRig(t, site)
+	// The homework is due at 20:00, eleven hours after the rig's clock.
+	if _, err := r.m.update(context.Background(), tk.ID, func(cur *Task) error {
+		cur.RemindBefore = []time.Duration{72 * time.Hour, 24 * time.Hour, 2 * time.Hour}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.run(tk.ID)
+	r.run(tk.ID)
+	fx, _ := r.effects(tk.ID)
+	if len(fx) != 1 || !strings.Contains(fmt.Sprintf("%+v", decodeMsg(t, fx[0])), "Homework") {
+		t.Fatalf("%d effects, want one reminder of the homework (the 24h offset)", len(fx))
+	}
+}

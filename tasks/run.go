@@ -142,6 +142,7 @@ func (m *Manager) session(t *Task) chan struct{} {
 	for _, k := range keys {
 		h.Write([]byte(k + "\x00" + t.Source.Headers[k] + "\x00"))
 	}
+	h.Write([]byte("token\x00" + t.Source.Token))
 	key := host + "|" + hex.EncodeToString(h.Sum(nil)[:8])
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
@@ -412,7 +413,9 @@ func (m *Manager) finish(ctx context.Context, fence store.Fence, t *Task, rec Ru
 		if checked {
 			if failed {
 				cur.Failures++
-				notify = cur.Failures >= failingAfter && cur.FailingRun == ""
+				// A rejected credential will not heal by waiting: the
+				// owner is told at once, and once per streak.
+				notify = (cur.Failures >= failingAfter || rec.Class == watch.Auth) && cur.FailingRun == ""
 			} else {
 				cur.Failures, cur.FailingRun = 0, ""
 				cur.Suspect = rec.Outcome == OutcomeSuspect

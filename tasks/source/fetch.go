@@ -73,7 +73,7 @@ func (s *Source) follow(ctx, parent context.Context, r kind.Request, cond watch.
 	}
 	cur := r.URL
 	for hop := 0; ; hop++ {
-		resp, err := s.get(ctx, r.Method, cur, r.Form, cond)
+		resp, err := s.get(ctx, r.Method, cur, r.Form, r.Header, cond)
 		if err != nil {
 			return nil, s.classifyTransport(parent, cur, err)
 		}
@@ -120,13 +120,20 @@ func (s *Source) follow(ctx, parent context.Context, r kind.Request, cond watch.
 				validators:  validators(resp),
 			}, nil
 		default:
+			class := statusClass(resp.StatusCode)
+			if s.kind != nil && s.kind.Status != nil {
+				head, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+				if c := s.kind.Status(resp.StatusCode, resp.Header, head); c != "" {
+					class = c
+				}
+			}
 			drain(resp)
-			return nil, watch.Errorf(statusClass(resp.StatusCode), "%s %s: HTTP %d", r.Method, redact(cur), resp.StatusCode)
+			return nil, watch.Errorf(class, "%s %s: HTTP %d", r.Method, redact(cur), resp.StatusCode)
 		}
 	}
 }
 
-func (s *Source) get(ctx context.Context, method string, u *url.URL, form url.Values, cond watch.Conditional) (*http.Response, error) {
+func (s *Source) get(ctx context.Context, method string, u *url.URL, form url.Values, hdr http.Header, cond watch.Conditional) (*http.Response, error) {
 	var body io.Reader
 	if form != nil {
 		body = strings.NewReader(form.Encode())
@@ -151,6 +158,9 @@ func (s *Source) get(ctx context.Context, method string, u *url.URL, form url.Va
 		// approved origin, never across a redirect to another host or scheme.
 		for k, v := range s.spec.Headers {
 			req.Header.Set(k, v)
+		}
+		for k, vs := range hdr {
+			req.Header[http.CanonicalHeaderKey(k)] = vs
 		}
 	}
 	if cond.ETag != "" {

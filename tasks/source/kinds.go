@@ -8,7 +8,9 @@ import (
 	"github.com/andybalholm/cascadia"
 	"github.com/tidwall/gjson"
 
+	"github.com/herald-bridge/herald/tasks/source/canvas"
 	"github.com/herald-bridge/herald/tasks/source/kind"
+	"github.com/herald-bridge/herald/tasks/source/moodle"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -106,6 +108,8 @@ var registry = []kind.Kind{
 			return parseHTML(d.Body, d.ContentType, d.URL, sel)
 		},
 	},
+	canvas.Kind,
+	moodle.Kind,
 }
 
 // Lookup returns the kind called name.

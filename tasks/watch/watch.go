@@ -21,6 +21,12 @@ type Spec struct {
 	Link     string            `json:"link,omitempty"`
 	Due      string            `json:"due,omitempty"`
 	Headers  map[string]string `json:"headers,omitempty"` // values may hold secrets: never log them
+	// Token, Courses and Watch apply to the learning-platform kinds
+	// (canvas, moodle): the access token (a secret: never log or show
+	// it), the course ids (empty: every active course) and what to list.
+	Token   string   `json:"token,omitempty"`
+	Courses []string `json:"courses,omitempty"`
+	Watch   []string `json:"watch,omitempty"`
 }
 
 // Item is one thing a source lists.

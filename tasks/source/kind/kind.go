@@ -44,6 +44,10 @@ type Kind struct {
 	// all through g, and returns the complete item set or an error; the
 	// source keeps nothing of a run that fails.
 	Run func(ctx context.Context, g Getter, in Input) ([]watch.Item, error)
+	// Status classifies an answer outside 2xx from the start of its body
+	// (a platform's rate-limit or bad-token wording); "" keeps the
+	// default class of the status code. nil: the default always.
+	Status func(code int, h http.Header, body []byte) watch.Class
 }
 
 // Input is what a kind reads a watch with.
@@ -62,6 +66,9 @@ type Request struct {
 	URL    *url.URL
 	// Form, when set, is sent as an application/x-www-form-urlencoded body.
 	Form url.Values
+	// Header is sent with the request, and only to the watch's own
+	// origin: never across a redirect to another host or scheme.
+	Header http.Header
 }
 
 // Getter sends a Run's requests through the guarded client: the address

@@ -1,0 +1,189 @@
+// Package moodle is the moodle source kind: a Moodle site read through its
+// web-service REST endpoint with a web-service token sent in the form body
+// (never in the URL, which may be logged). One run lists the enrolled
+// courses, their assignments and the calendar's action events, each an
+// item whose identity is moodle:<host>:<type>:<id> (README, Learning
+// platforms).
+package moodle
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/herald-bridge/herald/tasks/source/kind"
+	"github.com/herald-bridge/herald/tasks/watch"
+)
+
+// Name is the kind's name.
+const Name = "moodle"
+
+// What a moodle watch can list; an empty watch list means both.
+const (
+	Assignments = "assignments"
+	Events      = "events"
+)
+
+// endpoint is the web-service path under the site.
+const endpoint = "/webservice/rest/server.php"
+
+// Kind is the table entry for moodle.
+var Kind = kind.Kind{
+	Name:   Name,
+	Accept: "application/json",
+	// The run reads Moodle's exception objects itself.
+	JSONObject: func(gjson.Result, watch.Spec) (bool, error) { return true, nil },
+	Run:        run,
+}
+
+type client struct {
+	g     kind.Getter
+	site  *url.URL
+	token string
+}
+
+// call POSTs one web-service function and returns its answer, turning an
+// exception delivered with HTTP 200 into a classified failure.
+func (c *client) call(ctx context.Context, fn string, args url.Values) (gjson.Result, error) {
+	form := url.Values{"wstoken": {c.token}, "wsfunction": {fn}, "moodlewsrestformat": {"json"}}
+	for k, vs := range args {
+		form[k] = vs
+	}
+	doc, err := c.g.Do(ctx, kind.Request{Method: http.MethodPost, URL: c.site.JoinPath(endpoint), Form: form})
+	if err != nil {
+		return gjson.Result{}, err
+	}
+	if !gjson.ValidBytes(doc.Body) {
+		return gjson.Result{}, watch.Errorf(watch.Schema, "moodle %s: the answer is not JSON", fn)
+	}
+	res := gjson.ParseBytes(doc.Body)
+	if res.Get("exception").Exists() || res.Get("errorcode").Exists() {
+		return gjson.Result{}, watch.Errorf(exceptionClass(res.Get("errorcode").String()), "moodle %s: %s", fn, res.Get("errorcode").String())
+	}
+	return res, nil
+}
+
+// exceptionClass classifies Moodle's errorcode values.
+func exceptionClass(code string) watch.Class {
+	switch code {
+	case "invalidtoken", "accessexception", "usernotfullysetup", "invalidlogin", "forcepasswordchangenotice":
+		return watch.Auth
+	case "nopermissions", "requireloginerror", "servicerequireslogin", "webservicenotenabled":
+		return watch.Permission
+	case "invalidrecord", "invalidparameter":
+		return watch.Schema
+	}
+	return watch.Schema
+}
+
+func run(ctx context.Context, g kind.Getter, in kind.Input) ([]watch.Item, error) {
+	if strings.TrimSpace(in.Spec.Token) == "" {
+		return nil, watch.Errorf(watch.Auth, "moodle: no web-service token")
+	}
+	c := &client{g: g, site: &url.URL{Scheme: in.URL.Scheme, Host: in.URL.Host, Path: strings.TrimSuffix(in.URL.Path, "/")}, token: in.Spec.Token}
+	host := strings.ToLower(in.URL.Host)
+	res, err := c.call(ctx, "core_course_get_enrolled_courses_by_timeline_classification", url.Values{"classification": {"inprogress"}})
+	if err != nil {
+		return nil, err
+	}
+	names := map[int64]string{}
+	var ids []int64
+	for _, co := range res.Get("courses").Array() {
+		id := co.Get("id").Int()
+		if len(in.Spec.Courses) > 0 && !slices.Contains(in.Spec.Courses, strconv.FormatInt(id, 10)) {
+			continue
+		}
+		names[id] = co.Get("fullname").String()
+		ids = append(ids, id)
+	}
+	want := in.Spec.Watch
+	if len(want) == 0 {
+		want = []string{Assignments, Events}
+	}
+	var items []watch.Item
+	if slices.Contains(want, Assignments) && len(ids) > 0 {
+		args := url.Values{}
+		for i, id := range ids {
+			args.Set("courseids["+strconv.Itoa(i)+"]", strconv.FormatInt(id, 10))
+		}
+		res, err := c.call(ctx, "mod_assign_get_assignments", args)
+		if err != nil {
+			return nil, err
+		}
+		for _, co := range res.Get("courses").Array() {
+			cname := names[co.Get("id").Int()]
+			for _, a := range co.Get("assignments").Array() {
+				items = append(items, watch.Item{
+					ID:    "moodle:" + host + ":assignment:" + a.Get("id").String(),
+					Title: cname + ": " + a.Get("name").String(),
+					URL:   c.site.String() + "/mod/assign/view.php?id=" + a.Get("cmid").String(),
+					Due:   unix(a.Get("duedate").Int()),
+					Digest: digest(a.Get("name").String(), a.Get("duedate").String(), a.Get("cutoffdate").String(),
+						a.Get("allowsubmissionsfromdate").String(), a.Get("grade").String()),
+				})
+			}
+		}
+	}
+	if slices.Contains(want, Events) {
+		res, err := c.call(ctx, "core_calendar_get_action_events_by_timesort", url.Values{
+			"timesortfrom": {strconv.FormatInt(in.Now.Add(-14*24*time.Hour).Unix(), 10)},
+			"limitnum":     {"50"},
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range res.Get("events").Array() {
+			// An action event whose action is no longer actionable is done.
+			done := e.Get("action").Exists() && !e.Get("action.actionable").Bool()
+			if e.Get("modulename").String() == "assign" && slices.Contains(want, Assignments) {
+				// The assignment is already an item: the event only says
+				// whether it still needs doing, so it is never reminded twice.
+				if done {
+					markDone(items, "moodle:"+host+":assignment:"+e.Get("instance").String())
+				}
+				continue
+			}
+			items = append(items, watch.Item{
+				ID:     "moodle:" + host + ":event:" + e.Get("id").String(),
+				Title:  e.Get("course.fullname").String() + ": " + e.Get("name").String(),
+				URL:    e.Get("url").String(),
+				Due:    unix(e.Get("timesort").Int()),
+				Done:   done,
+				Digest: digest(e.Get("name").String(), e.Get("timesort").String(), strconv.FormatBool(done)),
+			})
+		}
+	}
+	return items, nil
+}
+
+func markDone(items []watch.Item, id string) {
+	for i := range items {
+		if items[i].ID == id {
+			items[i].Done = true
+		}
+	}
+}
+
+func unix(s int64) time.Time {
+	if s <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(s, 0).UTC()
+}
+
+func digest(fields ...string) string {
+	h := sha256.New()
+	for _, f := range fields {
+		h.Write([]byte(f))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}

@@ -316,7 +316,7 @@ func TestConsole_CSRFAndForeignOriginPostsAreRefused(t *testing.T) {
 		want string
 	}{
 		{"no CSRF token", map[string]string{"Origin": self}, "csrf"},
-		{"wrong CSRF token", map[string]string{"Origin": self, "X-Herald-CSRF": "0" + csrf[1:]}, "csrf"},
+		{"wrong CSRF token", map[string]string{"Origin": self, "X-Herald-CSRF": wrongToken(csrf)}, "csrf"},
 		{"foreign Origin", map[string]string{"Origin": "http://evil.example", "X-Herald-CSRF": csrf}, "origin"},
 		{"no Origin", map[string]string{"X-Herald-CSRF": csrf}, "origin"},
 		{"cross-site fetch", map[string]string{"Origin": self, "X-Herald-CSRF": csrf, "Sec-Fetch-Site": "cross-site"}, "origin"},
@@ -583,4 +583,12 @@ func TestConsole_FailingWatchAndUnreachableRecipientNeedAttention(t *testing.T) 
 	if got := textOf(t, tab, "#detail-runs"); !strings.Contains(got, "failed (auth)") {
 		t.Errorf("the runs table lacks the failed run's class:\n%s", got)
 	}
+}
+
+// wrongToken is tok with its first character changed, never tok itself.
+func wrongToken(tok string) string {
+	if strings.HasPrefix(tok, "0") {
+		return "1" + tok[1:]
+	}
+	return "0" + tok[1:]
 }

@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"github.com/herald-bridge/herald/delivery/address"
 	"slices"
 	"strings"
 	"time"
@@ -60,17 +61,11 @@ func holdAddress(recipient string, r Route) string {
 // privateChat is the chat in which principal talks to herald alone
 // ("" when it has none).
 func privateChat(principal string) string {
-	kind, id, ok := strings.Cut(principal, ":")
-	if !ok || id == "" {
-		return ""
+	if chat := address.ChatOf(principal); chat != "" {
+		return chat
 	}
-	switch kind {
-	case "telegram":
-		return "telegram:chat:" + id
-	case "feishu":
-		return "feishu:user:" + id
-	case "console":
-		return "console:" + id
+	if kind, id, ok := strings.Cut(principal, ":"); ok && kind == "console" && id != "" {
+		return principal // a console session is its principal's own chat
 	}
 	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/herald-bridge/herald/delivery/address"
 	"strings"
 	"time"
 
@@ -59,9 +60,8 @@ func (s *service) setHistoryBounds(cfg *configs.Config) {
 // validLog reports whether s names a history log: a principal, or a group
 // chat's address.
 func validLog(s string) bool {
-	if strings.HasPrefix(s, "telegram:chat:") || strings.HasPrefix(s, "feishu:chat:") {
-		_, err := delivery.ParseAddress(s)
-		return err == nil
+	if address.IsChat(s) {
+		return true
 	}
 	if name, ok := strings.CutPrefix(s, "agent:"); ok {
 		return name != "" && !strings.ContainsAny(name, " \t\n")

@@ -114,6 +114,13 @@ func Parse(s string) (Address, error) {
 	return Address{}, errors.New("not a recipient address (want telegram:chat:<id>, feishu:chat:<id>, feishu:user:<open_id> or inbox:<principal>)")
 }
 
+// IsChat reports whether s is a chat's address (Telegram chat, Feishu
+// chat), as a group's conversation is kept under.
+func IsChat(s string) bool {
+	a, err := Parse(s)
+	return err == nil && (a.Kind == Telegram || a.IDType == ChatID)
+}
+
 // IsLiteral reports whether s is written as an address rather than as the
 // name of a configured recipient.
 func IsLiteral(s string) bool {

@@ -52,3 +52,14 @@ func TestTelegramChat(t *testing.T) {
 		}
 	}
 }
+
+func TestIsChat(t *testing.T) {
+	for s, want := range map[string]bool{
+		"telegram:chat:-100": true, "feishu:chat:oc_1": true, "feishu:user:ou_1": false,
+		"inbox:telegram:1": false, "telegram:1": false, "telegram:chat:x": false, "news": false,
+	} {
+		if got := IsChat(s); got != want {
+			t.Errorf("IsChat(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"github.com/herald-bridge/herald/delivery/address"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -29,18 +30,14 @@ type recipientView struct {
 	Kind string `json:"kind"`
 }
 
-// literalKinds are the address prefixes of literal (unnamed) recipients.
-var literalKinds = []struct{ prefix, kind string }{
-	{"telegram:", "telegram"}, {"feishu:", "feishu"}, {"inbox:", "inbox"},
-}
-
+// literalKind is the transport a literal (unnamed) address is written
+// for, "" for a configured recipient's name.
 func literalKind(r string) string {
-	for _, l := range literalKinds {
-		if strings.HasPrefix(r, l.prefix) {
-			return l.kind
-		}
+	if !address.IsLiteral(r) {
+		return ""
 	}
-	return ""
+	kind, _, _ := strings.Cut(r, ":")
+	return kind
 }
 
 // kindOfAddress is the transport of a literal address, "named" otherwise.
@@ -60,9 +57,9 @@ func (c *Console) recipient(t *tasks.Task, r string) recipientView {
 	switch {
 	case t != nil && r == t.ReplyTo:
 		v.Role = "reply_to"
-	case t != nil && r == "inbox:"+t.Owner:
+	case t != nil && r == address.InboxOf(t.Owner):
 		v.Role = "owner_inbox"
-	case strings.HasPrefix(r, "inbox:"):
+	case address.IsInbox(r):
 		v.Role = "inbox"
 	default:
 		v.Role = "chat"

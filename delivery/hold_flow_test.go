@@ -362,6 +362,9 @@ func TestMuteOffReleasesHeldPushesNow(t *testing.T) {
 		t.Errorf("unmuted push sent at %s, want now", fx.Attempts[0].Start)
 	}
 	r.advance(time.Minute)
+	// A release lets the chat's held pushes be looked at again; the one
+	// still muted is held again, unsent.
+	waitFor(t, func() bool { return r.effect(grades).NotBefore.Equal(until) }, "the still-muted push to be held again")
 	if fx := r.effect(grades); fx.State != store.Pending || !fx.NotBefore.Equal(until) || len(fx.Attempts) != 0 {
 		t.Errorf("the push of the task still muted: %s at %s with %d attempts; want held until %s", fx.State, fx.NotBefore, len(fx.Attempts), until)
 	}

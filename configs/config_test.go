@@ -107,6 +107,7 @@ func TestLoad_ErrorsWithFileAndLine(t *testing.T) {
 			{3, `policy.requesters[1]: malformed principal "slack:*"`},
 			{5, `policy.auto_approve[0].principals[0]: malformed principal "matrix:@a"`},
 		}},
+		{"agent-admin.yaml", []want{{7, `policy.admins[1]: an agent cannot be an admin ("agent:helper")`}}},
 		{"bad-address.yaml", []want{
 			{3, "recipients.ops-chat.address: telegram chat id must be an integer"},
 			{5, "recipients.me.address: inbox principal must look like"},

@@ -51,6 +51,8 @@ func commands() []command {
 		{"ledger", "show TASK | redeliver EFFECT-ID [--yes]", "read the effect ledger; replay an effect explicitly", cmdLedger},
 		{"inbox", "list PRINCIPAL | read PRINCIPAL ID|all | token PRINCIPAL", "read inboxes; issue an inbox API token", cmdInbox},
 		{"send-test", "RECIPIENT", "send one test push through the whole path and print its outcome", cmdSendTest},
+		{"agent", "token NAME [--out FILE] | revoke NAME | list", "issue, revoke and list agent tokens (principal agent:NAME)", cmdAgent},
+		{"mcp", "--token-file FILE [--service URL]", "serve MCP on stdio for an agent holding an agent token", cmdMCP},
 		{"version", "", "print the version", cmdVersion},
 	}
 }

@@ -379,7 +379,7 @@ func TestLoad_ExampleConfigWithEmptyEnvironment(t *testing.T) {
 	if fmt.Sprint(cfg.Warnings) != fmt.Sprint(wantWarn) {
 		t.Errorf("warnings = %q, want %q", cfg.Warnings, wantWarn)
 	}
-	if fmt.Sprint(cfg.Policy.Requesters) != "[telegram:* feishu:* console:*]" {
+	if fmt.Sprint(cfg.Policy.Requesters) != "[telegram:* feishu:* console:* agent:*]" {
 		t.Errorf("requesters = %q", cfg.Policy.Requesters)
 	}
 	if !contains(cfg.Policy.Admins, "console:admin") {

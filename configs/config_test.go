@@ -107,6 +107,7 @@ func TestLoad_ErrorsWithFileAndLine(t *testing.T) {
 			{3, `policy.requesters[1]: malformed principal "slack:*"`},
 			{5, `policy.auto_approve[0].principals[0]: malformed principal "matrix:@a"`},
 		}},
+		{"agent-admin.yaml", []want{{7, `policy.admins[1]: an agent cannot be an admin ("agent:helper")`}}},
 		{"bad-address.yaml", []want{
 			{3, "recipients.ops-chat.address: telegram chat id must be an integer"},
 			{5, "recipients.me.address: inbox principal must look like"},
@@ -378,7 +379,7 @@ func TestLoad_ExampleConfigWithEmptyEnvironment(t *testing.T) {
 	if fmt.Sprint(cfg.Warnings) != fmt.Sprint(wantWarn) {
 		t.Errorf("warnings = %q, want %q", cfg.Warnings, wantWarn)
 	}
-	if fmt.Sprint(cfg.Policy.Requesters) != "[telegram:* feishu:* console:*]" {
+	if fmt.Sprint(cfg.Policy.Requesters) != "[telegram:* feishu:* console:* agent:*]" {
 		t.Errorf("requesters = %q", cfg.Policy.Requesters)
 	}
 	if !contains(cfg.Policy.Admins, "console:admin") {

@@ -232,6 +232,12 @@ func (v *validator) hosts(path string, list []string) {
 func (v *validator) policy() {
 	p := v.cfg.Policy
 	v.principals("policy.admins", p.Admins, false)
+	for i, a := range p.Admins {
+		if address.IsAgent(a) {
+			ep := fmt.Sprintf("policy.admins[%d]", i)
+			v.errf(ep, "an agent cannot be an admin (%s): agents may only list and request watches", v.d.quote(ep, a))
+		}
+	}
 	v.principals("policy.requesters", p.Requesters, true)
 	v.hosts("policy.allowed_hosts", p.AllowedHosts)
 	for i, r := range p.AutoApprove {

@@ -52,8 +52,11 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// IsAdmin reports whether p is an admin.
-func (p Policy) IsAdmin(principal string) bool { return slices.Contains(p.Admins, principal) }
+// IsAdmin reports whether p is an admin. An agent never is, whatever a
+// list says (README, Agents).
+func (p Policy) IsAdmin(principal string) bool {
+	return !address.IsAgent(principal) && slices.Contains(p.Admins, principal)
+}
 
 // MayRequest reports whether principal may request tasks.
 func (p Policy) MayRequest(principal string) bool {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/herald-bridge/herald/configs"
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/delivery/render"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks"
@@ -55,6 +56,7 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 	}
 	s.channels.mountAdmin(a)
 	s.mountConsoleAdmin(a)
+	s.mountAgents(a)
 	s.server.Handle("/admin/v1/{op}", a.ServeHTTP)
 }
 
@@ -225,7 +227,7 @@ func (o *adminOps) readInbox(ctx context.Context, in struct{ Principal, ID strin
 
 func (o *adminOps) inboxToken(ctx context.Context, in struct{ Principal string }) (any, error) {
 	if !delivery.ValidPrincipal(in.Principal) {
-		return nil, hook.BadInput("a principal looks like telegram:<id>, feishu:<open_id> or console:<name>")
+		return nil, hook.BadInput("a principal looks like " + address.Forms())
 	}
 	tok, err := hook.InboxTokens{KV: o.s.store.Channels()}.Issue(ctx, in.Principal)
 	if err != nil {

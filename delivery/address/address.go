@@ -2,8 +2,9 @@
 // the parties of a conversation or a push (README, Configuration):
 //
 //   - principals, who speaks: telegram:<user_id>, feishu:<open_id>,
-//     console:<name>; policy lists also take the patterns telegram:*,
-//     feishu:*, console:*;
+//     console:<name>, agent:<name> (an MCP client holding an agent
+//     token); policy lists also take the patterns telegram:*, feishu:*,
+//     console:*, agent:*;
 //   - recipient addresses, where a notice goes: telegram:chat:<chat_id>,
 //     feishu:chat:<chat_id>, feishu:user:<open_id>, inbox:<principal>.
 //
@@ -35,6 +36,7 @@ var principalKinds = []principalKind{
 	{"telegram", "user_id", isUserID, func(id string) string { return telegramChat + id }},
 	{"feishu", "open_id", anyID, func(id string) string { return feishuUser + id }},
 	{"console", "name", anyID, func(id string) string { return "console:" + id }},
+	{"agent", "name", IsAgentName, nil},
 }
 
 // Recipient address prefixes.
@@ -249,6 +251,29 @@ func ChatOf(principal string) string {
 }
 
 func anyID(string) bool { return true }
+
+// AgentPrefix starts every agent principal.
+const AgentPrefix = "agent:"
+
+// IsAgent reports whether principal is an agent's (agent:<name>).
+func IsAgent(principal string) bool { return strings.HasPrefix(principal, AgentPrefix) }
+
+// IsAgentName reports whether name may name an agent: 1 to 64 letters,
+// digits, '.', '_' or '-', starting with a letter or digit.
+func IsAgentName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case i > 0 && (r == '.' || r == '_' || r == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // isUserID: a Telegram user id is a positive integer.
 func isUserID(id string) bool { return isChatID(id) && !strings.HasPrefix(id, "-") }

@@ -23,6 +23,7 @@ func TestPrincipals(t *testing.T) {
 	for p, want := range map[string]bool{
 		"telegram:1": true, "telegram:-1": false, "telegram:x": false, "feishu:ou_1": true,
 		"console:ann": true, "console:": false, "console:a b": false, "slack:x": false, "telegram": false,
+		"agent:claude-desktop": true, "agent:": false, "agent:-x": false, "agent:a/b": false, "agent:a b": false,
 	} {
 		if got := ValidPrincipal(p); got != want {
 			t.Errorf("ValidPrincipal(%q) = %v", p, got)
@@ -31,11 +32,14 @@ func TestPrincipals(t *testing.T) {
 	if !ValidPattern("feishu:*", true) || ValidPattern("feishu:*", false) || ValidPattern("slack:*", true) {
 		t.Error("wildcard patterns")
 	}
-	if got := Forms(); got != "telegram:<user_id>, feishu:<open_id> or console:<name>" {
+	if got := Forms(); got != "telegram:<user_id>, feishu:<open_id>, console:<name> or agent:<name>" {
 		t.Errorf("Forms() = %q", got)
 	}
-	if got := Patterns(); got != "telegram:*, feishu:*, console:*" {
+	if got := Patterns(); got != "telegram:*, feishu:*, console:*, agent:*" {
 		t.Errorf("Patterns() = %q", got)
+	}
+	if ChatOf("agent:x") != "" || !IsAgent("agent:x") || IsAgent("console:agent") {
+		t.Error("an agent has no chat and is told apart by its kind")
 	}
 	if !Match("telegram:*", "telegram:5") || Match("telegram:*", "feishu:5") || !Match("*", "x") {
 		t.Error("Match")

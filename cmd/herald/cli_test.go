@@ -575,7 +575,13 @@ func TestCLI_EnvironmentSelectsConfigAndDataDir(t *testing.T) {
 
 func TestCLI_StatusTextIsStable(t *testing.T) {
 	_, dataDir := startServe(t, adjustExample(t, freeAddr(t), nil))
-	first := cli(t, dataDir, "status")
+	// The service answers before its scheduler lease is taken; status is
+	// stable once it owns scheduling.
+	var first string
+	waitFor(t, 30*time.Second, "ownership of scheduling", func() bool {
+		first = cli(t, dataDir, "status")
+		return strings.Contains(first, "owner:    yes")
+	})
 	for range 5 {
 		if again := cli(t, dataDir, "status"); again != first {
 			t.Fatalf("status output changes between calls:\n%s\n---\n%s", first, again)

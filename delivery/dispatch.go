@@ -351,7 +351,7 @@ func oneTypeEach(route Route, live []store.Effect) [][]store.Effect {
 // the ledger (unless begun is given: already in flight for this worker),
 // sent, and settled. msg, when given, is what begun's payloads encode.
 // Every begun effect shares the message's outcome, including those whose
-// item the message carries in a later state (superseded): they were
+// item the message carries folded into a later state (merge): they were
 // delivered exactly when the message was.
 func (d *Dispatcher) send(ctx context.Context, route Route, live, begun []store.Effect, msg *Message) {
 	recipient, taskID := live[0].Recipient, live[0].TaskID
@@ -364,10 +364,18 @@ func (d *Dispatcher) send(ctx context.Context, route Route, live, begun []store.
 			return
 		}
 		if msg == nil {
-			m, err := merge(begun)
+			m, empty, err := merge(begun)
 			if err != nil {
 				d.settleAll(ctx, begun, func(store.Effect) store.Outcome {
 					return store.Outcome{State: store.Failed, Error: "bad_payload"}
+				})
+				return
+			}
+			if empty && begun[0].PartsSent == 0 {
+				// Every item came and went while held: nothing crosses
+				// the boundary, and there is nothing left to tell.
+				d.settleAll(ctx, begun, func(store.Effect) store.Outcome {
+					return store.Outcome{State: store.Completed, Error: reasonNothingNew}
 				})
 				return
 			}

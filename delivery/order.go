@@ -16,10 +16,10 @@ import (
 //     in this process, the earliest due first (busy);
 //   - before a group is sent, earlier pushes of the same task to the same
 //     recipient that have not ended are looked up (inOrder): one never
-//     attempted that is due or held joins the group (an urgent reminder
-//     takes the held news of its item along); one waiting for a later
-//     time, or already attempted, or in flight elsewhere, makes the group
-//     wait behind it;
+//     attempted that is due or held joins a group never attempted either
+//     (an urgent reminder takes the held news of its item along); one
+//     waiting for a later time, or in flight elsewhere, makes the group
+//     wait; of two where either was attempted, the later one waits;
 //   - a group's delivery key is its earliest member's (sortGroup), so the
 //     same group always goes out under the same key.
 // Inbound events, task state notices and tests are independent pushes,
@@ -43,7 +43,11 @@ func orderKey(fx store.Effect) string { return fx.Recipient + "\x00" + fx.TaskID
 
 // inOrder looks for earlier pushes of live's task to its recipient that
 // have not ended. It returns live with those that join it, or, when the
-// group must wait behind one, the time to look again.
+// group must wait behind one, the time to look again. Only a group none
+// of whose members was attempted takes others along: a group attempted
+// before must carry again exactly what it carried (a replay or a
+// redelivery under the same key, which a receiver may drop as a repeat),
+// so it goes alone, after whatever is older than all its members.
 func (d *Dispatcher) inOrder(ctx context.Context, live []store.Effect, now time.Time) ([]store.Effect, time.Time) {
 	if !ordered(live[0].Kind) {
 		return live, time.Time{}
@@ -54,12 +58,16 @@ func (d *Dispatcher) inOrder(ctx context.Context, live []store.Effect, now time.
 		return nil, now.Add(orderWait)
 	}
 	in := make(map[string]bool, len(live))
-	var newest time.Time
+	oldest, newest, attempted := live[0], live[0].CreatedAt, false
 	for _, fx := range live {
 		in[fx.Key] = true
 		if fx.CreatedAt.After(newest) {
 			newest = fx.CreatedAt
 		}
+		if earlier(fx, oldest) {
+			oldest = fx
+		}
+		attempted = attempted || len(fx.Attempts) > 0
 	}
 	var wait time.Time
 	later := func(t time.Time) {
@@ -76,20 +84,29 @@ func (d *Dispatcher) inOrder(ctx context.Context, live []store.Effect, now time.
 		switch {
 		case o.InFlight:
 			later(now.Add(orderWait))
-		case len(o.Attempts) == 0 && (!o.NotBefore.After(now) || o.Error == reasonHeld):
-			out = append(out, o) // never attempted: it may go in this message
-		case len(o.Attempts) == 0:
-			later(o.NotBefore) // due then: waiting until then joins its group
+		case attempted || len(o.Attempts) > 0:
+			// One of the two must go alone: the later one waits.
+			if earlier(o, oldest) {
+				later(o.NotBefore.Add(time.Millisecond))
+			}
+		case !o.NotBefore.After(now) || o.Error == reasonHeld:
+			out = append(out, o) // never attempted: it goes in this message
 		default:
-			// Attempted already: its next attempt must carry what it
-			// carried (a replay under the same key), so go after it.
-			later(o.NotBefore.Add(time.Millisecond))
+			later(o.NotBefore) // due then: waiting until then joins its group
 		}
 	}
 	if !wait.IsZero() {
 		return nil, wait
 	}
 	return out, time.Time{}
+}
+
+// earlier reports whether a was claimed before b (by time, then key).
+func earlier(a, b store.Effect) bool {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c < 0
+	}
+	return a.Key < b.Key
 }
 
 // sortGroup orders a group's effects by when they were claimed, then by

@@ -906,6 +906,9 @@ func testBuckets(t *testing.T, open Opener) {
 
 // ---------------------------------------------------------------- inbox
 
+// appended is the stored item of an Append.
+func appended(a store.InboxAppend, err error) (store.InboxItem, error) { return a.Item, err }
+
 func item(p, key, title string) store.InboxItem {
 	return store.InboxItem{Principal: p, EffectKey: key, Title: title, Body: []byte(`{"text":"` + title + `"}`)}
 }
@@ -933,13 +936,13 @@ func testInbox(t *testing.T, open Opener) {
 		in := open(t).Inbox()
 		ids := map[string]bool{}
 		for _, title := range []string{"a", "b", "c"} {
-			it := must(in.Append(ctx, item(p, "k-"+title, title)))(t)
+			it := must(appended(in.Append(ctx, item(p, "k-"+title, title), 0)))(t)
 			if it.ID == "" || ids[it.ID] || it.CreatedAt.IsZero() || it.Principal != p || it.Read {
 				t.Fatalf("appended = %+v", it)
 			}
 			ids[it.ID] = true
 		}
-		must(in.Append(ctx, item(q, "k-a", "q-a")))(t)
+		must(appended(in.Append(ctx, item(q, "k-a", "q-a"), 0)))(t)
 		got := must(in.List(ctx, p, store.InboxQuery{}))(t)
 		wantTitles(t, got, "c", "b", "a")
 		if string(got[0].Body) != `{"text":"c"}` || got[0].EffectKey != "k-c" {
@@ -955,7 +958,7 @@ func testInbox(t *testing.T, open Opener) {
 	t.Run("PagingBefore", func(t *testing.T) {
 		in := open(t).Inbox()
 		for i := 1; i <= 5; i++ {
-			must(in.Append(ctx, item(p, fmt.Sprint("k", i), fmt.Sprint(i))))(t)
+			must(appended(in.Append(ctx, item(p, fmt.Sprint("k", i), fmt.Sprint(i)), 0)))(t)
 		}
 		page := must(in.List(ctx, p, store.InboxQuery{Limit: 2}))(t)
 		wantTitles(t, page, "5", "4")
@@ -968,8 +971,8 @@ func testInbox(t *testing.T, open Opener) {
 
 	t.Run("AppendIdempotentByEffectKey", func(t *testing.T) {
 		in := open(t).Inbox()
-		first := must(in.Append(ctx, item(p, "k1", "once")))(t)
-		again := must(in.Append(ctx, item(p, "k1", "twice")))(t)
+		first := must(appended(in.Append(ctx, item(p, "k1", "once"), 0)))(t)
+		again := must(appended(in.Append(ctx, item(p, "k1", "twice"), 0)))(t)
 		if again.ID != first.ID || again.Title != "once" {
 			t.Fatalf("second append = %+v, want the first %+v", again, first)
 		}
@@ -983,9 +986,9 @@ func testInbox(t *testing.T, open Opener) {
 		in := open(t).Inbox()
 		var ids []string
 		for _, title := range []string{"a", "b", "c", "d"} {
-			ids = append(ids, must(in.Append(ctx, item(p, "k-"+title, title)))(t).ID)
+			ids = append(ids, must(appended(in.Append(ctx, item(p, "k-"+title, title), 0)))(t).ID)
 		}
-		must(in.Append(ctx, item(q, "k-q", "q")))(t)
+		must(appended(in.Append(ctx, item(q, "k-q", "q"), 0)))(t)
 		if n := must(in.MarkRead(ctx, p, ids[1]))(t); n != 1 {
 			t.Fatalf("MarkRead one = %d", n)
 		}
@@ -1018,7 +1021,7 @@ func testInbox(t *testing.T, open Opener) {
 		in := open(t).Inbox()
 		var ids []string
 		for i := 1; i <= 10; i++ {
-			ids = append(ids, must(in.Append(ctx, item(p, fmt.Sprint("k", i), fmt.Sprint(i))))(t).ID)
+			ids = append(ids, must(appended(in.Append(ctx, item(p, fmt.Sprint("k", i), fmt.Sprint(i)), 0)))(t).ID)
 		}
 		must(in.MarkRead(ctx, p, ids[4]))(t) // "5"
 		must(in.MarkRead(ctx, p, ids[5]))(t) // "6"
@@ -1030,7 +1033,7 @@ func testInbox(t *testing.T, open Opener) {
 		for w := range writers {
 			wg.Go(func() {
 				for i := 11 + w; i <= store.InboxCap; i += writers {
-					if _, err := in.Append(ctx, item(p, fmt.Sprint("k", i), fmt.Sprint(i))); err != nil {
+					if _, err := in.Append(ctx, item(p, fmt.Sprint("k", i), fmt.Sprint(i)), 0); err != nil {
 						errs <- err
 						return
 					}
@@ -1045,8 +1048,13 @@ func testInbox(t *testing.T, open Opener) {
 		if n := must(in.Unread(ctx, p))(t); n != store.InboxCap-2 {
 			t.Fatalf("unread at the cap = %d", n)
 		}
+		var read, unread int
 		for i := store.InboxCap + 1; i <= store.InboxCap+5; i++ {
-			must(in.Append(ctx, item(p, fmt.Sprint("k", i), fmt.Sprint(i))))(t)
+			res := must(in.Append(ctx, item(p, fmt.Sprint("k", i), fmt.Sprint(i)), 0))(t)
+			read, unread = read+res.DroppedRead, unread+res.DroppedUnread
+		}
+		if read != 2 || unread != 3 {
+			t.Fatalf("appends report %d read and %d unread dropped, want 2 and 3", read, unread)
 		}
 		all := must(in.List(ctx, p, store.InboxQuery{Limit: store.InboxCap + 10}))(t)
 		if len(all) != store.InboxCap {
@@ -1063,6 +1071,36 @@ func testInbox(t *testing.T, open Opener) {
 		if all[0].Title != fmt.Sprint(store.InboxCap+5) {
 			t.Fatalf("newest = %q", all[0].Title)
 		}
+	})
+	t.Run("CapIsTheCallersLimitAndCountsWhatWent", func(t *testing.T) {
+		in := open(t).Inbox()
+		var ids []string
+		for i := 1; i <= 3; i++ {
+			res := must(in.Append(ctx, item(p, fmt.Sprint("k", i), fmt.Sprint(i)), 3))(t)
+			if res.DroppedRead+res.DroppedUnread != 0 {
+				t.Fatalf("append %d under the limit dropped %+v", i, res)
+			}
+			ids = append(ids, res.Item.ID)
+		}
+		must(in.MarkRead(ctx, p, ids[1]))(t) // "2"
+		res := must(in.Append(ctx, item(p, "k4", "4"), 3))(t)
+		if res.DroppedRead != 1 || res.DroppedUnread != 0 {
+			t.Fatalf("over the limit with one read item: dropped %d read, %d unread; want the read one", res.DroppedRead, res.DroppedUnread)
+		}
+		res = must(in.Append(ctx, item(p, "k5", "5"), 3))(t)
+		if res.DroppedRead != 0 || res.DroppedUnread != 1 {
+			t.Fatalf("over the limit with none read: dropped %d read, %d unread; want the oldest unread", res.DroppedRead, res.DroppedUnread)
+		}
+		wantTitles(t, must(in.List(ctx, p, store.InboxQuery{}))(t), "5", "4", "3")
+		if again := must(in.Append(ctx, item(p, "k5", "5"), 3))(t); again.DroppedRead+again.DroppedUnread != 0 || again.Item.ID != res.Item.ID {
+			t.Fatalf("appending a stored key again: %+v", again)
+		}
+		// A lower limit (a reload) trims at the next append.
+		res = must(in.Append(ctx, item(p, "k6", "6"), 1))(t)
+		if res.DroppedUnread != 3 {
+			t.Fatalf("limit lowered to 1: dropped %d unread, want 3", res.DroppedUnread)
+		}
+		wantTitles(t, must(in.List(ctx, p, store.InboxQuery{}))(t), "6")
 	})
 }
 
@@ -1167,7 +1205,7 @@ func testReopen(t *testing.T, open Opener, reopen Reopener) {
 	must(s.Ledger().Begin(ctx, "flying", "w1", now))(t)
 	noErr(t, s.Ledger().Sending(ctx, "w1", []store.AttemptRef{{Key: "flying", N: 1}}))
 	must(s.Ledger().Commit(ctx, store.RunCommit{TaskID: "t1", Worker: "w1", Effects: []store.Effect{effect("t1", "handed", now)}}))(t)
-	it := must(s.Inbox().Append(ctx, item("console:ops", "done", "hello")))(t)
+	it := must(appended(s.Inbox().Append(ctx, item("console:ops", "done", "hello"), 0)))(t)
 	noErr(t, s.Runs().Append(ctx, "t1", []byte("run-1"), 30))
 	noErr(t, s.Dialogs().Put(ctx, "chat:1", []byte("dialog"), time.Hour))
 	noErr(t, s.Channels().Put(ctx, "telegram:offset", []byte("42"), 0))
@@ -1208,7 +1246,7 @@ func testReopen(t *testing.T, open Opener, reopen Reopener) {
 	if n := must(s.Inbox().Unread(ctx, "console:ops"))(t); n != 1 {
 		t.Fatalf("unread = %d", n)
 	}
-	if again := must(s.Inbox().Append(ctx, item("console:ops", "done", "hello")))(t); again.ID != it.ID {
+	if again := must(appended(s.Inbox().Append(ctx, item("console:ops", "done", "hello"), 0)))(t); again.ID != it.ID {
 		t.Fatal("inbox idempotency lost on reopen")
 	}
 	if runs := must(s.Runs().List(ctx, "t1", 0))(t); len(runs) != 1 || string(runs[0]) != "run-1" {

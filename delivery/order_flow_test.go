@@ -1,6 +1,7 @@
 package delivery_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -78,5 +79,62 @@ func TestOrder_UrgentReminderTakesTheHeldNewsOfItsTaskAlong(t *testing.T) {
 	sent := api.sent()
 	if len(sent) != 1 || !strings.Contains(sent[0], "Essay posted") || !strings.Contains(sent[0], "Homework essay") {
 		t.Errorf("Telegram received %q; want one message with the news and the reminder", sent)
+	}
+}
+
+// TestOrder_ReleasedChangeWaitsForTheNewsBeforeIt: "new X" is refused
+// with 429 and waits a minute to be retried; "changed X" comes while the
+// chat has the task muted (or is in quiet hours) and is held. Lifting the
+// mute (or the quiet hours) releases the change at once, yet it still
+// arrives after the news, whichever path released it.
+func TestOrder_ReleasedChangeWaitsForTheNewsBeforeIt(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		hold, off func(*delivery.Prefs)
+	}{
+		{"mute off",
+			func(p *delivery.Prefs) { p.Mutes = map[string]time.Time{"t-news": t0.Add(time.Hour)} },
+			func(p *delivery.Prefs) { delete(p.Mutes, "t-news") }},
+		{"quiet off",
+			func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" },
+			func(p *delivery.Prefs) { p.Quiet = "" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			api := newFakeBotAPI(t)
+			api.send = func(n int, w http.ResponseWriter) bool {
+				if n > 1 {
+					return true
+				}
+				w.WriteHeader(http.StatusTooManyRequests)
+				w.Write([]byte(`{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 60","parameters":{"retry_after":60}}`))
+				return false
+			}
+			r.start(telegramRoute(t, api.URL), "w", withHolds(r.releasingPrefs()))
+			news := r.admit("t-news", "x@new", chat, notice(item("x", "Exam announced", delivery.ChangeNew, "")), 0)
+			waitFor(t, func() bool { fx := r.effect(news); return len(fx.Attempts) == 1 && !fx.InFlight }, "the refused first attempt")
+
+			r.advance(5 * time.Second)
+			r.setPrefs(chat, tc.hold)
+			r.advance(5 * time.Second)
+			change := r.admit("t-news", "x@changed", chat, notice(item("x", "Exam moved", delivery.ChangeChanged, "Exam announced")), 0)
+			waitFor(t, func() bool { return r.effect(change).NotBefore.After(r.clock.Now()) }, "the change to be held")
+
+			r.advance(10 * time.Second)
+			if err := r.releasingPrefs().Update(context.Background(), chat, tc.off); err != nil {
+				t.Fatal(err)
+			}
+			r.advance(time.Second)
+			if fx := r.effect(change); len(fx.Attempts) != 0 {
+				t.Fatalf("the released change was sent while the news before it waited: %+v", fx.Attempts)
+			}
+			r.advance(time.Minute)
+			r.settled(news, store.Completed)
+			r.settled(change, store.Completed)
+			sent := api.sent()
+			if len(sent) != 3 || !strings.Contains(sent[1], "Exam announced") || !strings.Contains(sent[2], "Exam moved") {
+				t.Errorf("Telegram received %q; want the refused news, the news, then the change", sent)
+			}
+		})
 	}
 }

@@ -102,14 +102,7 @@ func TestOrder_ReleasedChangeWaitsForTheNewsBeforeIt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t)
 			api := newFakeBotAPI(t)
-			api.send = func(n int, w http.ResponseWriter) bool {
-				if n > 1 {
-					return true
-				}
-				w.WriteHeader(http.StatusTooManyRequests)
-				w.Write([]byte(`{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 60","parameters":{"retry_after":60}}`))
-				return false
-			}
+			api.send = refuseFirst(60)
 			r.start(telegramRoute(t, api.URL), "w", withHolds(r.releasingPrefs()))
 			news := r.admit("t-news", "x@new", chat, notice(item("x", "Exam announced", delivery.ChangeNew, "")), 0)
 			waitFor(t, func() bool { fx := r.effect(news); return len(fx.Attempts) == 1 && !fx.InFlight }, "the refused first attempt")

@@ -19,7 +19,9 @@ import (
 //     attempted that is due or held joins a group never attempted either
 //     (an urgent reminder takes the held news of its item along); one
 //     waiting for a later time, or in flight elsewhere, makes the group
-//     wait; of two where either was attempted, the later one waits;
+//     wait; of two where either was attempted, the later one waits —
+//     except behind a hold the group is not under, which an urgent
+//     reminder never waits out;
 //   - a group's delivery key is its earliest member's (sortGroup), so the
 //     same group always goes out under the same key.
 // Inbound events, task state notices and tests are independent pushes,
@@ -81,16 +83,21 @@ func (d *Dispatcher) inOrder(ctx context.Context, live []store.Effect, now time.
 			o.CreatedAt.After(newest) || (!o.ExpiresAt.IsZero() && !now.Before(o.ExpiresAt)) {
 			continue
 		}
+		held := o.Error == reasonHeld && o.NotBefore.After(now)
 		switch {
 		case o.InFlight:
 			later(now.Add(orderWait))
+		case !attempted && len(o.Attempts) == 0 && (held || !o.NotBefore.After(now)):
+			out = append(out, o) // never attempted: it goes in this message
+		case held:
+			// Held while this group is not (an urgent reminder in quiet
+			// hours) and it cannot join: the reminder does not wait out
+			// the hold and miss its deadline.
 		case attempted || len(o.Attempts) > 0:
 			// One of the two must go alone: the later one waits.
 			if earlier(o, oldest) {
 				later(o.NotBefore.Add(time.Millisecond))
 			}
-		case !o.NotBefore.After(now) || o.Error == reasonHeld:
-			out = append(out, o) // never attempted: it goes in this message
 		default:
 			later(o.NotBefore) // due then: waiting until then joins its group
 		}

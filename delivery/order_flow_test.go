@@ -131,3 +131,27 @@ func TestOrder_ReleasedChangeWaitsForTheNewsBeforeIt(t *testing.T) {
 		})
 	}
 }
+
+// TestOrder_UrgentReminderDoesNotWaitOutQuietHoursBehindARetriedPush: the
+// news of the essay was refused with 429 and, when its retry came, quiet
+// hours held it. An urgent reminder for the essay cannot go in the same
+// message (the news was attempted already), and it does not wait until
+// morning behind it either: it goes now, before its deadline.
+func TestOrder_UrgentReminderDoesNotWaitOutQuietHoursBehindARetriedPush(t *testing.T) {
+	r := newRig(t)
+	api := newFakeBotAPI(t)
+	api.send = refuseFirst(60)
+	r.start(telegramRoute(t, api.URL), "w", withHolds(r.prefs()))
+	msg := notice(item("essay", "Essay posted", delivery.ChangeNew, ""))
+	msg.TaskID = "t-hw"
+	news := r.admit("t-hw", "essay@new", chat, msg, 0)
+	waitFor(t, func() bool { fx := r.effect(news); return len(fx.Attempts) == 1 && !fx.InFlight }, "the refused first attempt")
+	r.setPrefs(chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
+	r.advance(time.Minute)
+	waitFor(t, func() bool { return r.effect(news).NotBefore.Equal(nextMorning) }, "the retried news to be held")
+
+	remind := r.commitReminder("t-hw", "essay", chat, r.clock.Now().Add(90*time.Minute))
+	if fx := r.settled(remind, store.Completed); !fx.Attempts[0].Start.Equal(r.clock.Now()) {
+		t.Errorf("the urgent reminder went at %s, want at once (%s)", fx.Attempts[0].Start, r.clock.Now())
+	}
+}

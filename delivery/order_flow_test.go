@@ -155,3 +155,27 @@ func TestOrder_UrgentReminderDoesNotWaitOutQuietHoursBehindARetriedPush(t *testi
 		t.Errorf("the urgent reminder went at %s, want at once (%s)", fx.Attempts[0].Start, r.clock.Now())
 	}
 }
+
+// TestOrder_ChangeWaitsWhileAnotherReplicaSendsTheNewsBeforeIt: another
+// replica has "new X" on the wire; this one does not send "changed X"
+// meanwhile, and sends it once the news has ended.
+func TestOrder_ChangeWaitsWhileAnotherReplicaSendsTheNewsBeforeIt(t *testing.T) {
+	r := newRig(t)
+	rv := newReceiver(t, nil)
+	news := r.admit("t-news", "x@new", "ops", notice(item("x", "Exam announced", delivery.ChangeNew, "")), 0)
+	if _, err := r.st.Ledger().Begin(context.Background(), news, "replica-b", r.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(time.Second)
+	change := r.admit("t-news", "x@changed", "ops", notice(item("x", "Exam moved", delivery.ChangeChanged, "Exam announced")), 0)
+	r.start(webhookRoute(t, rv, false), "w", nil)
+	waitFor(t, func() bool { return r.effect(change).NotBefore.After(r.clock.Now()) }, "the change to wait")
+	if fx := r.effect(change); len(fx.Attempts) != 0 || len(rv.received()) != 0 {
+		t.Fatalf("the change was sent while the news before it was on the wire: %+v", fx.Attempts)
+	}
+	if _, err := r.st.Ledger().Settle(context.Background(), news, store.Outcome{State: store.Completed}, r.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r.advance(time.Second)
+	r.settled(change, store.Completed)
+}

@@ -9,9 +9,9 @@ import (
 	"github.com/herald-bridge/herald/store"
 )
 
-// Order (README, Delivery: order): within one task and recipient, a
-// task's notices (watch.changed, watch.deadline) arrive in the order their
-// events happened. Three rules keep it:
+// Order (README, Operations: Order and held digests): within one task
+// and recipient, a task's notices (watch.changed, watch.deadline) arrive
+// in the order their events happened. Three rules keep it:
 //   - take hands out at most one group per task and recipient at a time
 //     in this process, the earliest due first (busy);
 //   - before a group is sent, earlier pushes of the same task to the same

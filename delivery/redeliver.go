@@ -14,14 +14,14 @@ import (
 // on any replica, can take one of them alone.
 const RedeliverGather = 2 * time.Second
 
-// Redeliver queues an ended push again (an explicit human replay,
-// recorded with who). The unit of a redelivery is the message: a push
-// that went out in a grouped message is queued again with every push
-// that message carried, due together, so the dispatcher sends that
-// message again as it was sent, under the same delivery key (a webhook's
-// webhook-id). A receiver that drops repeats by that key drops it; one
-// that never got it takes it once. It returns the push named by key and
-// how many pushes were queued again in all.
+// Redeliver queues an ended push again: an explicit human replay,
+// recorded with who (README, Operations: Reading the ledger). The unit of
+// a redelivery is the message: a push that went out in a grouped message
+// is queued again with every push that message carried, due together, so
+// the dispatcher sends that message again as it was sent, under the same
+// delivery key (a webhook's webhook-id). A receiver that drops repeats by
+// that key drops it; one that never got it takes it once. It returns the
+// push named by key and how many pushes were queued again in all.
 func Redeliver(ctx context.Context, l store.Ledger, key, who string, now time.Time) (store.Effect, int, error) {
 	fx, err := l.Get(ctx, key)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/herald-bridge/herald/configs/section"
 	"github.com/herald-bridge/herald/delivery/webhook"
+	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -32,6 +33,8 @@ const (
 	DefaultConcurrentRuns = 4
 	MaxWebhookTimeout     = webhook.MaxTimeout
 	MaxConcurrentRuns     = 64
+	DefaultInboxItems     = store.InboxCap
+	MaxInboxItems         = 100000
 	DefaultInboundFormat  = "standard"
 	DefaultAssistantTime  = 20 * time.Second
 	DefaultAssistantRate  = 30
@@ -228,6 +231,10 @@ type Limits struct {
 	// ConcurrentRuns caps the checks running at once across all sources
 	// (default 4, at most MaxConcurrentRuns); a reload applies it.
 	ConcurrentRuns int `yaml:"concurrent_runs"`
+	// InboxItems is how many items each inbox keeps (default 1,000, at
+	// most MaxInboxItems); beyond it read items are dropped first, and
+	// the owner is told once when unread ones must go. A reload applies it.
+	InboxItems int `yaml:"inbox_items"`
 }
 
 // Hook is an inbound webhook served at /hooks/<name>.
@@ -328,6 +335,9 @@ func (c *Config) applyDefaults() {
 	}
 	if l.ConcurrentRuns == 0 {
 		l.ConcurrentRuns = DefaultConcurrentRuns
+	}
+	if l.InboxItems == 0 {
+		l.InboxItems = DefaultInboxItems
 	}
 	for name, h := range c.Inbound {
 		if h.Format == "" {

@@ -493,12 +493,33 @@ func TestI7_LimitsConfigurableDownNeverUnbounded(t *testing.T) {
 	if err != nil || cfg.Policy.Limits.ConcurrentRuns != 16 {
 		t.Fatalf("raising concurrent runs: %v", err)
 	}
-	_, err = loadString(t, "policy:\n  limits:\n    max_tasks: 500\n    history_runs: -1\n    concurrent_runs: 1000\n", noEnv)
+	_, err = loadString(t, "policy:\n  limits:\n    max_tasks: 500\n    history_runs: -1\n    concurrent_runs: 1000\n    inbox_items: 200000\n", noEnv)
 	checkProblems(t, "herald.yaml", err, []want{
 		{3, "policy.limits.max_tasks: must be between 1 and 50"},
 		{4, "policy.limits.history_runs: must be between 1 and 30"},
 		{5, "policy.limits.concurrent_runs: must be between 1 and 64"},
+		{6, "policy.limits.inbox_items: must be between 1 and 100000"},
 	})
+}
+
+// TestI7_InboxItemsIsADocumentedBoundedSetting: policy.limits.inbox_items
+// defaults to 1,000 items per inbox, may be set lower or higher, and is
+// never unbounded; a bad value is refused with its file and line.
+func TestI7_InboxItemsIsADocumentedBoundedSetting(t *testing.T) {
+	doc, err := os.ReadFile("herald.example.yaml")
+	if err != nil || !strings.Contains(string(doc), "inbox_items: 1000") {
+		t.Errorf("herald.example.yaml does not document inbox_items (%v)", err)
+	}
+	cfg, err := loadString(t, "", noEnv)
+	if err != nil || cfg.Policy.Limits.InboxItems != 1000 {
+		t.Fatalf("default inbox_items = %d (%v), want 1000", cfg.Policy.Limits.InboxItems, err)
+	}
+	cfg, err = loadString(t, "policy:\n  limits: {inbox_items: 5000}\n", noEnv)
+	if err != nil || cfg.Policy.Limits.InboxItems != 5000 {
+		t.Fatalf("raising inbox_items: %d (%v)", cfg.Policy.Limits.InboxItems, err)
+	}
+	_, err = loadString(t, "language: en\npolicy:\n  limits:\n    inbox_items: -3\n", noEnv)
+	checkProblems(t, "herald.yaml", err, []want{{4, "policy.limits.inbox_items: must be between 1 and 100000"}})
 }
 
 func BenchmarkLoadSpecExample(b *testing.B) {

@@ -254,6 +254,8 @@ func (v *validator) policy() {
 	// Not a cap on what one task may do but on how much herald does at
 	// once: it may be raised above the default, within reason.
 	v.limit("policy.limits.concurrent_runs", p.Limits.ConcurrentRuns, MaxConcurrentRuns)
+	// Storage, not work: it may be raised above the default, within reason.
+	v.limit("policy.limits.inbox_items", p.Limits.InboxItems, MaxInboxItems)
 }
 
 // limit checks a bound: configurable down from its default, never

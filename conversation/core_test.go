@@ -468,7 +468,7 @@ func TestInbox(t *testing.T) {
 	r := newRig(t, defaultPolicy())
 	ctx := context.Background()
 	for i, title := range []string{"Old notice", "New notice"} {
-		_, err := r.store.Inbox().Append(ctx, store.InboxItem{Principal: carol, EffectKey: "k" + title, Title: title, Body: []byte(`{}`), CreatedAt: t0.Add(time.Duration(i) * time.Minute)})
+		_, err := r.store.Inbox().Append(ctx, store.InboxItem{Principal: carol, EffectKey: "k" + title, Title: title, Body: []byte(`{}`), CreatedAt: t0.Add(time.Duration(i) * time.Minute)}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,11 +19,11 @@ func (r *rig) appendNotice(p string) store.InboxItem {
 			{ID: "1", Title: "Library opens late", URL: "https://news.example.edu/library?id=7", Change: "new"},
 			{ID: "2", Title: "Exam timetable", URL: "https://news.example.edu/exams", Change: "changed", WasTitle: "Exam dates"},
 		}})
-	it, err := r.store.Inbox().Append(context.Background(), store.InboxItem{Principal: p, EffectKey: "fx-" + p, Title: "2 changes in Campus news", Body: body, CreatedAt: t0})
+	it, err := r.store.Inbox().Append(context.Background(), store.InboxItem{Principal: p, EffectKey: "fx-" + p, Title: "2 changes in Campus news", Body: body, CreatedAt: t0}, 0)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	return it
+	return it.Item
 }
 
 func TestInboxItemReadsInFullWithItemsAndLinks(t *testing.T) {

@@ -3,7 +3,6 @@ package delivery
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -92,6 +91,7 @@ type Dispatcher struct {
 
 	mu    sync.Mutex
 	taken map[string]bool // keys handed to a worker in this process
+	busy  map[string]bool // tasks and recipients with a group in a worker (order.go)
 	done  <-chan struct{} // closed when Run's context ends
 
 	direct   chan struct{}        // free slots for hand-offs (Reserve)
@@ -126,7 +126,7 @@ func NewDispatcher(o Options) (*Dispatcher, error) {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics(nil)
 	}
-	return &Dispatcher{o: o, wake: make(chan struct{}, 1), taken: map[string]bool{}, direct: make(chan struct{}, o.Workers)}, nil
+	return &Dispatcher{o: o, wake: make(chan struct{}, 1), taken: map[string]bool{}, busy: map[string]bool{}, direct: make(chan struct{}, o.Workers)}, nil
 }
 
 // Wake tells the dispatcher new work was queued.
@@ -216,13 +216,17 @@ func (d *Dispatcher) release(g group) {
 	for _, fx := range g.fx {
 		delete(d.taken, fx.Key)
 	}
+	if !g.begun && ordered(g.fx[0].Kind) {
+		delete(d.busy, orderKey(g.fx[0]))
+	}
 	d.mu.Unlock()
 	d.Wake()
 }
 
 // take reads due effects not already handed out and groups them: watch
 // events of one recipient queued together become one message; inbound,
-// state and test pushes go one by one.
+// state and test pushes go one by one. A task's watch events to one
+// recipient go one group at a time, the earliest due first (order.go).
 func (d *Dispatcher) take(ctx context.Context) ([]group, error) {
 	d.releasing.RLock()
 	defer d.releasing.RUnlock()
@@ -238,16 +242,24 @@ func (d *Dispatcher) take(ctx context.Context) ([]group, error) {
 		if d.taken[fx.Key] {
 			continue
 		}
-		d.taken[fx.Key] = true
-		if fx.Kind != KindChanged && fx.Kind != KindDeadline {
+		if !ordered(fx.Kind) {
+			d.taken[fx.Key] = true
 			out = append(out, group{fx: []store.Effect{fx}})
 			continue
 		}
-		k := fx.Recipient + "\x00" + fx.TaskID + "\x00" + fx.NotBefore.UTC().Format(time.RFC3339Nano)
-		if i, ok := index[k]; ok && len(out[i].fx) < 500 {
-			out[i].fx = append(out[i].fx, fx)
+		ok := orderKey(fx)
+		k := ok + "\x00" + fx.NotBefore.UTC().Format(time.RFC3339Nano)
+		if i, in := index[k]; in {
+			if len(out[i].fx) < 500 {
+				d.taken[fx.Key] = true
+				out[i].fx = append(out[i].fx, fx)
+			}
 			continue
 		}
+		if d.busy[ok] {
+			continue // a group of this task and recipient is out; this one waits for it
+		}
+		d.busy[ok], d.taken[fx.Key] = true, true
 		index[k] = len(out)
 		out = append(out, group{fx: []store.Effect{fx}})
 	}
@@ -320,7 +332,17 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 			return
 		}
 	}
-	for _, one := range oneTypeEach(route, live) {
+	joined, wait := d.inOrder(ctx, live, now)
+	if !wait.IsZero() {
+		d.each(len(live), func(i int) {
+			fx := live[i]
+			if _, err := d.o.Ledger.Defer(ctx, fx.Key, notAfter(wait, fx.ExpiresAt), reasonOrder, now); err != nil {
+				log.Warn().Err(err).Msg("cannot hold a push behind an earlier one")
+			}
+		})
+		return
+	}
+	for _, one := range oneTypeEach(route, joined) {
 		d.send(ctx, route, one, nil, nil)
 	}
 }
@@ -351,7 +373,7 @@ func oneTypeEach(route Route, live []store.Effect) [][]store.Effect {
 // the ledger (unless begun is given: already in flight for this worker),
 // sent, and settled. msg, when given, is what begun's payloads encode.
 // Every begun effect shares the message's outcome, including those whose
-// item the message carries in a later state (superseded): they were
+// item the message carries folded into a later state (merge): they were
 // delivered exactly when the message was.
 func (d *Dispatcher) send(ctx context.Context, route Route, live, begun []store.Effect, msg *Message) {
 	recipient, taskID := live[0].Recipient, live[0].TaskID
@@ -364,10 +386,18 @@ func (d *Dispatcher) send(ctx context.Context, route Route, live, begun []store.
 			return
 		}
 		if msg == nil {
-			m, err := merge(begun)
+			m, empty, err := merge(begun)
 			if err != nil {
 				d.settleAll(ctx, begun, func(store.Effect) store.Outcome {
 					return store.Outcome{State: store.Failed, Error: "bad_payload"}
+				})
+				return
+			}
+			if empty && begun[0].PartsSent == 0 {
+				// Every item came and went while held: nothing crosses
+				// the boundary, and there is nothing left to tell.
+				d.settleAll(ctx, begun, func(store.Effect) store.Outcome {
+					return store.Outcome{State: store.Completed, Error: reasonNothingNew}
 				})
 				return
 			}
@@ -458,6 +488,7 @@ func (d *Dispatcher) begin(ctx context.Context, fxs []store.Effect) []store.Effe
 			out = append(out, b)
 		}
 	}
+	sortGroup(out)
 	return out
 }
 
@@ -491,25 +522,6 @@ func (d *Dispatcher) each(n int, fn func(i int)) {
 	}
 	wg.Wait()
 }
-
-// partAttempts counts the attempts recorded for part of fx since the last
-// human redelivery: the bound and the backoff of automatic replays are per
-// part, and a redelivery starts them afresh.
-func partAttempts(fx store.Effect, part int) int {
-	n := 0
-	for i := len(fx.Attempts) - 1; i >= 0; i-- {
-		a := fx.Attempts[i]
-		if strings.HasPrefix(a.Error, redeliveryMark) || a.Part != part {
-			break
-		}
-		n++
-	}
-	return n
-}
-
-// redeliveryMark starts the error of the attempt entry the ledger records
-// for an explicit human redelivery.
-const redeliveryMark = store.RedeliveryMark
 
 // notAfter returns t, or limit when limit is set and earlier.
 func notAfter(t, limit time.Time) time.Time {

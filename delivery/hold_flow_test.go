@@ -232,14 +232,7 @@ func TestI3_HeldChangesCollapseAndShareTheirMessageOutcome(t *testing.T) {
 func TestI3_HeldChangesCollapsedRetryTogether(t *testing.T) {
 	r := newRig(t)
 	api := newFakeBotAPI(t)
-	api.send = func(n int, w http.ResponseWriter) bool {
-		if n > 1 {
-			return true
-		}
-		w.WriteHeader(http.StatusTooManyRequests)
-		fmt.Fprint(w, `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 3","parameters":{"retry_after":3}}`)
-		return false
-	}
+	api.send = refuseFirst(3)
 	keys := heldChanges(t, r, api)
 
 	retry := nextMorning.Add(3 * time.Second)

@@ -3,56 +3,40 @@ package delivery
 import (
 	"encoding/json"
 	"slices"
+	"time"
 
 	"github.com/herald-bridge/herald/store"
 )
 
-// superseded marks, among a group's decoded messages, the changes whose
-// item the group lists again in a later state (A→B→C while held: A and B),
-// so the message says C once. The superseded effects stay in the group:
-// they are begun and settled with the message that carries their item's
-// later state, so none reads as delivered unless that message was (I3),
-// and a retry or replay of the group sends the same collapsed message.
-func superseded(fxs []store.Effect, msgs []Message) []bool {
-	out := make([]bool, len(fxs))
-	if len(fxs) < 2 {
-		return out
-	}
-	latest := map[string]int{}
-	for i, m := range msgs {
-		if fxs[i].Kind != KindChanged || len(m.Items) != 1 {
-			continue
-		}
-		id := m.Items[0].ID
-		if j, ok := latest[id]; ok {
-			if fxs[j].CreatedAt.Before(fxs[i].CreatedAt) {
-				out[j], latest[id] = true, i
-			} else {
-				out[i] = true
-			}
-			continue
-		}
-		latest[id] = i
-	}
-	return out
-}
-
-// merge builds one message from a group's payloads, each decoded once;
-// superseded changes are left out (superseded).
-func merge(fxs []store.Effect) (Message, error) {
+// merge builds one message from a group's payloads, each decoded once.
+// The recipient has been told nothing of the group yet, so the message
+// says what is new to them (fold): an item changing A→B→C while held is
+// said once, as C; one added and then changed is new, with its latest
+// title; one added and then removed is not shown at all. The folded
+// effects stay in the group: they are begun and settled with the message
+// that carries (or drops) their item, so none reads as delivered unless
+// that message was (I3), and a retry or replay of the group sends the
+// same collapsed message. A group whose items all folded away has
+// nothing to say: empty reports it, and nothing is sent.
+func merge(fxs []store.Effect) (out Message, empty bool, err error) {
 	msgs := make([]Message, len(fxs))
 	for i, fx := range fxs {
 		if err := json.Unmarshal(fx.Payload, &msgs[i]); err != nil {
-			return Message{}, err
+			return Message{}, false, err
 		}
 	}
-	skip := superseded(fxs, msgs)
-	var out Message
+	// Fold in the order the events happened.
+	order := make([]int, len(fxs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return fxs[a].CreatedAt.Compare(fxs[b].CreatedAt) })
+	var items []Item
+	pos := map[string]int{}   // item id → its folded entry in items
+	gone := map[string]bool{} // items added and removed within the group
 	first := true
-	for i, m := range msgs {
-		if skip[i] {
-			continue
-		}
+	for _, i := range order {
+		m := msgs[i]
 		if first {
 			out, first = m, false
 			out.Items = nil
@@ -63,10 +47,58 @@ func merge(fxs []store.Effect) (Message, error) {
 		if m.OccurredAt.After(out.OccurredAt) {
 			out.OccurredAt = m.OccurredAt
 		}
-		out.Items = append(out.Items, m.Items...)
+		for _, it := range m.Items {
+			if it.Change == ChangeDeadline || it.ID == "" {
+				items = append(items, it)
+				continue
+			}
+			j, seen := pos[it.ID]
+			if !seen {
+				pos[it.ID] = len(items)
+				items = append(items, it)
+				delete(gone, it.ID)
+				continue
+			}
+			if folded, keep := fold(items[j], it); keep {
+				items[j] = folded
+				delete(gone, it.ID)
+			} else {
+				items[j].Change, gone[it.ID] = "", true // dropped below
+			}
+		}
+	}
+	for _, it := range items {
+		if it.Change == "" || (it.Change == ChangeDeadline && gone[it.ID]) {
+			continue
+		}
+		out.Items = append(out.Items, it)
 	}
 	sortItems(out.Items)
-	return out, nil
+	return out, len(out.Items) == 0 && len(items) > 0 && out.Text == "", nil
+}
+
+// fold combines what the recipient is to be told of one item (was) with a
+// later change of it (next). keep is false when nothing is left to say:
+// the item was new to them and is gone again.
+func fold(was, next Item) (Item, bool) {
+	switch {
+	case was.Change == ChangeNew && next.Change == ChangeRemoved:
+		return Item{}, false
+	case was.Change == ChangeNew && next.Change == ChangeChanged:
+		next.Change, next.WasTitle, next.WasDue = ChangeNew, "", time.Time{}
+		return next, true
+	case was.Change == ChangeChanged && next.Change == ChangeChanged:
+		// Before: what they were last told (the first change's "was").
+		next.WasTitle, next.WasDue = was.WasTitle, was.WasDue
+		if next.WasTitle == next.Title {
+			next.WasTitle = ""
+		}
+		if next.WasDue.Equal(next.Due) {
+			next.WasDue = time.Time{}
+		}
+		return next, true
+	}
+	return next, true // changed then removed: removed; removed then new: new
 }
 
 // sortItems puts deadlines first, then new, then changed items.

@@ -9,6 +9,9 @@ import (
 const (
 	reasonHeld         = "held: quiet hours or mute"
 	reasonTransportOff = "waiting: transport is off"
+	// reasonNothingNew ends pushes whose items were all added and removed
+	// again while held: no message is sent.
+	reasonNothingNew = "not sent: added and removed while held, nothing new to tell"
 )
 
 // releaseScan bounds how many queued pushes one Release looks at.

@@ -53,3 +53,22 @@ func firstPartAttempt(fx store.Effect) time.Time {
 	}
 	return at
 }
+
+// partAttempts counts the attempts recorded for part of fx since the last
+// human redelivery: the bound and the backoff of automatic replays are per
+// part, and a redelivery starts them afresh.
+func partAttempts(fx store.Effect, part int) int {
+	n := 0
+	for i := len(fx.Attempts) - 1; i >= 0; i-- {
+		a := fx.Attempts[i]
+		if strings.HasPrefix(a.Error, redeliveryMark) || a.Part != part {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// redeliveryMark starts the error of the attempt entry the ledger records
+// for an explicit human redelivery.
+const redeliveryMark = store.RedeliveryMark

@@ -83,6 +83,19 @@ func (f *fakeBotAPI) handle(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// refuseFirst answers the first sendMessage with Telegram's 429 and
+// retry_after of the given seconds, and accepts the rest.
+func refuseFirst(seconds int) func(n int, w http.ResponseWriter) bool {
+	return func(n int, w http.ResponseWriter) bool {
+		if n > 1 {
+			return true
+		}
+		w.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprintf(w, `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after %d","parameters":{"retry_after":%d}}`, seconds, seconds)
+		return false
+	}
+}
+
 func (f *fakeBotAPI) sent() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -309,14 +322,7 @@ func equalStrings(a, b []string) bool {
 func TestTelegramRetryAfterHonoured(t *testing.T) {
 	r := newRig(t)
 	api := newFakeBotAPI(t)
-	api.send = func(n int, w http.ResponseWriter) bool {
-		if n > 1 {
-			return true
-		}
-		w.WriteHeader(http.StatusTooManyRequests)
-		fmt.Fprint(w, `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 3","parameters":{"retry_after":3}}`)
-		return false
-	}
+	api.send = refuseFirst(3)
 	key := r.admit("hook:ci", "d-1", "telegram:chat:42", inbound("deploy"), 0)
 	r.start(telegramRoute(t, api.URL), "w", nil)
 

@@ -316,13 +316,25 @@ type InboxQuery struct {
 	UnreadOnly bool
 }
 
-// InboxCap is the most items kept per principal; beyond it the oldest read
-// items are dropped first, then the oldest unread.
+// InboxCap is the most items kept per principal when Append is given no
+// cap (policy.limits.inbox_items); beyond the cap the oldest read items
+// are dropped first, then the oldest unread.
 const InboxCap = 1000
+
+// InboxAppend is what one Append did: the item as stored, and how many
+// items the cap dropped to make room for it.
+type InboxAppend struct {
+	Item                       InboxItem
+	DroppedRead, DroppedUnread int
+}
 
 // Inbox is the per-principal inbox.
 type Inbox interface {
-	Append(ctx context.Context, item InboxItem) (InboxItem, error)
+	// Append stores item, keeping at most limit items for its principal
+	// (0: InboxCap): the oldest read items are dropped first, then the
+	// oldest unread, and the result counts both. An effect key stored
+	// already returns the stored item and drops nothing.
+	Append(ctx context.Context, item InboxItem, limit int) (InboxAppend, error)
 	List(ctx context.Context, principal string, q InboxQuery) ([]InboxItem, error)
 	// MarkRead marks one item ("" or "all": every item) read; returns how many changed.
 	MarkRead(ctx context.Context, principal, id string) (int, error)

@@ -80,6 +80,9 @@ type Options struct {
 	// already in flight for a free local delivery worker and hand it over,
 	// instead of queueing it (one durable round fewer).
 	Direct Direct
+	// Observe, when set, hears of every run recorded in a task's history,
+	// with the task's source kind ("" when detected) (metrics).
+	Observe func(kind string, r RunRecord)
 }
 
 // Direct hands pushes to free local delivery workers (delivery.Dispatcher).

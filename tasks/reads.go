@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/store"
 )
 
@@ -105,7 +106,8 @@ func (m *Manager) Effects(ctx context.Context, source string, limit int) ([]stor
 }
 
 // Redeliver makes a new recorded attempt of an ended effect on the same
-// key (an explicit human replay, recorded with who).
+// key (an explicit human replay, recorded with who); an effect sent in a
+// grouped message goes again with that whole message (delivery.Redeliver).
 func (m *Manager) Redeliver(ctx context.Context, who, key string) (store.Effect, error) {
 	fx, err := m.store.Ledger().Get(ctx, key)
 	if err != nil {
@@ -119,7 +121,7 @@ func (m *Manager) Redeliver(ctx context.Context, who, key string) (store.Effect,
 	} else if !m.Policy().IsAdmin(who) && who != "" {
 		return fx, userErr(ErrForbidden, "only an admin can redeliver this effect", "只有管理员可以重新投递这条推送。")
 	}
-	fx, err = m.store.Ledger().Redeliver(ctx, key, who, m.clock.Now())
+	fx, _, err = delivery.Redeliver(ctx, m.store.Ledger(), key, who, m.clock.Now())
 	if err != nil {
 		return fx, fmt.Errorf("redeliver: %w", err)
 	}

@@ -446,6 +446,9 @@ func (m *Manager) finish(ctx context.Context, fence store.Fence, t *Task, rec Ru
 		m.notifyFailing(wctx, fence, updated, rec, end)
 	}
 	m.appendRun(wctx, rec)
+	if m.o.Observe != nil {
+		m.o.Observe(t.Source.Kind, rec)
+	}
 	ev := m.log.Info()
 	if failed {
 		ev = m.log.Warn().Str("class", string(rec.Class))

@@ -19,7 +19,7 @@ func inboxWith(t *testing.T, ts *testServer, principal string, n int) {
 		_, err := ts.store.Inbox().Append(ctx, store.InboxItem{
 			Principal: principal, EffectKey: fmt.Sprintf("fx_%s_%d", principal, i), Title: fmt.Sprintf("item %d", i),
 			Body: fmt.Appendf(nil, `{"kind":"inbound.event","title":"item %d"}`, i), CreatedAt: t0.Add(time.Duration(i) * time.Minute),
-		})
+		}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -306,7 +306,7 @@ func TestInboxPage_ScriptReadsTheAPIWithAnIssuedToken(t *testing.T) {
 		if _, err := ts.store.Inbox().Append(ctx, store.InboxItem{
 			Principal: principal, EffectKey: "fx_page_" + it.ID, Title: it.Title, Body: body,
 			CreatedAt: t0.Add(time.Duration(i) * time.Minute),
-		}); err != nil {
+		}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -316,7 +316,7 @@ func TestInboxPage_ScriptReadsTheAPIWithAnIssuedToken(t *testing.T) {
 	if _, err := ts.store.Inbox().Append(ctx, store.InboxItem{
 		Principal: principal, EffectKey: "fx_page_d", Title: "Newest", Body: []byte(`{"kind":"inbound.event","title":"Newest","text":"build passed"}`),
 		CreatedAt: t0.Add(time.Hour),
-	}); err != nil {
+	}, 0); err != nil {
 		t.Fatal(err)
 	}
 

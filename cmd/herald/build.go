@@ -38,6 +38,8 @@ func (s *service) assemble(ctx context.Context) error {
 	if st, ok := s.store.(interface{ CommitStats() bolt.CommitStats }); ok {
 		registerCommitStats(s.registry, st.CommitStats)
 	}
+	s.metrics = newServiceMetrics(s.registry)
+	s.store = countLedger(s.store, s.metrics)
 
 	s.prefs = &delivery.PrefStore{KV: s.store.Channels(), Zone: cfg.Location}
 	tc, err := s.routing(cfg)
@@ -69,6 +71,7 @@ func (s *service) assemble(ctx context.Context) error {
 		Store: s.store, Sources: s.sourceOpener(), Policy: policyOf(cfg), Zone: cfg.Location,
 		Log: s.log.With().Str("component", "tasks").Logger(), Holder: s.holder,
 		WakeDelivery: dispatch.Wake, Direct: dispatch, Alive: s.alive, Replay: dispatch.Replayable,
+		Observe: s.metrics.run,
 	})
 	if err != nil {
 		return err
@@ -77,7 +80,7 @@ func (s *service) assemble(ctx context.Context) error {
 		s.log.Error().Err(err).Msg("some config tasks could not be applied")
 	}
 
-	s.hooks = hook.NewHooks(s.manager, nil)
+	s.hooks = hook.NewHooks(countingAdmitter{s.manager, s.metrics}, nil)
 	if err := s.hooks.Set(hooksOf(cfg)); err != nil {
 		return err
 	}
@@ -201,8 +204,8 @@ var transports = []struct {
 	kind  delivery.AddressKind
 	build func(s *service, cfg *configs.Config, log zerolog.Logger) (sink delivery.Sink, off string, err error)
 }{
-	{delivery.InboxAddr, func(s *service, _ *configs.Config, _ zerolog.Logger) (delivery.Sink, string, error) {
-		return inbox.New(s.store.Inbox()), "", nil
+	{delivery.InboxAddr, func(s *service, cfg *configs.Config, _ zerolog.Logger) (delivery.Sink, string, error) {
+		return inbox.New(s.store.Inbox(), inbox.WithLimit(cfg.Policy.Limits.InboxItems), inbox.WithDropped(s.metrics.inboxDrop)), "", nil
 	}},
 	{delivery.TelegramChat, func(_ *service, cfg *configs.Config, log zerolog.Logger) (delivery.Sink, string, error) {
 		t := cfg.Channels.Telegram
@@ -316,7 +319,7 @@ func (s *service) sourceOpener() tasks.SourceOpener { return sourceOpener{s} }
 
 // Open builds a source with redirects confined to the same host.
 func (o sourceOpener) Open(spec watch.Spec, zone *time.Location) (tasks.Source, error) {
-	return source.New(spec, source.Options{AllowPrivate: o.s.manager.Policy().AllowPrivate, DefaultZone: zone})
+	return source.New(spec, source.Options{AllowPrivate: o.s.manager.Policy().AllowPrivate, DefaultZone: zone, Observe: o.s.metrics.fetch})
 }
 
 // OpenScoped builds a source whose redirects must stay on the grant's host
@@ -325,7 +328,8 @@ func (o sourceOpener) OpenScoped(spec watch.Spec, zone *time.Location, sc tasks.
 	inScope := func(u *url.URL) bool {
 		return strings.EqualFold(u.Host, sc.Host) && strings.HasPrefix(u.Path, sc.PathPrefix)
 	}
-	return source.New(spec, source.Options{AllowPrivate: o.s.manager.Policy().AllowPrivate, DefaultZone: zone, Scope: inScope})
+	return source.New(spec, source.Options{AllowPrivate: o.s.manager.Policy().AllowPrivate, DefaultZone: zone, Scope: inScope,
+		Observe: o.s.metrics.fetch})
 }
 
 func writeJSONResponse(w http.ResponseWriter, status int, v any) error {

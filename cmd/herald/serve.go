@@ -156,6 +156,7 @@ type service struct {
 	channels *channelSet
 	feishu   *feishuApp // the Feishu app's shared token source (build.go)
 	registry *prometheus.Registry
+	metrics  *serviceMetrics // metrics.go
 	ownerG   prometheus.Gauge
 	mu       sync.Mutex
 }
@@ -406,7 +407,7 @@ func (s *service) routes() {
 	})
 	srv.Handle("GET /readyz", s.readyz)
 	srv.HandleHTTP("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
-	srv.Handle("/hooks/{name}", s.hooks.ServeHTTP)
+	srv.Handle("/hooks/{name}", s.metrics.countRefused(s.hooks.ServeHTTP))
 	inboxAPI := &webhook.InboxAPI{Tokens: webhook.InboxTokens{KV: s.store.Channels()}, Inbox: s.store.Inbox()}
 	srv.Handle("/api/v1/inbox", inboxAPI.ServeHTTP)
 	webhook.MountInboxPage(srv) // GET /inbox: the browser page over the API above

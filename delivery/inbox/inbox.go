@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
@@ -29,8 +30,10 @@ const (
 
 // Sink appends deliveries to inboxes.
 type Sink struct {
-	in  store.Inbox
-	now func() time.Time
+	in      store.Inbox
+	now     func() time.Time
+	limit   int                    // items kept per principal (0: store.InboxCap)
+	dropped func(read, unread int) // told what the cap dropped
 }
 
 var (
@@ -44,6 +47,17 @@ type Option func(*Sink)
 // WithClock sets the clock that stamps CreatedAt (default time.Now).
 func WithClock(now func() time.Time) Option {
 	return func(s *Sink) { s.now = now }
+}
+
+// WithLimit keeps at most n items per principal (policy.limits.inbox_items).
+func WithLimit(n int) Option {
+	return func(s *Sink) { s.limit = n }
+}
+
+// WithDropped tells fn how many read and unread items each append's cap
+// dropped (for metrics).
+func WithDropped(fn func(read, unread int)) Option {
+	return func(s *Sink) { s.dropped = fn }
 }
 
 // New returns the inbox sink writing to in.
@@ -79,18 +93,67 @@ func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
 	if title == "" { // change notices carry no title of their own: render it
 		title = render.Title(d.Message, d.Lang, s.now())
 	}
-	item, err := s.in.Append(ctx, store.InboxItem{
+	res, err := s.in.Append(ctx, store.InboxItem{
 		Principal: d.To.ID,
 		EffectKey: d.Key,
 		Title:     title,
 		Body:      body,
 		CreatedAt: s.now().UTC(),
-	})
+	}, s.limit)
 	switch {
 	case err == nil:
-		return delivery.Outcome{Result: delivery.Completed, ProviderID: item.ID}
+		s.trimmed(ctx, d, res)
+		return delivery.Outcome{Result: delivery.Completed, ProviderID: res.Item.ID}
 	case errors.Is(err, store.ErrUnavailable):
 		return delivery.Outcome{Result: delivery.RetryAfter, After: UnavailableRetryAfter, Reason: ReasonUnavailable}
 	}
 	return delivery.Outcome{Result: delivery.Unknown, Reason: ReasonStore}
+}
+
+// fullKey is the effect key of the notice that an inbox is full: one
+// such notice stands in the inbox at a time, so its owner is told once,
+// not once per item dropped.
+func fullKey(principal string) string { return "inbox-full:" + principal }
+
+// trimmed counts what the cap dropped and, when unread items had to go,
+// tells the owner once, in their inbox: nothing unread leaves silently.
+func (s *Sink) trimmed(ctx context.Context, d delivery.Delivery, res store.InboxAppend) {
+	if res.DroppedRead+res.DroppedUnread == 0 {
+		return
+	}
+	if s.dropped != nil {
+		s.dropped(res.DroppedRead, res.DroppedUnread)
+	}
+	if res.DroppedUnread == 0 || d.Key == fullKey(d.To.ID) {
+		return
+	}
+	msg := fullNotice(d.Lang, s.limit)
+	body, err := json.Marshal(msg)
+	if err != nil {
+		return
+	}
+	// Best effort: the push itself is stored; a notice that cannot be
+	// written now is written with the next drop.
+	if r, err := s.in.Append(ctx, store.InboxItem{Principal: d.To.ID, EffectKey: fullKey(d.To.ID),
+		Title: msg.Title, Body: body, CreatedAt: s.now().UTC()}, s.limit); err == nil && s.dropped != nil {
+		s.dropped(r.DroppedRead, r.DroppedUnread)
+	}
+}
+
+// fullNotice says, in the owner's language, that the inbox is full and
+// unread items are leaving it.
+func fullNotice(lang string, limit int) delivery.Message {
+	if limit <= 0 {
+		limit = store.InboxCap
+	}
+	m := delivery.Message{Kind: delivery.KindState,
+		Title: "Your inbox is full",
+		Text: fmt.Sprintf("Your inbox keeps %d items. It is full of unread ones, so the oldest unread items are "+
+			"being removed to make room for new ones. Read them (/read all) to keep the newest.", limit)}
+	if lang == render.LangZH {
+		m.Title = "收件箱已满"
+		m.Text = fmt.Sprintf("收件箱最多保存 %d 条消息，现在已被未读消息占满，最早的未读消息正在被删除，"+
+			"以便存放新消息。标为已读（/read all）即可保留最新的消息。", limit)
+	}
+	return m
 }

@@ -28,21 +28,21 @@ var _ store.Inbox = (*memInbox)(nil)
 
 func newMemInbox() *memInbox { return &memInbox{items: map[string][]store.InboxItem{}} }
 
-func (m *memInbox) Append(_ context.Context, it store.InboxItem) (store.InboxItem, error) {
+func (m *memInbox) Append(_ context.Context, it store.InboxItem, _ int) (store.InboxAppend, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.failWith != nil {
-		return store.InboxItem{}, m.failWith
+		return store.InboxAppend{}, m.failWith
 	}
 	for _, old := range m.items[it.Principal] {
 		if old.EffectKey == it.EffectKey {
-			return old, nil
+			return store.InboxAppend{Item: old}, nil
 		}
 	}
 	m.seq++
 	it.ID = fmt.Sprintf("%020d", m.seq)
 	m.items[it.Principal] = append(m.items[it.Principal], it)
-	return it, nil
+	return store.InboxAppend{Item: it}, nil
 }
 
 func (m *memInbox) List(_ context.Context, principal string, _ store.InboxQuery) ([]store.InboxItem, error) {

@@ -196,16 +196,21 @@ func counter(b *bbolt.Bucket, k []byte) int {
 
 func setCounter(b *bbolt.Bucket, k []byte, n int) error { return b.Put(k, u64(uint64(n))) }
 
-func (in *inbox) Append(ctx context.Context, item store.InboxItem) (store.InboxItem, error) {
+func (in *inbox) Append(ctx context.Context, item store.InboxItem, limit int) (store.InboxAppend, error) {
 	if err := ctx.Err(); err != nil {
-		return store.InboxItem{}, err
+		return store.InboxAppend{}, err
 	}
 	if item.Principal == "" {
-		return store.InboxItem{}, fmt.Errorf("bolt: inbox append: empty principal")
+		return store.InboxAppend{}, fmt.Errorf("bolt: inbox append: empty principal")
+	}
+	if limit <= 0 {
+		limit = store.InboxCap
 	}
 	s := (*Store)(in)
 	var out store.InboxItem
+	var res store.InboxAppend
 	err := s.update(func(tx *bbolt.Tx) error {
+		out, res = store.InboxItem{}, store.InboxAppend{}
 		p, err := tx.Bucket(bktInbox).CreateBucketIfNotExists([]byte(item.Principal))
 		if err != nil {
 			return err
@@ -251,7 +256,7 @@ func (in *inbox) Append(ctx context.Context, item store.InboxItem) (store.InboxI
 		if !out.Read {
 			unread++
 		}
-		n, unread, err = trimInbox(items, keys, n, unread)
+		n, unread, res, err = trimInbox(items, keys, n, unread, limit)
 		if err != nil {
 			return err
 		}
@@ -261,16 +266,17 @@ func (in *inbox) Append(ctx context.Context, item store.InboxItem) (store.InboxI
 		return setCounter(p, keyUnread, unread)
 	})
 	if err != nil {
-		return store.InboxItem{}, fmt.Errorf("bolt: inbox append: %w", err)
+		return store.InboxAppend{}, fmt.Errorf("bolt: inbox append: %w", err)
 	}
-	return out, nil
+	res.Item = out
+	return res, nil
 }
 
-// trimInbox enforces store.InboxCap: the oldest read items go first, then
-// the oldest unread.
-func trimInbox(items, keys *bbolt.Bucket, n, unread int) (int, int, error) {
-	if n <= store.InboxCap {
-		return n, unread, nil
+// trimInbox keeps at most limit items: the oldest read items go first,
+// then the oldest unread; res counts what went.
+func trimInbox(items, keys *bbolt.Bucket, n, unread, limit int) (_, _ int, res store.InboxAppend, _ error) {
+	if n <= limit {
+		return n, unread, res, nil
 	}
 	type victim struct {
 		id     []byte
@@ -279,34 +285,37 @@ func trimInbox(items, keys *bbolt.Bucket, n, unread int) (int, int, error) {
 	}
 	var read, unreadV []victim
 	c := items.Cursor()
-	for k, v := c.First(); k != nil && len(read) < n-store.InboxCap; k, v = c.Next() {
+	for k, v := c.First(); k != nil && len(read) < n-limit; k, v = c.Next() {
 		var it store.InboxItem
 		if err := json.Unmarshal(v, &it); err != nil {
-			return 0, 0, fmt.Errorf("corrupt inbox item: %w", err)
+			return 0, 0, res, fmt.Errorf("corrupt inbox item: %w", err)
 		}
 		vi := victim{id: append([]byte{}, k...), effect: it.EffectKey, read: it.Read}
 		if it.Read {
 			read = append(read, vi)
-		} else if len(unreadV) < n-store.InboxCap {
+		} else if len(unreadV) < n-limit {
 			unreadV = append(unreadV, vi)
 		}
 	}
-	victims := append(read, unreadV...)[:n-store.InboxCap]
+	victims := append(read, unreadV...)[:n-limit]
 	for _, vi := range victims {
 		if err := items.Delete(vi.id); err != nil {
-			return 0, 0, err
+			return 0, 0, res, err
 		}
 		if vi.effect != "" {
 			if err := keys.Delete([]byte(vi.effect)); err != nil {
-				return 0, 0, err
+				return 0, 0, res, err
 			}
 		}
 		n--
-		if !vi.read {
+		if vi.read {
+			res.DroppedRead++
+		} else {
 			unread--
+			res.DroppedUnread++
 		}
 	}
-	return n, unread, nil
+	return n, unread, res, nil
 }
 
 func (in *inbox) List(ctx context.Context, principal string, q store.InboxQuery) ([]store.InboxItem, error) {

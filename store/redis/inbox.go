@@ -50,9 +50,12 @@ func inboxSeq(id string) (int64, bool) {
 	return n, err == nil && n > 0
 }
 
-func (in *inbox) Append(ctx context.Context, item store.InboxItem) (store.InboxItem, error) {
+func (in *inbox) Append(ctx context.Context, item store.InboxItem, limit int) (store.InboxAppend, error) {
 	if item.Principal == "" {
-		return store.InboxItem{}, errors.New("redis store: inbox append: empty principal")
+		return store.InboxAppend{}, errors.New("redis store: inbox append: empty principal")
+	}
+	if limit <= 0 {
+		limit = store.InboxCap
 	}
 	if item.CreatedAt.IsZero() {
 		item.CreatedAt = in.s.now()
@@ -61,7 +64,7 @@ func (in *inbox) Append(ctx context.Context, item store.InboxItem) (store.InboxI
 	stored.ID, stored.Read = "", false
 	js, err := json.Marshal(stored)
 	if err != nil {
-		return store.InboxItem{}, fmt.Errorf("redis store: inbox append: encode: %w", err)
+		return store.InboxAppend{}, fmt.Errorf("redis store: inbox append: encode: %w", err)
 	}
 	k := in.s.inboxKeys(item.Principal)
 	read := "0"
@@ -70,22 +73,24 @@ func (in *inbox) Append(ctx context.Context, item store.InboxItem) (store.InboxI
 	}
 	res, err := scriptInboxAppend.Run(ctx, in.s.rdb,
 		[]string{k.items, k.all, k.unread, k.read, k.keys, k.seq},
-		js, item.EffectKey, read, store.InboxCap).Slice()
+		js, item.EffectKey, read, limit).Slice()
 	if err != nil {
-		return store.InboxItem{}, wrap("inbox append", err)
+		return store.InboxAppend{}, wrap("inbox append", err)
 	}
-	if len(res) < 2 {
-		return store.InboxItem{}, fmt.Errorf("redis store: inbox append: unexpected reply")
+	if len(res) < 3 {
+		return store.InboxAppend{}, fmt.Errorf("redis store: inbox append: unexpected reply")
 	}
 	id, _ := res[1].(string)
-	if n, _ := res[0].(int64); n == 1 {
+	if n, _ := res[0].(int64); n == 1 && len(res) == 4 {
 		item.ID = id
-		return item, nil
+		dr, _ := res[2].(int64)
+		du, _ := res[3].(int64)
+		return store.InboxAppend{Item: item, DroppedRead: int(dr), DroppedUnread: int(du)}, nil
 	}
 	// Already stored under this effect key: return the stored item.
 	raw, _ := res[2].(string)
 	if err := json.Unmarshal([]byte(raw), &item); err != nil {
-		return store.InboxItem{}, fmt.Errorf("redis store: inbox append: decode: %w", err)
+		return store.InboxAppend{}, fmt.Errorf("redis store: inbox append: decode: %w", err)
 	}
 	item.ID = id
 	err = in.s.rdb.ZScore(ctx, k.unread, id).Err()
@@ -93,11 +98,11 @@ func (in *inbox) Append(ctx context.Context, item store.InboxItem) (store.InboxI
 	case errors.Is(err, goredis.Nil):
 		item.Read = true
 	case err != nil:
-		return store.InboxItem{}, wrap("inbox append", err)
+		return store.InboxAppend{}, wrap("inbox append", err)
 	default:
 		item.Read = false
 	}
-	return item, nil
+	return store.InboxAppend{Item: item}, nil
 }
 
 func (in *inbox) List(ctx context.Context, principal string, q store.InboxQuery) ([]store.InboxItem, error) {

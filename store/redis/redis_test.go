@@ -334,7 +334,7 @@ func TestKeyLayout(t *testing.T) {
 	if _, err := s.Ledger().Commit(ctx, store.RunCommit{TaskID: "t1", Snapshot: []byte("s"), Effects: []store.Effect{effect("t1", "k1")}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Inbox().Append(ctx, store.InboxItem{Principal: "console:ops", EffectKey: "k1", Title: "x"}); err != nil {
+	if _, err := s.Inbox().Append(ctx, store.InboxItem{Principal: "console:ops", EffectKey: "k1", Title: "x"}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Dedup().Mark(ctx, "telegram", "1", time.Hour); err != nil {

@@ -173,7 +173,8 @@ return 1
 // principal, one slot); ARGV item JSON (without id), effect key, read flag,
 // cap. Appending an effect key already stored returns the stored item.
 // Beyond cap the oldest read items go first, then the oldest unread.
-// Reply {1, id} (stored) or {0, id, json} (already there).
+// Reply {1, id, read dropped, unread dropped} (stored) or {0, id, json}
+// (already there).
 var scriptInboxAppend = goredis.NewScript(`
 if ARGV[2] ~= '' then
   local id = redis.call('HGET', KEYS[5], ARGV[2])
@@ -193,12 +194,16 @@ else
 end
 if ARGV[2] ~= '' then redis.call('HSET', KEYS[5], ARGV[2], id) end
 local cap = tonumber(ARGV[4])
+local dropped = {0, 0}
 while redis.call('ZCARD', KEYS[2]) > cap do
   local old = redis.call('ZRANGE', KEYS[4], 0, 0)
   local from = KEYS[4]
   if #old == 0 then
     old = redis.call('ZRANGE', KEYS[3], 0, 0)
     from = KEYS[3]
+    dropped[2] = dropped[2] + 1
+  else
+    dropped[1] = dropped[1] + 1
   end
   local victim = old[1]
   local js = redis.call('HGET', KEYS[1], victim)
@@ -214,7 +219,7 @@ while redis.call('ZCARD', KEYS[2]) > cap do
   redis.call('ZREM', KEYS[2], victim)
   redis.call('ZREM', from, victim)
 end
-return {1, id}
+return {1, id, dropped[1], dropped[2]}
 `)
 
 // scriptInboxMarkRead: KEYS all, unread, read; ARGV id ("" for all).

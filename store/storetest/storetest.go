@@ -904,168 +904,6 @@ func testBuckets(t *testing.T, open Opener) {
 	})
 }
 
-// ---------------------------------------------------------------- inbox
-
-func item(p, key, title string) store.InboxItem {
-	return store.InboxItem{Principal: p, EffectKey: key, Title: title, Body: []byte(`{"text":"` + title + `"}`)}
-}
-
-func titles(items []store.InboxItem) []string {
-	out := make([]string, len(items))
-	for i, it := range items {
-		out[i] = it.Title
-	}
-	return out
-}
-
-func wantTitles(t *testing.T, got []store.InboxItem, want ...string) {
-	t.Helper()
-	if g := titles(got); !slices.Equal(g, want) && !(len(g) == 0 && len(want) == 0) {
-		t.Fatalf("titles = %v, want %v", g, want)
-	}
-}
-
-func testInbox(t *testing.T, open Opener) {
-	ctx := context.Background()
-	const p, q = "telegram:10001", "feishu:ou_abc"
-
-	t.Run("NewestFirstPerPrincipal", func(t *testing.T) {
-		in := open(t).Inbox()
-		ids := map[string]bool{}
-		for _, title := range []string{"a", "b", "c"} {
-			it := must(in.Append(ctx, item(p, "k-"+title, title)))(t)
-			if it.ID == "" || ids[it.ID] || it.CreatedAt.IsZero() || it.Principal != p || it.Read {
-				t.Fatalf("appended = %+v", it)
-			}
-			ids[it.ID] = true
-		}
-		must(in.Append(ctx, item(q, "k-a", "q-a")))(t)
-		got := must(in.List(ctx, p, store.InboxQuery{}))(t)
-		wantTitles(t, got, "c", "b", "a")
-		if string(got[0].Body) != `{"text":"c"}` || got[0].EffectKey != "k-c" {
-			t.Fatalf("item = %+v", got[0])
-		}
-		wantTitles(t, must(in.List(ctx, q, store.InboxQuery{}))(t), "q-a")
-		wantTitles(t, must(in.List(ctx, "console:nobody", store.InboxQuery{}))(t))
-		if n := must(in.Unread(ctx, p))(t); n != 3 {
-			t.Fatalf("unread = %d", n)
-		}
-	})
-
-	t.Run("PagingBefore", func(t *testing.T) {
-		in := open(t).Inbox()
-		for i := 1; i <= 5; i++ {
-			must(in.Append(ctx, item(p, fmt.Sprint("k", i), fmt.Sprint(i))))(t)
-		}
-		page := must(in.List(ctx, p, store.InboxQuery{Limit: 2}))(t)
-		wantTitles(t, page, "5", "4")
-		page = must(in.List(ctx, p, store.InboxQuery{Limit: 2, Before: page[1].ID}))(t)
-		wantTitles(t, page, "3", "2")
-		page = must(in.List(ctx, p, store.InboxQuery{Limit: 2, Before: page[1].ID}))(t)
-		wantTitles(t, page, "1")
-		wantTitles(t, must(in.List(ctx, p, store.InboxQuery{Limit: 2, Before: page[0].ID}))(t))
-	})
-
-	t.Run("AppendIdempotentByEffectKey", func(t *testing.T) {
-		in := open(t).Inbox()
-		first := must(in.Append(ctx, item(p, "k1", "once")))(t)
-		again := must(in.Append(ctx, item(p, "k1", "twice")))(t)
-		if again.ID != first.ID || again.Title != "once" {
-			t.Fatalf("second append = %+v, want the first %+v", again, first)
-		}
-		wantTitles(t, must(in.List(ctx, p, store.InboxQuery{}))(t), "once")
-		if n := must(in.Unread(ctx, p))(t); n != 1 {
-			t.Fatalf("unread = %d", n)
-		}
-	})
-
-	t.Run("MarkReadAndUnreadOnly", func(t *testing.T) {
-		in := open(t).Inbox()
-		var ids []string
-		for _, title := range []string{"a", "b", "c", "d"} {
-			ids = append(ids, must(in.Append(ctx, item(p, "k-"+title, title)))(t).ID)
-		}
-		must(in.Append(ctx, item(q, "k-q", "q")))(t)
-		if n := must(in.MarkRead(ctx, p, ids[1]))(t); n != 1 {
-			t.Fatalf("MarkRead one = %d", n)
-		}
-		if n := must(in.MarkRead(ctx, p, ids[1]))(t); n != 0 {
-			t.Fatalf("MarkRead again = %d", n)
-		}
-		if n := must(in.Unread(ctx, p))(t); n != 3 {
-			t.Fatalf("unread = %d", n)
-		}
-		wantTitles(t, must(in.List(ctx, p, store.InboxQuery{UnreadOnly: true}))(t), "d", "c", "a")
-		wantTitles(t, must(in.List(ctx, p, store.InboxQuery{UnreadOnly: true, Limit: 2}))(t), "d", "c")
-		if got := must(in.List(ctx, p, store.InboxQuery{}))(t); !got[2].Read || got[0].Read {
-			t.Fatalf("read flags = %+v", got)
-		}
-		if n := must(in.MarkRead(ctx, p, "all"))(t); n != 3 {
-			t.Fatalf("MarkRead all = %d", n)
-		}
-		if n := must(in.MarkRead(ctx, p, ""))(t); n != 0 {
-			t.Fatalf("MarkRead all again = %d", n)
-		}
-		if n := must(in.Unread(ctx, p))(t); n != 0 {
-			t.Fatalf("unread = %d", n)
-		}
-		if n := must(in.Unread(ctx, q))(t); n != 1 {
-			t.Fatalf("other principal's unread = %d", n)
-		}
-	})
-
-	t.Run("CapDropsOldestReadThenOldestUnread", func(t *testing.T) {
-		in := open(t).Inbox()
-		var ids []string
-		for i := 1; i <= 10; i++ {
-			ids = append(ids, must(in.Append(ctx, item(p, fmt.Sprint("k", i), fmt.Sprint(i))))(t).ID)
-		}
-		must(in.MarkRead(ctx, p, ids[4]))(t) // "5"
-		must(in.MarkRead(ctx, p, ids[5]))(t) // "6"
-		// Fill to the cap from several writers (their relative order does
-		// not matter here), then go over it one by one.
-		const writers = 16
-		var wg sync.WaitGroup
-		errs := make(chan error, writers)
-		for w := range writers {
-			wg.Go(func() {
-				for i := 11 + w; i <= store.InboxCap; i += writers {
-					if _, err := in.Append(ctx, item(p, fmt.Sprint("k", i), fmt.Sprint(i))); err != nil {
-						errs <- err
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatalf("append: %v", err)
-		}
-		if n := must(in.Unread(ctx, p))(t); n != store.InboxCap-2 {
-			t.Fatalf("unread at the cap = %d", n)
-		}
-		for i := store.InboxCap + 1; i <= store.InboxCap+5; i++ {
-			must(in.Append(ctx, item(p, fmt.Sprint("k", i), fmt.Sprint(i))))(t)
-		}
-		all := must(in.List(ctx, p, store.InboxQuery{Limit: store.InboxCap + 10}))(t)
-		if len(all) != store.InboxCap {
-			t.Fatalf("inbox holds %d items, cap %d", len(all), store.InboxCap)
-		}
-		if n := must(in.Unread(ctx, p))(t); n != store.InboxCap {
-			t.Fatalf("unread = %d, want %d", n, store.InboxCap)
-		}
-		// 1005 appended: the two read ones went first, then unread 1, 2, 3.
-		oldest := titles(all[len(all)-3:])
-		if !slices.Equal(oldest, []string{"8", "7", "4"}) {
-			t.Fatalf("oldest kept = %v, want [8 7 4]", oldest)
-		}
-		if all[0].Title != fmt.Sprint(store.InboxCap+5) {
-			t.Fatalf("newest = %q", all[0].Title)
-		}
-	})
-}
-
 // ---------------------------------------------------------------- runs
 
 func testRuns(t *testing.T, open Opener) {
@@ -1167,7 +1005,7 @@ func testReopen(t *testing.T, open Opener, reopen Reopener) {
 	must(s.Ledger().Begin(ctx, "flying", "w1", now))(t)
 	noErr(t, s.Ledger().Sending(ctx, "w1", []store.AttemptRef{{Key: "flying", N: 1}}))
 	must(s.Ledger().Commit(ctx, store.RunCommit{TaskID: "t1", Worker: "w1", Effects: []store.Effect{effect("t1", "handed", now)}}))(t)
-	it := must(s.Inbox().Append(ctx, item("console:ops", "done", "hello")))(t)
+	it := must(appended(s.Inbox().Append(ctx, item("console:ops", "done", "hello"), 0)))(t)
 	noErr(t, s.Runs().Append(ctx, "t1", []byte("run-1"), 30))
 	noErr(t, s.Dialogs().Put(ctx, "chat:1", []byte("dialog"), time.Hour))
 	noErr(t, s.Channels().Put(ctx, "telegram:offset", []byte("42"), 0))
@@ -1208,7 +1046,7 @@ func testReopen(t *testing.T, open Opener, reopen Reopener) {
 	if n := must(s.Inbox().Unread(ctx, "console:ops"))(t); n != 1 {
 		t.Fatalf("unread = %d", n)
 	}
-	if again := must(s.Inbox().Append(ctx, item("console:ops", "done", "hello")))(t); again.ID != it.ID {
+	if again := must(appended(s.Inbox().Append(ctx, item("console:ops", "done", "hello"), 0)))(t); again.ID != it.ID {
 		t.Fatal("inbox idempotency lost on reopen")
 	}
 	if runs := must(s.Runs().List(ctx, "t1", 0))(t); len(runs) != 1 || string(runs[0]) != "run-1" {

@@ -75,7 +75,11 @@ func (s *Source) follow(ctx, parent context.Context, r kind.Request, cond watch.
 	for hop := 0; ; hop++ {
 		resp, err := s.get(ctx, r.Method, cur, r.Form, r.Header, cond)
 		if err != nil {
+			s.observe(0, 0)
 			return nil, s.classifyTransport(parent, cur, err)
+		}
+		if resp.StatusCode < 200 || resp.StatusCode >= 300 {
+			s.observe(resp.StatusCode, 0)
 		}
 		switch {
 		case isRedirect(resp.StatusCode):
@@ -109,6 +113,7 @@ func (s *Source) follow(ctx, parent context.Context, r kind.Request, cond watch.
 			return &document{url: cur, notModified: true, validators: v}, nil
 		case resp.StatusCode >= 200 && resp.StatusCode < 300:
 			body, err := s.readBody(resp)
+			s.observe(resp.StatusCode, len(body))
 			if err != nil {
 				return nil, s.classifyTransport(parent, cur, err)
 			}
@@ -170,6 +175,12 @@ func (s *Source) get(ctx context.Context, method string, u *url.URL, form url.Va
 		req.Header.Set("If-Modified-Since", cond.LastModified)
 	}
 	return s.client.Do(req)
+}
+
+func (s *Source) observe(status, bytes int) {
+	if s.o.Observe != nil {
+		s.o.Observe(status, bytes)
+	}
 }
 
 func sameOrigin(a, b *url.URL) bool {

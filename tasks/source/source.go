@@ -57,6 +57,9 @@ type Options struct {
 	// Trusted lists exact destinations the address guard lets through
 	// whatever AllowPrivate says (see egress.Options.Trusted).
 	Trusted []netip.AddrPort
+	// Observe, when set, hears of every request's answer: its status (0:
+	// none came) and the bytes of the document read (metrics).
+	Observe func(status, bytes int)
 }
 
 // Source fetches one watched source.

@@ -1,0 +1,181 @@
+package delivery_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/store"
+)
+
+// TestOrder_RetriedNewsArrivesBeforeItsLaterChange: the receiver refuses
+// "new X" with 429 and Retry-After; "changed X", claimed while it waits,
+// is not sent ahead of it: the receiver gets new X, then changed X.
+func TestOrder_RetriedNewsArrivesBeforeItsLaterChange(t *testing.T) {
+	r := newRig(t)
+	rv := newReceiver(t, func(n int, w http.ResponseWriter) bool {
+		if n > 1 {
+			return true
+		}
+		w.Header().Set("Retry-After", "30")
+		w.WriteHeader(http.StatusTooManyRequests)
+		return false
+	})
+	r.start(webhookRoute(t, rv, false), "w", nil)
+	first := r.admit("t-news", "x@new", "ops", notice(item("x", "Exam announced", delivery.ChangeNew, "")), 0)
+	waitFor(t, func() bool { fx := r.effect(first); return len(fx.Attempts) == 1 && !fx.InFlight }, "the refused first attempt")
+
+	r.advance(5 * time.Second)
+	second := r.admit("t-news", "x@changed", "ops", notice(item("x", "Exam moved", delivery.ChangeChanged, "Exam announced")), 0)
+	r.advance(time.Second)
+	if fx := r.effect(second); len(fx.Attempts) != 0 {
+		t.Fatalf("the later change was attempted while the news before it waited to be retried: %+v", fx.Attempts)
+	}
+	r.advance(30 * time.Second)
+	r.settled(first, store.Completed)
+	r.settled(second, store.Completed)
+
+	var got []string
+	for _, h := range rv.received()[1:] {
+		var body struct {
+			Items []struct{ Change, Title string } `json:"items"`
+		}
+		if err := json.Unmarshal(h.Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range body.Items {
+			got = append(got, it.Change+" "+it.Title)
+		}
+	}
+	if strings.Join(got, "|") != "new Exam announced|changed Exam moved" {
+		t.Errorf("the receiver was told %q; want the news, then the change", got)
+	}
+}
+
+// TestOrder_UrgentReminderTakesTheHeldNewsOfItsTaskAlong: quiet hours
+// hold "new: Essay"; a reminder for the essay due within the urgent window
+// goes out at once, and so must not arrive before the news of the essay:
+// the news goes with it, in the same message.
+func TestOrder_UrgentReminderTakesTheHeldNewsOfItsTaskAlong(t *testing.T) {
+	r := newRig(t)
+	api := newFakeBotAPI(t)
+	r.setPrefs(chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
+	r.start(telegramRoute(t, api.URL), "w", withHolds(r.prefs()))
+	msg := notice(item("essay", "Essay posted", delivery.ChangeNew, ""))
+	msg.TaskID = "t-hw"
+	news := r.admit("t-hw", "essay@new", chat, msg, 0)
+	waitFor(t, func() bool { return r.effect(news).NotBefore.Equal(nextMorning) }, "the news to be held")
+
+	r.advance(10 * time.Minute)
+	remind := r.commitReminder("t-hw", "essay", chat, r.clock.Now().Add(90*time.Minute))
+	r.settled(remind, store.Completed)
+	if fx := r.settled(news, store.Completed); !fx.Attempts[0].Start.Equal(r.clock.Now()) {
+		t.Errorf("the news went at %s, want with the reminder at %s", fx.Attempts[0].Start, r.clock.Now())
+	}
+	sent := api.sent()
+	if len(sent) != 1 || !strings.Contains(sent[0], "Essay posted") || !strings.Contains(sent[0], "Homework essay") {
+		t.Errorf("Telegram received %q; want one message with the news and the reminder", sent)
+	}
+}
+
+// TestOrder_ReleasedChangeWaitsForTheNewsBeforeIt: "new X" is refused
+// with 429 and waits a minute to be retried; "changed X" comes while the
+// chat has the task muted (or is in quiet hours) and is held. Lifting the
+// mute (or the quiet hours) releases the change at once, yet it still
+// arrives after the news, whichever path released it.
+func TestOrder_ReleasedChangeWaitsForTheNewsBeforeIt(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		hold, off func(*delivery.Prefs)
+	}{
+		{"mute off",
+			func(p *delivery.Prefs) { p.Mutes = map[string]time.Time{"t-news": t0.Add(time.Hour)} },
+			func(p *delivery.Prefs) { delete(p.Mutes, "t-news") }},
+		{"quiet off",
+			func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" },
+			func(p *delivery.Prefs) { p.Quiet = "" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			api := newFakeBotAPI(t)
+			api.send = refuseFirst(60)
+			r.start(telegramRoute(t, api.URL), "w", withHolds(r.releasingPrefs()))
+			news := r.admit("t-news", "x@new", chat, notice(item("x", "Exam announced", delivery.ChangeNew, "")), 0)
+			waitFor(t, func() bool { fx := r.effect(news); return len(fx.Attempts) == 1 && !fx.InFlight }, "the refused first attempt")
+
+			r.advance(5 * time.Second)
+			r.setPrefs(chat, tc.hold)
+			r.advance(5 * time.Second)
+			change := r.admit("t-news", "x@changed", chat, notice(item("x", "Exam moved", delivery.ChangeChanged, "Exam announced")), 0)
+			waitFor(t, func() bool { return r.effect(change).NotBefore.After(r.clock.Now()) }, "the change to be held")
+
+			r.advance(10 * time.Second)
+			if err := r.releasingPrefs().Update(context.Background(), chat, tc.off); err != nil {
+				t.Fatal(err)
+			}
+			r.advance(time.Second)
+			if fx := r.effect(change); len(fx.Attempts) != 0 {
+				t.Fatalf("the released change was sent while the news before it waited: %+v", fx.Attempts)
+			}
+			r.advance(time.Minute)
+			r.settled(news, store.Completed)
+			r.settled(change, store.Completed)
+			sent := api.sent()
+			if len(sent) != 3 || !strings.Contains(sent[1], "Exam announced") || !strings.Contains(sent[2], "Exam moved") {
+				t.Errorf("Telegram received %q; want the refused news, the news, then the change", sent)
+			}
+		})
+	}
+}
+
+// TestOrder_UrgentReminderDoesNotWaitOutQuietHoursBehindARetriedPush: the
+// news of the essay was refused with 429 and, when its retry came, quiet
+// hours held it. An urgent reminder for the essay cannot go in the same
+// message (the news was attempted already), and it does not wait until
+// morning behind it either: it goes now, before its deadline.
+func TestOrder_UrgentReminderDoesNotWaitOutQuietHoursBehindARetriedPush(t *testing.T) {
+	r := newRig(t)
+	api := newFakeBotAPI(t)
+	api.send = refuseFirst(60)
+	r.start(telegramRoute(t, api.URL), "w", withHolds(r.prefs()))
+	msg := notice(item("essay", "Essay posted", delivery.ChangeNew, ""))
+	msg.TaskID = "t-hw"
+	news := r.admit("t-hw", "essay@new", chat, msg, 0)
+	waitFor(t, func() bool { fx := r.effect(news); return len(fx.Attempts) == 1 && !fx.InFlight }, "the refused first attempt")
+	r.setPrefs(chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
+	r.advance(time.Minute)
+	waitFor(t, func() bool { return r.effect(news).NotBefore.Equal(nextMorning) }, "the retried news to be held")
+
+	remind := r.commitReminder("t-hw", "essay", chat, r.clock.Now().Add(90*time.Minute))
+	if fx := r.settled(remind, store.Completed); !fx.Attempts[0].Start.Equal(r.clock.Now()) {
+		t.Errorf("the urgent reminder went at %s, want at once (%s)", fx.Attempts[0].Start, r.clock.Now())
+	}
+}
+
+// TestOrder_ChangeWaitsWhileAnotherReplicaSendsTheNewsBeforeIt: another
+// replica has "new X" on the wire; this one does not send "changed X"
+// meanwhile, and sends it once the news has ended.
+func TestOrder_ChangeWaitsWhileAnotherReplicaSendsTheNewsBeforeIt(t *testing.T) {
+	r := newRig(t)
+	rv := newReceiver(t, nil)
+	news := r.admit("t-news", "x@new", "ops", notice(item("x", "Exam announced", delivery.ChangeNew, "")), 0)
+	if _, err := r.st.Ledger().Begin(context.Background(), news, "replica-b", r.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(time.Second)
+	change := r.admit("t-news", "x@changed", "ops", notice(item("x", "Exam moved", delivery.ChangeChanged, "Exam announced")), 0)
+	r.start(webhookRoute(t, rv, false), "w", nil)
+	waitFor(t, func() bool { return r.effect(change).NotBefore.After(r.clock.Now()) }, "the change to wait")
+	if fx := r.effect(change); len(fx.Attempts) != 0 || len(rv.received()) != 0 {
+		t.Fatalf("the change was sent while the news before it was on the wire: %+v", fx.Attempts)
+	}
+	if _, err := r.st.Ledger().Settle(context.Background(), news, store.Outcome{State: store.Completed}, r.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r.advance(time.Second)
+	r.settled(change, store.Completed)
+}

@@ -497,7 +497,7 @@ func (m *Manager) MarkUnreachable(ctx context.Context, taskID, recipient, reason
 	if t.ownerAddress() == recipient {
 		return nil
 	}
-	title, text := t.say(noticeUnreachable, t.displayName(), reason)
+	title, text := m.say(ctx, t, noticeUnreachable, t.displayName(), reason)
 	fx, err := noticeEffect(t, "unreachable|"+recipient, title, text, m.clock.Now())
 	if err != nil {
 		return err

@@ -212,7 +212,9 @@ func TestRedeliveredEventHandledOnce(t *testing.T) {
 }
 
 func TestCardPress(t *testing.T) {
-	r := newTestChannel(t, true)
+	// A default language is for text that does not tell; a press is
+	// answered in its presser's language, which the core knows.
+	r := newTestChannel(t, true, func(o *Options) { o.DefaultLang = "zh" })
 	r.h.answer = func(m conversation.Message) []conversation.Reply {
 		return []conversation.Reply{
 			{Text: "Approved r-7f3a: watching news.example.edu", Edit: true, Toast: "Approved"},
@@ -229,7 +231,7 @@ func TestCardPress(t *testing.T) {
 	}
 	m := got[0]
 	if *m.Button != (conversation.Press{Action: "approve", Arg: "r-7f3a", Ref: "om_card"}) ||
-		m.Principal != "feishu:ou_admin0000000000000000000000001" || m.Chat != "feishu:chat:"+chatGroup || !m.Addressed {
+		m.Principal != "feishu:ou_admin0000000000000000000000001" || m.Chat != "feishu:chat:"+chatGroup || !m.Addressed || m.Lang != "" {
 		t.Fatalf("press message %+v %+v", m, *m.Button)
 	}
 	var resp struct {

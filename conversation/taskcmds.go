@@ -77,6 +77,7 @@ func (t *turn) show(id string) []Reply {
 		kind = t.tr("detected", "自动识别")
 	}
 	fmt.Fprintf(&b, t.tr("Source: %s (%s)\n", "来源：%s（%s）\n"), ShowURL(tk.Source.URL), kind)
+	t.courseSite(&b, tk)
 	fmt.Fprintf(&b, t.tr("Schedule: %s", "检查频率：%s"), t.schedule(tk.Schedule))
 	if len(tk.RemindBefore) > 0 {
 		fmt.Fprintf(&b, t.tr("; reminders %s before due", "；截止前 %s 提醒"), durations(tk.RemindBefore))

@@ -142,7 +142,7 @@ func (m *Manager) session(t *Task) chan struct{} {
 	for _, k := range keys {
 		h.Write([]byte(k + "\x00" + t.Source.Headers[k] + "\x00"))
 	}
-	h.Write([]byte("token\x00" + t.Source.Token))
+	h.Write([]byte("token\x00" + t.Source.Token + "\x00" + t.Source.TokenFrom))
 	key := host + "|" + hex.EncodeToString(h.Sum(nil)[:8])
 	m.runMu.Lock()
 	defer m.runMu.Unlock()

@@ -345,6 +345,9 @@ func (c *Channel) turn(ctx context.Context, j job) {
 		}
 	}
 	for _, r := range rest {
+		if r.Retract {
+			c.retract(ctx, msg, r)
+		}
 		if r.Text == "" {
 			continue
 		}

@@ -186,8 +186,8 @@ func (t *turn) courseSite(b *strings.Builder, tk *tasks.Task) {
 	}
 	switch {
 	case tk.Source.TokenFrom != "":
-		b.WriteString(t.tr("Access token: given in chat, stored for this site (not shown); /token replaces it\n",
-			"访问令牌：在聊天中提供，已为该网站保存（不显示）；/token 可更换\n"))
+		b.WriteString(t.tr("Access token: the owner's own, given in chat and stored for this site (never shown; the owner's /token <site> replaces it)\n",
+			"访问令牌：创建者本人在聊天中提供，已为该网站保存（从不显示；创建者发送 /token <网站> 可更换）\n"))
 	case tk.Source.Token != "":
 		b.WriteString(t.tr("Access token: from the config file (not shown)\n", "访问令牌：来自配置文件（不显示）\n"))
 	}

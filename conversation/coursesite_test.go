@@ -52,6 +52,11 @@ func TestI10_CourseSiteTokenAskedPrivatelyKeptOnlyInTheCredentialStore(t *testin
 		t.Fatalf("the token message is not retracted: %+v", out)
 	}
 	rid := requestID(t, joinText(out))
+	r.startCore()
+	waitFor(t, func() bool { return len(r.out.to(ChatOf(admin))) > 0 })
+	prompt := r.out.to(ChatOf(admin))[0].Text
+	contains(t, prompt, "Courses: 12345, 678", "given in chat")
+	all = append(all, prompt)
 	tk := r.task(rid)
 	if tk.Source.Kind != "canvas" || tk.Source.Token != "" || tk.Source.TokenFrom != alice || !slices.Equal(tk.Source.Courses, []string{"12345", "678"}) {
 		t.Fatalf("task source %+v", tk.Source)

@@ -2,24 +2,46 @@ package credentials_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/store/credentials"
+	"github.com/herald-bridge/herald/store/redis"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
-func open(t *testing.T) *credentials.Store {
-	t.Helper()
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "herald.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return credentials.New(st.Channels())
+// backends runs fn on a bbolt store and, when HERALD_TEST_REDIS_URL is
+// set, on Redis under a key prefix of its own; what fn stores is deleted
+// through forget.
+func backends(t *testing.T, fn func(t *testing.T, s *credentials.Store)) {
+	t.Run("bolt", func(t *testing.T) {
+		st, err := bolt.Open(filepath.Join(t.TempDir(), "herald.db"), bolt.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		fn(t, credentials.New(st.Channels()))
+	})
+	t.Run("redis", func(t *testing.T) {
+		url := os.Getenv("HERALD_TEST_REDIS_URL")
+		if url == "" {
+			t.Skip("HERALD_TEST_REDIS_URL not set")
+		}
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		st, err := redis.Open(context.Background(), url, redis.Options{KeyPrefix: "herald-test-cred:" + hex.EncodeToString(b) + ":"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		fn(t, credentials.New(st.Channels()))
+	})
 }
 
 func TestSiteIsTheOrigin(t *testing.T) {
@@ -43,9 +65,11 @@ func TestSiteIsTheOrigin(t *testing.T) {
 
 // A credential belongs to one principal and one site: another person, or
 // another port of the same host, does not read it.
-func TestI10_CredentialPerPrincipalAndSite(t *testing.T) {
-	s := open(t)
+func TestI10_CredentialPerPrincipalAndSite(t *testing.T) { backends(t, perPrincipalAndSite) }
+
+func perPrincipalAndSite(t *testing.T, s *credentials.Store) {
 	ctx := context.Background()
+	t.Cleanup(func() { _ = s.Delete(ctx, "telegram:42", "https://school.instructure.com") })
 	if err := s.Put(ctx, "telegram:42", "https://school.instructure.com/courses", "tok-a"); err != nil {
 		t.Fatal(err)
 	}
@@ -71,9 +95,11 @@ func TestI10_CredentialPerPrincipalAndSite(t *testing.T) {
 // The resolver a source asks: nil for a spec that does not read a stored
 // credential; a missing credential is an auth failure, so the owner is
 // told once, as for a revoked token.
-func TestResolverClassifiesAMissingCredentialAsAuth(t *testing.T) {
-	s := open(t)
+func TestResolverClassifiesAMissingCredentialAsAuth(t *testing.T) { backends(t, resolverClasses) }
+
+func resolverClasses(t *testing.T, s *credentials.Store) {
 	ctx := context.Background()
+	t.Cleanup(func() { _ = s.Delete(ctx, "telegram:42", "https://school.instructure.com") })
 	if s.Resolver(watch.Spec{Kind: "canvas", URL: "https://school.instructure.com", Token: "from-config"}) != nil {
 		t.Fatal("a spec with its own token got a resolver")
 	}

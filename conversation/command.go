@@ -105,7 +105,7 @@ var usage = map[string][2]string{
 	"cancel":  {"/cancel", "/cancel"},
 	"history": {"/history <words> [page N]", "/history <关键词> [page N]"},
 	"forget":  {"/forget", "/forget"},
-	"token":   {"/token <site-url>", "/token <网站网址>"},
+	"token":   {"/token <site-url> [off]", "/token <网站网址> [off]"},
 }
 
 func usageErr(name, code, en, zh string) *ParseError {

@@ -44,8 +44,12 @@ func (p *argParser) courses(args []string) error {
 	return nil
 }
 
-// site reads "/token <site-url>".
+// site reads "/token <site-url> [off]".
 func (p *argParser) site() error {
+	if len(p.toks) == 2 && tokenOff[strings.ToLower(p.toks[1].text)] {
+		p.cmd.ID = "off"
+		p.toks = p.toks[:1]
+	}
 	if len(p.toks) != 1 || !looksLikeURL(p.toks[0].text) {
 		return usageErr("token", CodeMissingURL, "Give the course site's address.", "请给出课程网站的网址。")
 	}
@@ -98,9 +102,19 @@ func (t *turn) askToken(d dialog) []Reply {
 		fmt.Sprintf("读取你在 %s 的课程需要访问令牌（Canvas：账户 → 设置 → 新建访问令牌；Moodle：偏好设置 → 安全密钥）。请把令牌作为下一条消息发在这里：我会尽可能删除那条消息，令牌只用于 %s，不会再显示。发送 /cancel 取消。", host, host))
 }
 
+var tokenOff = map[string]bool{"off": true, "forget": true, "delete": true, "删除": true, "忘记": true}
+
 // token answers /token <site>: a new token for the site, asked for the
-// same way.
+// same way; /token <site> off forgets the stored one.
 func (t *turn) token(cmd Command) []Reply {
+	if cmd.ID == "off" {
+		if err := t.creds().Delete(t.ctx, t.m.Principal, cmd.URL); err != nil {
+			return t.failed(err)
+		}
+		host := hostOf(cmd.URL)
+		return t.reply(fmt.Sprintf("I no longer keep a token of yours for %s; your watches of it fail until you give one with /token %s.", host, cmd.URL),
+			fmt.Sprintf("我已不再保存你在 %s 的令牌；在你用 /token %s 提供新令牌之前，相关关注任务会失败。", host, cmd.URL))
+	}
 	return t.askToken(dialog{Ask: "token", Command: "token", URL: cmd.URL})
 }
 

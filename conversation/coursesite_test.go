@@ -81,6 +81,12 @@ func TestI10_CourseSiteTokenAskedPrivatelyKeptOnlyInTheCredentialStore(t *testin
 		t.Fatalf("the token was not replaced: %q", tok)
 	}
 
+	// /token <site> off forgets it.
+	contains(t, joinText(say(chat, false, "/token "+siteURL+" off")), "no longer keep a token")
+	if has, _ := r.core.o.Credentials.Has(ctx, alice, siteURL); has {
+		t.Fatal("/token off kept the token")
+	}
+
 	// A token sent when nothing waits for one is not kept either.
 	out = say(chat, false, "11~AnotherStrayTokenValue9876543210")
 	if len(out) != 1 || !out[0].Retract || !strings.Contains(out[0].Text, "did not keep it") {

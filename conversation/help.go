@@ -31,6 +31,8 @@ var helpLines = []helpLine{
 		"/watch canvas https://school.instructure.com courses 12345,678 every 1h", "/watch canvas https://school.instructure.com courses 12345,678 每 1 小时"},
 	{"/token <site> — give a course site a new access token (private chat)", "/token <网站> — 为课程网站换一个新的访问令牌（私聊）",
 		"/token https://school.instructure.com", "/token https://school.instructure.com"},
+	{"/token <site> off — forget your stored token for a course site", "/token <网站> off — 删除为课程网站保存的令牌",
+		"/token https://school.instructure.com off", "/token https://school.instructure.com off"},
 	{"/remind <calendar url> [before 72h,24h,2h] — deadline reminders", "/remind <日历网址> [before 72h,24h,2h] — 截止提醒",
 		"/remind https://lms.example.edu/calendar.ics before 24h,2h", "/remind https://lms.example.edu/calendar.ics before 24h,2h"},
 	{"/tasks — my tasks (admins: all)", "/tasks — 我的任务（管理员：全部）", "", ""},

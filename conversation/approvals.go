@@ -107,6 +107,7 @@ func (t *turn) promptText(tk *tasks.Task, p tasks.Policy) string {
 	fmt.Fprintf(&b, t.tr("Request %s from %s: %s %s (host %s), %s.\n", "申请 %s，来自 %s：%s %s（主机 %s），%s。\n"),
 		tk.Request.ID, from, what, ShowURL(tk.Source.URL), host, t.schedule(tk.Schedule))
 	fmt.Fprintf(&b, t.tr("Pushes go to: %s.\n", "推送到：%s。\n"), t.notifyKinds(tk))
+	t.courseSite(&b, tk)
 	if host != "" && !p.HostAllowed(host) {
 		b.WriteString(t.tr("The host is not in the allowed list.\n", "该主机不在允许列表中。\n"))
 	}

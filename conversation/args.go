@@ -120,6 +120,8 @@ func (p *argParser) parse() error {
 		return p.quiet()
 	case "watch", "remind":
 		return p.watch()
+	case "token":
+		return p.site()
 	}
 	return unknownCommand(c.Name)
 }
@@ -278,6 +280,7 @@ const (
 	kwName     = "name"
 	kwBefore   = "before"
 	kwSelector = "selector"
+	kwCourses  = "courses"
 )
 
 var keywords = map[string]string{
@@ -286,6 +289,7 @@ var keywords = map[string]string{
 	"name": kwName, "named": kwName, "名称": kwName, "名字": kwName,
 	"before": kwBefore, "提前": kwBefore,
 	"selector": kwSelector, "css": kwSelector, "选择器": kwSelector,
+	"courses": kwCourses, "course": kwCourses, "课程": kwCourses,
 }
 
 func keyword(t token) string {
@@ -305,6 +309,11 @@ func (p *argParser) watch() error {
 		t := p.toks[i]
 		kw := keyword(t)
 		if kw == "" {
+			if k, ok := source.ByWord(t.text); ok && i == 0 && c.Kind == "" && !t.quoted {
+				c.Kind = k // "/watch canvas <site>": the kind first
+				i++
+				continue
+			}
 			if c.URL == "" && !t.quoted && looksLikeURL(t.text) {
 				u, err := checkURL(c.Name, t.text)
 				if err != nil {
@@ -341,6 +350,10 @@ func (p *argParser) watch() error {
 	}
 	if c.URL == "" {
 		return usageErr(c.Name, CodeMissingURL, "Which address? Give a URL.", "请给出网址。")
+	}
+	if len(c.Courses) > 0 && !source.TakesToken(c.Kind) {
+		return usageErr(c.Name, CodeUsage, "Courses go with a course site, like /watch canvas https://school.instructure.com courses 12345,678.",
+			"课程只适用于课程网站，例如 /watch canvas https://school.instructure.com courses 12345,678。")
 	}
 	return nil
 }
@@ -387,6 +400,8 @@ func (p *argParser) clause(kw string, toks []token) error {
 		return p.before(args)
 	case kwSelector:
 		return p.selector(args)
+	case kwCourses:
+		return p.courses(args)
 	}
 	return nil
 }

@@ -29,6 +29,7 @@ type Command struct {
 	Selector string          // selector <css>: an html watch's entries
 	TaskName string          // name <text>
 	Before   []time.Duration // remind offsets, longest first
+	Courses  []string        // courses <ids>: a course site's course ids
 	ID       string          // task / request / inbox item id ("all" for /read all); /lang's choice
 	Reason   string          // reject
 	Duration time.Duration   // mute; 0 with "off" lifts the mute
@@ -72,13 +73,13 @@ var aliases = map[string]string{
 	"task": "task", "pause": "pause", "resume": "resume", "delete": "delete", "run": "run",
 	"approve": "approve", "reject": "reject", "inbox": "inbox", "read": "read", "mute": "mute",
 	"quiet": "quiet", "cancel": "cancel", "lang": "lang", "language": "lang",
-	"history": "history", "forget": "forget",
+	"history": "history", "forget": "forget", "token": "token",
 	// Chinese
 	"帮助": "help", "订阅": "watch", "监控": "watch", "关注": "watch", "提醒": "remind",
 	"任务": "tasks", "任务列表": "tasks", "详情": "task", "暂停": "pause", "恢复": "resume",
 	"删除": "delete", "运行": "run", "批准": "approve", "同意": "approve", "拒绝": "reject",
 	"收件箱": "inbox", "已读": "read", "静音": "mute", "免打扰": "quiet", "取消": "cancel", "语言": "lang",
-	"历史": "history", "搜索": "history", "忘记": "forget", "清除历史": "forget",
+	"历史": "history", "搜索": "history", "忘记": "forget", "清除历史": "forget", "令牌": "token",
 }
 
 // kindChoice is the kinds as a usage line offers them: rss|ical|….
@@ -104,6 +105,7 @@ var usage = map[string][2]string{
 	"cancel":  {"/cancel", "/cancel"},
 	"history": {"/history <words> [page N]", "/history <关键词> [page N]"},
 	"forget":  {"/forget", "/forget"},
+	"token":   {"/token <site-url> [off]", "/token <网站网址> [off]"},
 }
 
 func usageErr(name, code, en, zh string) *ParseError {

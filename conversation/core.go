@@ -15,6 +15,7 @@ import (
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/store"
+	"github.com/herald-bridge/herald/store/credentials"
 	"github.com/herald-bridge/herald/tasks"
 )
 
@@ -60,6 +61,9 @@ type Options struct {
 	Store  store.Store         // Dialogs() for dialog state, Dedup() for message ids, Inbox()
 	Prefs  *delivery.PrefStore // /mute, /quiet and the chat's language; default: over Store.Channels()
 	Tokens TokenIssuer         // /inbox token; nil: not offered
+	// Credentials keeps the course-site tokens people give in chat
+	// (default: over Store.Channels()).
+	Credentials *credentials.Store
 	// Zone is the default zone for schedules and shown times (default UTC).
 	Zone *time.Location
 	// Lang is the reply language when a chat has none: "en" (default) or "zh".
@@ -91,6 +95,9 @@ func (o *Options) validate() error {
 	}
 	if o.Prefs == nil {
 		o.Prefs = &delivery.PrefStore{KV: o.Store.Channels(), Zone: o.Zone}
+	}
+	if o.Credentials == nil {
+		o.Credentials = credentials.New(o.Store.Channels())
 	}
 	switch o.Lang {
 	case "":
@@ -212,7 +219,9 @@ func (c *Core) Handle(ctx context.Context, m Message) []Reply {
 	}
 	t := &turn{c: c, ctx: ctx, m: m, lang: c.langOf(ctx, m)}
 	replies := t.run()
-	c.remember(ctx, m, replies)
+	if !t.secret {
+		c.remember(ctx, m, replies)
+	}
 	return replies
 }
 

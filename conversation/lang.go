@@ -14,16 +14,27 @@ import (
 // Reply language. Each message is answered in its own language: Chinese
 // text gets Chinese; otherwise the platform's hint about the person
 // (Telegram's language_code) decides, else English words get English, else
-// (a bare command such as /tasks) the configured default. A button press
-// without a hint answers in the chat's last-used language. /lang en|zh pins a chat's language over
-// all of this; /lang auto lifts the pin. The language of the last answer
-// (or the pin) is remembered in the chat's prefs, and notices follow it.
+// (a bare command such as /tasks) the configured default. /lang en|zh pins
+// a chat's language over all of this; /lang auto lifts the pin. The
+// language of the last answer (or the pin) is remembered in the chat's
+// prefs, and notices follow it.
+//
+// A button press says nothing about its presser's language (a Feishu card
+// action carries no hint at all), so it is answered in the presser's:
+// the chat's pin, else the presser's own pin, else the platform's hint,
+// else the language last used in the presser's private chat, else in the
+// chat. A person's own pin and language live under their private chat's
+// address (ChatOf), which on Feishu differs from the p2p chat they type
+// in: a private turn there is remembered under both.
 
 // pinKey is where a chat's pinned language is kept (store.Channels()).
 func pinKey(chat string) string { return "langpin/" + chat }
 
 // pinned returns the chat's pinned language, "" when none.
 func (c *Core) pinned(ctx context.Context, chat string) string {
+	if chat == "" {
+		return ""
+	}
 	b, err := c.o.Store.Channels().Get(ctx, pinKey(chat))
 	if err != nil {
 		return ""
@@ -31,36 +42,79 @@ func (c *Core) pinned(ctx context.Context, chat string) string {
 	return normLang(string(b))
 }
 
+// remembered returns the chat's last-used language, "" when none.
+func (c *Core) remembered(ctx context.Context, chat string) string {
+	if chat == "" {
+		return ""
+	}
+	p, err := c.o.Prefs.Get(ctx, chat)
+	if err != nil {
+		return ""
+	}
+	return normLang(p.Lang)
+}
+
+// own is the address of the person's private chat when it is not m.Chat
+// (a group, or a Feishu p2p chat), "" otherwise.
+func own(m Message) string {
+	if a := ChatOf(m.Principal); a != m.Chat {
+		return a
+	}
+	return ""
+}
+
+// alsoOwn is the person's private-chat address a turn in their private
+// chat is remembered under as well ("" when none or not private).
+func alsoOwn(m Message) string {
+	if m.Group || m.Button != nil {
+		return ""
+	}
+	return own(m)
+}
+
 // langOf picks the reply language of m and remembers it for notices.
 func (c *Core) langOf(ctx context.Context, m Message) string {
-	lang := c.pinned(ctx, m.Chat)
-	words := ""
-	if m.Button == nil {
-		words = textLang(m.Text)
-	}
-	if lang == "" && words == "zh" {
-		lang = "zh"
-	}
-	if lang == "" {
-		lang = normLang(m.Lang)
-	}
-	if lang == "" && m.Button == nil {
-		lang = words
-	}
-	if lang == "" && m.Button != nil {
-		if p, err := c.o.Prefs.Get(ctx, m.Chat); err == nil {
-			lang = normLang(p.Lang)
+	var lang string
+	if m.Button != nil {
+		lang = c.pressLang(ctx, m)
+	} else {
+		lang = c.pinned(ctx, m.Chat)
+		words := textLang(m.Text)
+		if lang == "" && words == "zh" {
+			lang = "zh"
+		}
+		if lang == "" {
+			lang = normLang(m.Lang)
+		}
+		if lang == "" {
+			lang = words
 		}
 	}
 	if lang == "" {
 		lang = c.lang()
 	}
 	c.rememberLang(ctx, m.Chat, lang)
+	c.rememberLang(ctx, alsoOwn(m), lang)
 	return lang
+}
+
+// pressLang is the language a button press is answered in ("" when
+// nothing is known): see Reply language above.
+func (c *Core) pressLang(ctx context.Context, m Message) string {
+	for _, l := range []string{c.pinned(ctx, m.Chat), c.pinned(ctx, own(m)), normLang(m.Lang),
+		c.remembered(ctx, own(m)), c.remembered(ctx, m.Chat)} {
+		if l != "" {
+			return l
+		}
+	}
+	return ""
 }
 
 // rememberLang records lang as the chat's last-used language.
 func (c *Core) rememberLang(ctx context.Context, chat, lang string) {
+	if chat == "" {
+		return
+	}
 	p, err := c.o.Prefs.Get(ctx, chat)
 	if err == nil && p.Lang != lang {
 		_ = c.o.Prefs.Update(ctx, chat, func(p *delivery.Prefs) { p.Lang = lang })
@@ -120,8 +174,10 @@ func (t *turn) setLang(arg string) []Reply {
 		return t.reply("I answer each message in its own language. /lang en or /lang zh pins one.",
 			"我会按每条消息的语言回复。发送 /lang en 或 /lang zh 固定一种语言。")
 	case a == "auto":
-		if err := kv.Delete(t.ctx, pinKey(t.m.Chat)); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return t.failed(err)
+		for _, chat := range t.pinChats() {
+			if err := kv.Delete(t.ctx, pinKey(chat)); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return t.failed(err)
+			}
 		}
 		t.lang = textLang(t.m.Text)
 		if t.lang == "" {
@@ -130,11 +186,13 @@ func (t *turn) setLang(arg string) []Reply {
 		return t.reply("From now on I answer each message in its own language.", "之后我会按每条消息的语言回复。")
 	case normLang(a) != "" && (len(a) == 2 || strings.HasPrefix(a, "zh-") || strings.HasPrefix(a, "en-")):
 		lang := normLang(a)
-		if err := kv.Put(t.ctx, pinKey(t.m.Chat), []byte(lang), 0); err != nil {
-			return t.failed(err)
+		for _, chat := range t.pinChats() {
+			if err := kv.Put(t.ctx, pinKey(chat), []byte(lang), 0); err != nil {
+				return t.failed(err)
+			}
+			t.c.rememberLang(t.ctx, chat, lang)
 		}
 		t.lang = lang
-		t.c.rememberLang(t.ctx, t.m.Chat, lang)
 		return t.reply("This chat now gets English, replies and notices alike. /lang auto lifts the pin.",
 			"本聊天之后的回复和通知都使用中文。发送 /lang auto 取消固定。")
 	case a == "中文" || a == "汉语" || a == "chinese":
@@ -143,6 +201,15 @@ func (t *turn) setLang(arg string) []Reply {
 		return t.setLang("en")
 	}
 	return t.reply("Use /lang en, /lang zh or /lang auto.", "请发送 /lang en、/lang zh 或 /lang auto。")
+}
+
+// pinChats are where /lang keeps its pin: the chat, and the person's own
+// address when the chat is their private one under another name.
+func (t *turn) pinChats() []string {
+	if o := alsoOwn(t.m); o != "" {
+		return []string{t.m.Chat, o}
+	}
+	return []string{t.m.Chat}
 }
 
 // scheduleProblem is a schedule error's message in each language, each

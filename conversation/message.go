@@ -44,6 +44,11 @@ type Reply struct {
 	Edit bool
 	// Toast is a short notice for the presser (answerCallbackQuery / card toast).
 	Toast string
+	// Retract asks the channel to delete the message being answered (it
+	// carried a secret) where the platform allows; when it cannot, the
+	// channel also sends Unretracted, asking the person to delete it.
+	Retract     bool
+	Unretracted string
 }
 
 // Sender lets the conversation core start a message in a chat that did

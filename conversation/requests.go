@@ -16,8 +16,13 @@ func (t *turn) request(cmd Command) []Reply {
 	if cmd.Name == "remind" && len(cmd.Before) == 0 {
 		cmd.Before = defaultBefore
 	}
+	if takesToken(cmd) {
+		if r, asked := t.needToken(cmd); asked {
+			return r
+		}
+	}
 	if cmd.Schedule == "" && cmd.Name == "watch" {
-		d := dialog{Ask: "schedule", Command: cmd.Name, URL: cmd.URL, Kind: cmd.Kind, Selector: cmd.Selector, Name: cmd.TaskName, Before: cmd.Before}
+		d := dialog{Ask: "schedule", Command: cmd.Name, URL: cmd.URL, Kind: cmd.Kind, Selector: cmd.Selector, Name: cmd.TaskName, Before: cmd.Before, Courses: cmd.Courses}
 		if err := t.saveDialog(d); err != nil {
 			return t.failed(err)
 		}
@@ -67,6 +72,7 @@ func (t *turn) submit(cmd Command) []Reply {
 	sub := tasks.Submission{
 		Principal: t.m.Principal, By: clipName(t.m.Name), ReplyTo: t.replyTo(), Lang: t.lang, URL: cmd.URL, Kind: cmd.Kind, Selector: cmd.Selector,
 		Schedule: cmd.Schedule, Name: cmd.TaskName, Notify: t.notifyFor(),
+		Courses: cmd.Courses, StoredToken: takesToken(cmd),
 	}
 	if cmd.Name == "remind" {
 		sub.RemindBefore = cmd.Before

@@ -77,6 +77,7 @@ func (t *turn) show(id string) []Reply {
 		kind = t.tr("detected", "自动识别")
 	}
 	fmt.Fprintf(&b, t.tr("Source: %s (%s)\n", "来源：%s（%s）\n"), ShowURL(tk.Source.URL), kind)
+	t.courseSite(&b, tk)
 	fmt.Fprintf(&b, t.tr("Schedule: %s", "检查频率：%s"), t.schedule(tk.Schedule))
 	if len(tk.RemindBefore) > 0 {
 		fmt.Fprintf(&b, t.tr("; reminders %s before due", "；截止前 %s 提醒"), durations(tk.RemindBefore))
@@ -139,6 +140,9 @@ func (t *turn) transition(op, id string) []Reply {
 	case "resume":
 		tk, err = t.c.o.Tasks.Resume(t.ctx, t.m.Principal, id)
 	default:
+		if cur, gerr := t.c.o.Tasks.Get(t.ctx, id); gerr == nil && cur.Origin == tasks.OriginConfig && cur.State != tasks.Deleted && t.mayManage(cur) {
+			return t.declaredInConfig(cur)
+		}
 		tk, err = t.c.o.Tasks.Delete(t.ctx, t.m.Principal, id)
 	}
 	if err != nil {
@@ -154,6 +158,17 @@ func (t *turn) transition(op, id string) []Reply {
 	}
 	return t.reply(fmt.Sprintf("Deleted %s (%s). Its history stays readable with /task %s.", tk.ID, name(tk), tk.ID),
 		fmt.Sprintf("已删除 %s（%s）。仍可用 /task %s 查看历史。", tk.ID, name(tk), tk.ID))
+}
+
+// declaredInConfig answers /delete of a task the config file declares:
+// deleting it here would last only until the next reload.
+func (t *turn) declaredInConfig(tk *tasks.Task) []Reply {
+	if tk.State == tasks.Paused {
+		return t.reply(fmt.Sprintf("%s (%s) comes from the service's config file: deleted here, it would come back at the next reload. To delete it, remove it from the config file and reload; it stays paused meanwhile.", tk.ID, name(tk)),
+			fmt.Sprintf("%s（%s）来自服务的配置文件：在这里删除，下次重新加载配置时它会回来。要删除它，请从配置文件中移除并重新加载；在此之前它保持暂停。", tk.ID, name(tk)))
+	}
+	return t.reply(fmt.Sprintf("%s (%s) comes from the service's config file: deleted here, it would come back at the next reload. To delete it, remove it from the config file and reload; to stop it meanwhile, /pause %s.", tk.ID, name(tk), tk.ID),
+		fmt.Sprintf("%s（%s）来自服务的配置文件：在这里删除，下次重新加载配置时它会回来。要删除它，请从配置文件中移除并重新加载；在此之前可发送 /pause %s 暂停它。", tk.ID, name(tk), tk.ID))
 }
 
 func (t *turn) runNow(id string) []Reply {

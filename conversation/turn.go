@@ -24,6 +24,8 @@ type turn struct {
 	ctx  context.Context
 	m    Message
 	lang string
+	// secret: the message carried a secret (a token); it is kept nowhere.
+	secret bool
 }
 
 func (t *turn) zh() bool { return t.lang == "zh" }
@@ -99,6 +101,8 @@ func (t *turn) run() []Reply {
 		return t.history(cmd.Query, cmd.Page)
 	case "forget":
 		return t.forget()
+	case "token":
+		return t.token(cmd)
 	case "cancel":
 		if had {
 			return t.reply("Cancelled.", "已取消。")
@@ -122,6 +126,9 @@ func (t *turn) plain() []Reply {
 	if text == "" {
 		return nil
 	}
+	if looksLikeStrayToken(text) {
+		return t.strayToken()
+	}
 	if a, perHour := t.c.currentAssistant(); a != nil {
 		return t.assist(a, perHour, text)
 	}
@@ -138,6 +145,7 @@ type dialog struct {
 	// Selector is an html watch's CSS selector ("" picks one).
 	Selector string          `json:"selector,omitempty"`
 	Before   []time.Duration `json:"before,omitempty"`
+	Courses  []string        `json:"courses,omitempty"`
 	// Schedule and Token belong to a draft: its schedule ("" asks) and
 	// the id its buttons carry.
 	Schedule string    `json:"schedule,omitempty"`
@@ -204,7 +212,9 @@ func (t *turn) answer(d dialog, text string) []Reply {
 			sched = s
 		}
 		t.clearDialog()
-		return t.submit(Command{Name: d.Command, URL: d.URL, Kind: d.Kind, Selector: d.Selector, TaskName: d.Name, Before: d.Before, Schedule: sched})
+		return t.submit(Command{Name: d.Command, URL: d.URL, Kind: d.Kind, Selector: d.Selector, TaskName: d.Name, Before: d.Before, Schedule: sched, Courses: d.Courses})
+	case "token":
+		return t.takeToken(d, text)
 	case "confirm":
 		return t.answerDraft(d, text)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/store"
 )
 
@@ -68,11 +69,18 @@ func (s *PrefStore) Update(ctx context.Context, address string, fn func(*Prefs))
 	return nil
 }
 
-// Lang returns the language remembered for a chat.
-func (s *PrefStore) Lang(address string) string {
+// Lang returns the language remembered for a chat. An inbox has no
+// language of its own: its owner's is the one remembered where they talk
+// to herald, their private chat (a console user's console, too).
+func (s *PrefStore) Lang(to string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	p, _ := s.Get(ctx, address)
+	p, _ := s.Get(ctx, to)
+	if a, err := ParseAddress(to); p.Lang == "" && err == nil && a.Kind == InboxAddr {
+		if chat := address.ChatOf(a.ID); chat != "" {
+			p, _ = s.Get(ctx, chat)
+		}
+	}
 	return p.Lang
 }
 

@@ -263,6 +263,11 @@ type Submission struct {
 	Notify       []string // "" → ReplyTo, else the requester's inbox
 	Include      []string
 	Exclude      []string
+	// Courses are a course site's course ids (empty: every active course).
+	Courses []string
+	// StoredToken: a course site read with the token the requester gave
+	// in chat, kept in the credential store (never in the task).
+	StoredToken bool
 }
 
 // Submit records a request. It is approved at once when an auto_approve
@@ -284,6 +289,10 @@ func (m *Manager) Submit(ctx context.Context, s Submission) (*Task, error) {
 	if !source.Valid(s.Kind) {
 		return nil, userErr(ErrInvalid, "unknown kind %q: use %s", "未知的类型 %q；请用 %s。", s.Kind,
 			Text{En: source.List("", "", ", ", " or "), Zh: source.List("", "", "、", " 或 ")})
+	}
+	if (len(s.Courses) > 0 || s.StoredToken) && !source.TakesToken(s.Kind) {
+		return nil, userErr(ErrInvalid, "courses and access tokens belong to course sites (canvas, moodle)",
+			"课程和访问令牌只适用于课程网站（canvas、moodle）。")
 	}
 	if s.Schedule == "" {
 		s.Schedule = "every 1h"
@@ -307,8 +316,12 @@ func (m *Manager) Submit(ctx context.Context, s Submission) (*Task, error) {
 		}
 	}
 	now := m.clock.Now()
+	spec := watch.Spec{Kind: s.Kind, URL: u.String(), Selector: strings.TrimSpace(s.Selector), Courses: s.Courses}
+	if s.StoredToken {
+		spec.TokenFrom = s.Principal // the requester's own credential, never another's
+	}
 	t := &Task{
-		Name: strings.TrimSpace(s.Name), Source: watch.Spec{Kind: s.Kind, URL: u.String(), Selector: strings.TrimSpace(s.Selector)},
+		Name: strings.TrimSpace(s.Name), Source: spec,
 		Schedule: sched.String(), RemindBefore: s.RemindBefore, Notify: notify,
 		Include: s.Include, Exclude: s.Exclude, Owner: s.Principal, ReplyTo: s.ReplyTo, Lang: s.Lang,
 		Origin: OriginChat, State: PendingApproval, CreatedAt: now, UpdatedAt: now,
@@ -500,7 +513,7 @@ func (m *Manager) MarkUnreachable(ctx context.Context, taskID, recipient, reason
 	if t.ownerAddress() == recipient {
 		return nil
 	}
-	title, text := t.say(noticeUnreachable, t.displayName(), reason)
+	title, text := m.say(ctx, t, noticeUnreachable, t.displayName(), reason)
 	fx, err := noticeEffect(t, "unreachable|"+recipient, title, text, m.clock.Now())
 	if err != nil {
 		return err

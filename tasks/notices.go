@@ -1,9 +1,18 @@
 package tasks
 
-import "fmt"
+import (
+	"context"
+	"fmt"
 
-// Notices the manager sends task owners, in English and Chinese. The task's
-// Lang (the requester's language) picks one.
+	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/address"
+)
+
+// Notices the manager sends task owners, in English and Chinese. They
+// follow the owner's language where the owner talks to herald: the chat's
+// pinned (/lang en|zh) or last-used language, kept in that chat's prefs;
+// the task's Lang (the language it was requested in) only when the owner
+// has not talked there since.
 type notice int
 
 const (
@@ -37,12 +46,28 @@ var noticeText = map[notice][2][2]string{ // [en|zh][title|format]
 	},
 }
 
-// say returns a notice's title and text in t's language.
-func (t *Task) say(n notice, args ...any) (title, text string) {
+// say returns a notice's title and text in the owner's language.
+func (m *Manager) say(ctx context.Context, t *Task, n notice, args ...any) (title, text string) {
 	lang := 0
-	if t.Lang == "zh" {
+	if m.ownerLang(ctx, t) == "zh" {
 		lang = 1
 	}
 	s := noticeText[n][lang]
 	return s[0], fmt.Sprintf(s[1], args...)
+}
+
+// ownerLang is the language the owner last used (or pinned) where the
+// notice goes, else in the chat the request came from, else in the
+// owner's private chat; else the task's own language.
+func (m *Manager) ownerLang(ctx context.Context, t *Task) string {
+	prefs := delivery.PrefStore{KV: m.store.Channels()}
+	for _, chat := range []string{t.ownerAddress(), t.ReplyTo, address.ChatOf(t.Owner)} {
+		if chat == "" {
+			continue
+		}
+		if p, err := prefs.Get(ctx, chat); err == nil && (p.Lang == "en" || p.Lang == "zh") {
+			return p.Lang
+		}
+	}
+	return t.Lang
 }

@@ -142,7 +142,7 @@ func (m *Manager) session(t *Task) chan struct{} {
 	for _, k := range keys {
 		h.Write([]byte(k + "\x00" + t.Source.Headers[k] + "\x00"))
 	}
-	h.Write([]byte("token\x00" + t.Source.Token))
+	h.Write([]byte("token\x00" + t.Source.Token + "\x00" + t.Source.TokenFrom))
 	key := host + "|" + hex.EncodeToString(h.Sum(nil)[:8])
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
@@ -257,7 +257,7 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 	case diff.Suspect:
 		rec.Outcome = OutcomeSuspect
 		if !t.Suspect {
-			title, text := t.say(noticeSuspect, t.displayName(), t.ID)
+			title, text := m.say(ctx, t, noticeSuspect, t.displayName(), t.ID)
 			fx, err := noticeEffect(t, "suspect|"+rec.ID, title, text, now)
 			if err == nil {
 				effects = append(effects, fx)
@@ -265,7 +265,7 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 		}
 	case diff.Baseline:
 		rec.Outcome = OutcomeBaseline
-		title, text := t.say(noticeBaseline, t.displayName(), len(diff.Next.Items))
+		title, text := m.say(ctx, t, noticeBaseline, t.displayName(), len(diff.Next.Items))
 		fx, err := noticeEffect(t, "baseline|"+t.Source.URL, title, text, now)
 		if err == nil {
 			effects = append(effects, fx)
@@ -278,7 +278,7 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 	// Only a run that read the source ends a failing streak: one
 	// "recovered" notice per streak.
 	if kind == wakeCheck && t.FailingRun != "" {
-		title, text := t.say(noticeRecovered, t.displayName())
+		title, text := m.say(ctx, t, noticeRecovered, t.displayName())
 		if fx, err := noticeEffect(t, "recovered|"+t.FailingRun, title, text, now); err == nil {
 			effects = append(effects, fx)
 		}
@@ -468,7 +468,7 @@ func (m *Manager) owns(f store.Fence) bool {
 // notifyFailing claims the one "watch failing" notice of a streak under
 // the run's fence, and marks the streak notified only once it is claimed.
 func (m *Manager) notifyFailing(ctx context.Context, fence store.Fence, t *Task, rec RunRecord, now time.Time) {
-	title, text := t.say(noticeFailing, t.displayName(), t.Failures, rec.Class)
+	title, text := m.say(ctx, t, noticeFailing, t.displayName(), t.Failures, rec.Class)
 	fx, err := noticeEffect(t, "failing|"+rec.ID, title, text, now)
 	if err != nil {
 		return

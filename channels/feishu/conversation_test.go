@@ -92,35 +92,40 @@ func sentTo(f *fakeFeishu, id string) []sent {
 	return out
 }
 
-// TestConversation_RequestApprovePush runs the whole conversation: a
-// request typed in Feishu, the admin's card approval (after a
-// non-admin's press is refused), and the first new feed item pushed to
-// the requester's chat exactly once, through the real manager, core,
-// dispatcher and Feishu sink against one fake platform.
-func TestConversation_RequestApprovePush(t *testing.T) {
-	appID := newAppID()
-	fake := newFake(t, appID)
-	rss := newFeed(t)
-	clock := tasks.NewManualClock(t0)
-	logs := &syncBuffer{}
-	log := zerolog.New(logs).Level(zerolog.DebugLevel)
+// convRig is the real channel, conversation core, task manager,
+// dispatcher and Feishu sink on one bbolt store, against one fake
+// platform.
+type convRig struct {
+	fake  *fakeFeishu
+	clock *tasks.ManualClock
+	logs  *syncBuffer
+	st    *bolt.Store
+	m     *tasks.Manager
+	ch    *Channel
+}
 
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "herald.db"), bolt.Options{Now: clock.Now})
+// newConvRig starts a convRig whose sources come from open.
+func newConvRig(t *testing.T, open func(*bolt.Store) tasks.SourceOpener) *convRig {
+	t.Helper()
+	appID := newAppID()
+	r := &convRig{fake: newFake(t, appID), clock: tasks.NewManualClock(t0), logs: &syncBuffer{}}
+	log := zerolog.New(r.logs).Level(zerolog.DebugLevel)
+
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "herald.db"), bolt.Options{Now: r.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.st = st
 	t.Cleanup(func() { st.Close() })
 
 	var dispatch *delivery.Dispatcher
 	m, err := tasks.New(tasks.Options{
-		Store: st, Clock: clock, Holder: "replica-a", Log: log, RetryWaits: []time.Duration{0, 0},
+		Store: st, Clock: r.clock, Holder: "replica-a", Log: log, RetryWaits: []time.Duration{0, 0},
 		Policy: tasks.Policy{
 			Admins: []string{"feishu:" + adminOpenID}, Requesters: []string{"feishu:*"},
 			AllowedHosts: []string{"*.example.edu"}, AllowPrivate: true, Named: map[string]bool{},
 		},
-		Sources: tasks.SourceOpenerFunc(func(spec watch.Spec, zone *time.Location) (tasks.Source, error) {
-			return source.New(spec, source.Options{AllowPrivate: true, DefaultZone: zone})
-		}),
+		Sources: open(st),
 		WakeDelivery: func() {
 			if dispatch != nil {
 				dispatch.Wake()
@@ -130,12 +135,13 @@ func TestConversation_RequestApprovePush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	push, err := sink.New(appID, testSecret, fake.srv.URL, sink.WithHTTPClient(fake.srv.Client()), sink.WithClock(clock.Now), sink.WithLogger(log))
+	r.m = m
+	push, err := sink.New(appID, testSecret, r.fake.srv.URL, sink.WithHTTPClient(r.fake.srv.Client()), sink.WithClock(r.clock.Now), sink.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dispatch, err = delivery.NewDispatcher(delivery.Options{
-		Ledger: st.Ledger(), Worker: "replica-a", Now: clock.Now, Log: log,
+		Ledger: st.Ledger(), Worker: "replica-a", Now: r.clock.Now, Log: log,
 		Router: delivery.NewTable(delivery.TableConfig{
 			Sinks: map[delivery.AddressKind]delivery.Sink{delivery.FeishuChat: push},
 			Named: map[string]delivery.Route{}, Lang: "en", Disabled: map[delivery.AddressKind]string{},
@@ -144,38 +150,57 @@ func TestConversation_RequestApprovePush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	core, err := conversation.New(conversation.Options{Tasks: m, Store: st, Lang: "en", Log: log, Now: clock.Now})
+	core, err := conversation.New(conversation.Options{Tasks: m, Store: st, Lang: "en", Log: log, Now: r.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch, err := New(Options{
+	r.ch, err = New(Options{
 		AppID: appID, AppSecret: testSecret, Mode: ModeWebhook, VerificationToken: testToken, EncryptKey: testKey,
-		BaseURL: fake.srv.URL, Handler: core, Store: st, Log: log, HTTPClient: fake.srv.Client(), Now: clock.Now,
+		BaseURL: r.fake.srv.URL, Handler: core, Store: st, Log: log, HTTPClient: r.fake.srv.Client(), Now: r.clock.Now,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	core.AddSender("feishu", ch)
+	core.AddSender("feishu", r.ch)
 	run(t, m.Run)
 	waitFor(t, "scheduler ownership", func() bool { ok, _ := m.Owner(); return ok })
 	run(t, dispatch.Run)
 	run(t, core.Run)
-	run(t, ch.Run)
+	run(t, r.ch.Run)
+	return r
+}
 
-	post := func(plain []byte) *httptest.ResponseRecorder {
-		t.Helper()
-		body, h := seal(t, plain, testKey, clock.Now())
-		req := httptest.NewRequest(http.MethodPost, "/feishu/events", strings.NewReader(string(body)))
-		for k, v := range h {
-			req.Header.Set(k, v)
-		}
-		w := httptest.NewRecorder()
-		ch.EventHandler().ServeHTTP(w, req)
-		if w.Code != http.StatusOK {
-			t.Fatalf("event answered %d: %s", w.Code, w.Body)
-		}
-		return w
+// post sends a plaintext event the way the platform does: encrypted and
+// signed.
+func (r *convRig) post(t *testing.T, plain []byte) *httptest.ResponseRecorder {
+	t.Helper()
+	body, h := seal(t, plain, testKey, r.clock.Now())
+	req := httptest.NewRequest(http.MethodPost, "/feishu/events", strings.NewReader(string(body)))
+	for k, v := range h {
+		req.Header.Set(k, v)
 	}
+	w := httptest.NewRecorder()
+	r.ch.EventHandler().ServeHTTP(w, req)
+	if w.Code != http.StatusOK {
+		t.Fatalf("event answered %d: %s", w.Code, w.Body)
+	}
+	return w
+}
+
+// TestConversation_RequestApprovePush runs the whole conversation: a
+// request typed in Feishu, the admin's card approval (after a
+// non-admin's press is refused), and the first new feed item pushed to
+// the requester's chat exactly once, through the real manager, core,
+// dispatcher and Feishu sink against one fake platform.
+func TestConversation_RequestApprovePush(t *testing.T) {
+	rss := newFeed(t)
+	r := newConvRig(t, func(*bolt.Store) tasks.SourceOpener {
+		return tasks.SourceOpenerFunc(func(spec watch.Spec, zone *time.Location) (tasks.Source, error) {
+			return source.New(spec, source.Options{AllowPrivate: true, DefaultZone: zone})
+		})
+	})
+	fake, clock, logs, m := r.fake, r.clock, r.logs, r.m
+	post := func(plain []byte) *httptest.ResponseRecorder { return r.post(t, plain) }
 
 	// Alice asks in her private chat.
 	feedURL := rss.srv.URL + "/feed.xml"

@@ -278,8 +278,9 @@ func (c *Channel) onCard(ctx context.Context, e *callback.CardActionTriggerEvent
 		Principal: address.FeishuUser(ev.Operator.OpenID),
 		Chat:      address.FeishuChat(chatID),
 		Addressed: true,
-		Lang:      c.o.DefaultLang,
-		Button:    &conversation.Press{Action: action, Arg: arg, Ref: ref},
+		// No Lang: a card action says nothing about its presser; the
+		// core answers in the presser's pinned or last-used language.
+		Button: &conversation.Press{Action: action, Arg: arg, Ref: ref},
 	}
 	wait := newPressWait()
 	queued := false
@@ -344,6 +345,9 @@ func (c *Channel) turn(ctx context.Context, j job) {
 		}
 	}
 	for _, r := range rest {
+		if r.Retract {
+			c.retract(ctx, msg, r)
+		}
 		if r.Text == "" {
 			continue
 		}

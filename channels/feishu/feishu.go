@@ -99,10 +99,11 @@ type Options struct {
 	VerificationToken, EncryptKey string
 	// BaseURL is the open platform (default https://open.feishu.cn).
 	BaseURL string
-	// DefaultLang is the language of turns whose text does not tell
-	// (commands only, button presses): en | zh, or empty to leave it to
-	// the conversation core (the chat's remembered language, else the
-	// configured one).
+	// DefaultLang is the language of text turns whose text does not tell
+	// (commands only): en | zh, or empty to leave it to the conversation
+	// core (the chat's remembered language, else the configured one).
+	// Button presses never get it: the core answers them in the
+	// presser's pinned or last-used language.
 	DefaultLang string
 	Handler     Handler
 	// Store provides Dedup for event and message ids, shared by replicas.

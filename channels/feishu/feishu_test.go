@@ -212,7 +212,9 @@ func TestRedeliveredEventHandledOnce(t *testing.T) {
 }
 
 func TestCardPress(t *testing.T) {
-	r := newTestChannel(t, true)
+	// A default language is for text that does not tell; a press is
+	// answered in its presser's language, which the core knows.
+	r := newTestChannel(t, true, func(o *Options) { o.DefaultLang = "zh" })
 	r.h.answer = func(m conversation.Message) []conversation.Reply {
 		return []conversation.Reply{
 			{Text: "Approved r-7f3a: watching news.example.edu", Edit: true, Toast: "Approved"},
@@ -229,7 +231,7 @@ func TestCardPress(t *testing.T) {
 	}
 	m := got[0]
 	if *m.Button != (conversation.Press{Action: "approve", Arg: "r-7f3a", Ref: "om_card"}) ||
-		m.Principal != "feishu:ou_admin0000000000000000000000001" || m.Chat != "feishu:chat:"+chatGroup || !m.Addressed {
+		m.Principal != "feishu:ou_admin0000000000000000000000001" || m.Chat != "feishu:chat:"+chatGroup || !m.Addressed || m.Lang != "" {
 		t.Fatalf("press message %+v %+v", m, *m.Button)
 	}
 	var resp struct {
@@ -454,5 +456,30 @@ func TestRunDrainsQueuedTurns(t *testing.T) {
 	// Both acknowledged turns ran and answered before Run returned.
 	if n := len(r.fake.sent()); n != 2 {
 		t.Fatalf("sent %d after shutdown, want 2", n)
+	}
+}
+
+// TestI10_MessageCarryingASecretIsRecalledOrThePersonAsked: a reply that
+// retracts the message it answers makes the channel recall that message;
+// the platform refuses a bot's recall of a person's message in a private
+// chat, so the person is asked to recall it, and the reply still goes.
+func TestI10_MessageCarryingASecretIsRecalledOrThePersonAsked(t *testing.T) {
+	r := newTestChannel(t, false)
+	r.h.answer = func(m conversation.Message) []conversation.Reply {
+		return []conversation.Reply{{Text: "Token stored.", Retract: true, Unretracted: "Please recall that message."}}
+	}
+	if w := r.postEvent(messageEvent(testToken, "ev-tok", "om_usertoken1", chatP2P, "p2p", "7~TokenValueXyz123456")); w.Code != http.StatusOK {
+		t.Fatalf("status %d", w.Code)
+	}
+	if got := r.fake.recalled(); len(got) != 1 || got[0] != "om_usertoken1" {
+		t.Fatalf("recalls %v, want the token's message", got)
+	}
+	var texts []string
+	for _, s := range r.fake.sent() {
+		texts = append(texts, s.Content)
+	}
+	all := strings.Join(texts, "\n")
+	if !strings.Contains(all, "Please recall that message.") || !strings.Contains(all, "Token stored.") || strings.Contains(all+r.logs.String(), "TokenValue") {
+		t.Fatalf("sent %s\nlogs %s", all, r.logs.String())
 	}
 }

@@ -62,6 +62,8 @@ type fakeFeishu struct {
 	// rejectNextToken makes the next message call answer 99991663 and
 	// forget its token, as the platform does for a revoked token.
 	rejectNextToken bool
+	// recalls are the message ids a recall (DELETE) was asked for.
+	recalls []string
 }
 
 func newFake(t testing.TB, appID string) *fakeFeishu {
@@ -120,8 +122,41 @@ func (f *fakeFeishu) handle(w http.ResponseWriter, r *http.Request) {
 		}
 		fakeJSON(w, 200, `{"code":0,"msg":"ok","data":{"URL":"`+u+`","ClientConfig":{"ReconnectCount":0,"ReconnectInterval":1,"ReconnectNonce":0,"PingInterval":120}}}`)
 	default:
+		if id, ok := strings.CutPrefix(r.URL.Path, "/open-apis/im/v1/messages/"); ok && r.Method == http.MethodDelete {
+			f.recall(w, r, id)
+			return
+		}
 		fakeJSON(w, 404, `{"code":404,"msg":"404 page not found"}`)
 	}
+}
+
+// recall answers DELETE im/v1/messages/:id as the platform does for a
+// bot: its own messages are recalled, a person's message (in a chat the
+// bot does not administer) is refused.
+func (f *fakeFeishu) recall(w http.ResponseWriter, r *http.Request, id string) {
+	if !f.bearer(r) {
+		fakeJSON(w, 400, `{"code":99991663,"msg":"Invalid access token for authorization."}`)
+		return
+	}
+	f.mu.Lock()
+	f.recalls = append(f.recalls, id)
+	n := len(f.messages)
+	f.mu.Unlock()
+	var own bool
+	for i := 1; i <= n; i++ {
+		own = own || id == fmt.Sprintf("om_%04d", i)
+	}
+	if !own {
+		fakeJSON(w, 400, `{"code":230026,"msg":"No permission to recall this message."}`)
+		return
+	}
+	fakeJSON(w, 200, `{"code":0,"msg":"success","data":{}}`)
+}
+
+func (f *fakeFeishu) recalled() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.recalls...)
 }
 
 func (f *fakeFeishu) message(w http.ResponseWriter, r *http.Request) {

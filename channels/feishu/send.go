@@ -106,6 +106,49 @@ func (c *Channel) Say(ctx context.Context, chat string, r conversation.Reply) er
 	}
 }
 
+// retract recalls the message m (it carried a secret). The platform lets
+// a bot recall another's message only where it administers the group;
+// when it refuses, r.Unretracted asks the person to recall it.
+func (c *Channel) retract(ctx context.Context, m conversation.Message, r conversation.Reply) {
+	if m.ID == "" {
+		return
+	}
+	err := c.recall(ctx, m.ID)
+	if err == nil {
+		return
+	}
+	c.log.Warn().Str("error", c.scrub(err.Error())).Msg("feishu: a message carrying a secret was not recalled")
+	if r.Unretracted != "" {
+		if err := c.Say(ctx, m.Chat, conversation.Reply{Text: r.Unretracted}); err != nil {
+			c.log.Warn().Str("error", c.scrub(err.Error())).Msg("feishu reply failed")
+		}
+	}
+}
+
+// recall calls DELETE /open-apis/im/v1/messages/:message_id, once more
+// with a fresh token when the platform declares the token invalid.
+func (c *Channel) recall(ctx context.Context, messageID string) error {
+	for attempt := 0; ; attempt++ {
+		tok, err := c.tokens.Token(ctx)
+		if err != nil {
+			return err
+		}
+		req := larkim.NewDeleteMessageReqBuilder().MessageId(messageID).Build()
+		resp, err := c.lark.Im.V1.Message.Delete(ctx, req, larkcore.WithTenantAccessToken(tok))
+		if err != nil {
+			return fmt.Errorf("feishu: recall message: %s", c.scrub(strings.ReplaceAll(err.Error(), messageID, "…")))
+		}
+		if resp.Success() {
+			return nil
+		}
+		if sink.IsTokenInvalid(resp.Code) && attempt == 0 {
+			c.tokens.Drop(tok)
+			continue
+		}
+		return fmt.Errorf("%w: recall: code %d", ErrSend, resp.Code)
+	}
+}
+
 func newUUID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
 
 	"github.com/herald-bridge/herald/conversation"
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/deliverytest"
 	tgsink "github.com/herald-bridge/herald/delivery/telegram"
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
@@ -81,6 +81,80 @@ func countContaining(calls []call, s string) int {
 
 var reRequest = regexp.MustCompile(`r-[0-9a-f]{6}`)
 
+// chatRig is the real channel, conversation core, task manager,
+// dispatcher and Telegram delivery sink on one bbolt store, against a
+// fake Bot API.
+type chatRig struct {
+	api   *fakeAPI
+	clock *tasks.ManualClock
+	st    *bolt.Store
+	m     *tasks.Manager
+	core  *conversation.Core
+	logs  *deliverytest.LogBuffer
+}
+
+// newChatRig starts a chatRig whose sources come from open; with, when
+// set, adds to the core's options.
+func newChatRig(t *testing.T, p tasks.Policy, open func(*bolt.Store) tasks.SourceOpener, with func(*bolt.Store, *conversation.Options)) *chatRig {
+	t.Helper()
+	r := &chatRig{api: newFakeAPI(t), clock: tasks.NewManualClock(time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC))}
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "herald.db"), bolt.Options{Now: r.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.st = st
+	t.Cleanup(func() { st.Close() })
+	log, logs := deliverytest.Logger()
+	r.logs = logs
+
+	var dispatch *delivery.Dispatcher
+	m, err := tasks.New(tasks.Options{
+		Store: st, Clock: r.clock, Holder: "replica-a", Log: log,
+		// Leases outlive the hours the test jumps: ownership stays put.
+		LeaseTTL: 24 * time.Hour, Sources: open(st), Policy: p,
+		RetryWaits:   []time.Duration{0, 0},
+		WakeDelivery: func() { dispatch.Wake() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.m = m
+	sink, err := tgsink.New(testToken, r.api.srv.URL, tgsink.WithLimits(tgsink.Limits{PerChat: rate.Inf, PerGroup: rate.Inf, Global: rate.Inf}), tgsink.WithClock(r.clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dispatch, err = delivery.NewDispatcher(delivery.Options{
+		Ledger: st.Ledger(), Worker: "replica-a", Log: log, Poll: 10 * time.Millisecond, Now: r.clock.Now,
+		Router: delivery.NewTable(delivery.TableConfig{Sinks: map[delivery.AddressKind]delivery.Sink{delivery.TelegramChat: sink}}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	co := conversation.Options{Tasks: m, Store: st, Zone: time.UTC, BotName: testUsername, Log: log, Now: r.clock.Now}
+	if with != nil {
+		with(st, &co)
+	}
+	r.core, err = conversation.New(co)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := New(Options{Token: testToken, APIURL: r.api.srv.URL, Handler: r.core, Store: st, Holder: "replica-a", Log: log,
+		PollTimeout: 2 * time.Second, LeaseTTL: 24 * time.Hour, Backoff: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.core.AddSender("telegram", ch)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, run := range []func(context.Context) error{m.Run, r.core.Run, ch.Run, func(ctx context.Context) error { dispatch.Run(ctx); return nil }} {
+		wg.Go(func() { _ = run(ctx) })
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	waitFor(t, "scheduling owner", func() bool { ok, _ := m.Owner(); return ok })
+	return r
+}
+
 // TestWholeConversation runs a request from a Telegram chat to a pushed
 // change: the real channel, conversation core, task manager, dispatcher
 // and Telegram delivery sink on one bbolt store, against a fake Bot API
@@ -91,65 +165,18 @@ func TestWholeConversation(t *testing.T) {
 		requesterID = "20002"
 		strangerID  = "30003"
 	)
-	api := newFakeAPI(t)
 	rss := newFeed(t, filepath.Join("testdata", "rss2-podcast-enclosures.xml"))
-	clock := tasks.NewManualClock(time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC))
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "herald.db"), bolt.Options{Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	log := zerolog.Nop()
-
-	var dispatch *delivery.Dispatcher
-	m, err := tasks.New(tasks.Options{
-		Store: st, Clock: clock, Holder: "replica-a", Log: log,
-		// Leases outlive the hours the test jumps: ownership stays put.
-		LeaseTTL: 24 * time.Hour,
-		Sources: tasks.SourceOpenerFunc(func(spec watch.Spec, zone *time.Location) (tasks.Source, error) {
+	r := newChatRig(t, tasks.Policy{
+		Admins:       []string{"telegram:" + adminID},
+		Requesters:   []string{"telegram:*"},
+		AllowedHosts: []string{"*.example.edu"},
+		Named:        map[string]bool{},
+	}, func(*bolt.Store) tasks.SourceOpener {
+		return tasks.SourceOpenerFunc(func(spec watch.Spec, zone *time.Location) (tasks.Source, error) {
 			return source.New(spec, source.Options{AllowPrivate: true, DefaultZone: zone})
-		}),
-		Policy: tasks.Policy{
-			Admins:       []string{"telegram:" + adminID},
-			Requesters:   []string{"telegram:*"},
-			AllowedHosts: []string{"*.example.edu"},
-			Named:        map[string]bool{},
-		},
-		RetryWaits:   []time.Duration{0, 0},
-		WakeDelivery: func() { dispatch.Wake() },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink, err := tgsink.New(testToken, api.srv.URL, tgsink.WithLimits(tgsink.Limits{PerChat: rate.Inf, PerGroup: rate.Inf, Global: rate.Inf}), tgsink.WithClock(clock.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dispatch, err = delivery.NewDispatcher(delivery.Options{
-		Ledger: st.Ledger(), Worker: "replica-a", Log: log, Poll: 10 * time.Millisecond, Now: clock.Now,
-		Router: delivery.NewTable(delivery.TableConfig{Sinks: map[delivery.AddressKind]delivery.Sink{delivery.TelegramChat: sink}}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	core, err := conversation.New(conversation.Options{Tasks: m, Store: st, Zone: time.UTC, BotName: testUsername, Log: log, Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch, err := New(Options{Token: testToken, APIURL: api.srv.URL, Handler: core, Store: st, Holder: "replica-a", Log: log,
-		PollTimeout: 2 * time.Second, LeaseTTL: 24 * time.Hour, Backoff: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	core.AddSender("telegram", ch)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for _, run := range []func(context.Context) error{m.Run, core.Run, ch.Run, func(ctx context.Context) error { dispatch.Run(ctx); return nil }} {
-		wg.Go(func() { _ = run(ctx) })
-	}
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	waitFor(t, "scheduling owner", func() bool { ok, _ := m.Owner(); return ok })
+		})
+	}, nil)
+	api, clock, st, m := r.api, r.clock, r.st, r.m
 
 	// The requester asks to watch the feed.
 	feedURL := rss.srv.URL + "/feed.xml"

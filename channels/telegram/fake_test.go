@@ -205,7 +205,7 @@ func (f *fakeAPI) handle(w http.ResponseWriter, r *http.Request) {
 		default:
 			fmt.Fprintf(w, `{"ok":true,"result":{"message_id":%s,"date":1764464400,"chat":{"id":%s,"type":"private"},"text":%q}}`, p["message_id"], p["chat_id"], text)
 		}
-	case "answercallbackquery", "setmycommands", "setwebhook", "deletewebhook":
+	case "answercallbackquery", "setmycommands", "setwebhook", "deletewebhook", "deletemessage":
 		fmt.Fprint(w, `{"ok":true,"result":true}`)
 	default:
 		w.WriteHeader(http.StatusNotFound)

@@ -54,6 +54,9 @@ func (c *Channel) process(ctx context.Context, u *models.Update, me identity) er
 		return nil
 	}
 	for _, r := range c.o.Handler.Handle(ctx, in.msg) {
+		if r.Retract {
+			c.retract(ctx, in, r)
+		}
 		if err := c.send(ctx, in.chatID, r, in.replyTo); err != nil {
 			c.log.Warn().Str("error", err.Error()).Bool("group", in.msg.Group).Msg("telegram reply")
 		}

@@ -166,6 +166,27 @@ func notModified(err error) bool {
 	return errors.Is(err, bot.ErrorBadRequest) && strings.Contains(err.Error(), "message is not modified")
 }
 
+// retract deletes the message in answered (it carried a secret); when
+// Telegram will not (too old, or no right to in a group), r.Unretracted
+// asks the person to delete it.
+func (c *Channel) retract(ctx context.Context, in inbound, r conversation.Reply) {
+	if in.msgID == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	_, err := c.bot.DeleteMessage(cctx, &bot.DeleteMessageParams{ChatID: in.chatID, MessageID: in.msgID})
+	cancel()
+	if err == nil {
+		return
+	}
+	c.log.Warn().Str("error", c.wrap("deleteMessage", err).Error()).Msg("telegram: a message carrying a secret was not deleted")
+	if r.Unretracted != "" {
+		if err := c.send(ctx, in.chatID, conversation.Reply{Text: r.Unretracted}, in.replyTo); err != nil {
+			c.log.Warn().Str("error", err.Error()).Msg("telegram reply")
+		}
+	}
+}
+
 // answer stops the presser's progress indicator, with an optional toast.
 func (c *Channel) answer(ctx context.Context, id, toast string) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)

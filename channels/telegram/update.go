@@ -32,6 +32,7 @@ type inbound struct {
 	// an inline-mode message).
 	editable int
 	replyTo  int // message to reply to in a group (0: none)
+	msgID    int // the message itself (0 for a press): what Retract deletes
 }
 
 // chatOf returns the chat an update belongs to, for per-chat ordering.
@@ -115,6 +116,7 @@ func mapMessage(id int64, m *models.Message, me identity) (inbound, bool) {
 			Name:      displayName(m.From),
 		},
 		chatID: m.Chat.ID,
+		msgID:  m.ID,
 	}
 	if group {
 		in.replyTo = m.ID

@@ -21,6 +21,7 @@ import (
 	"github.com/herald-bridge/herald/delivery/inbox"
 	"github.com/herald-bridge/herald/delivery/telegram"
 	"github.com/herald-bridge/herald/store/bolt"
+	"github.com/herald-bridge/herald/store/credentials"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
@@ -317,9 +318,16 @@ var _ tasks.ScopedOpener = sourceOpener{}
 
 func (s *service) sourceOpener() tasks.SourceOpener { return sourceOpener{s} }
 
+// options are the source options in force now; a course site's token
+// given in chat is asked of the credential store at each run.
+func (o sourceOpener) options(spec watch.Spec, zone *time.Location) source.Options {
+	return source.Options{AllowPrivate: o.s.manager.Policy().AllowPrivate, DefaultZone: zone,
+		Token: credentials.New(o.s.store.Channels()).Resolver(spec), Observe: o.s.metrics.fetch}
+}
+
 // Open builds a source with redirects confined to the same host.
 func (o sourceOpener) Open(spec watch.Spec, zone *time.Location) (tasks.Source, error) {
-	return source.New(spec, source.Options{AllowPrivate: o.s.manager.Policy().AllowPrivate, DefaultZone: zone, Observe: o.s.metrics.fetch})
+	return source.New(spec, o.options(spec, zone))
 }
 
 // OpenScoped builds a source whose redirects must stay on the grant's host
@@ -328,8 +336,9 @@ func (o sourceOpener) OpenScoped(spec watch.Spec, zone *time.Location, sc tasks.
 	inScope := func(u *url.URL) bool {
 		return strings.EqualFold(u.Host, sc.Host) && strings.HasPrefix(u.Path, sc.PathPrefix)
 	}
-	return source.New(spec, source.Options{AllowPrivate: o.s.manager.Policy().AllowPrivate, DefaultZone: zone, Scope: inScope,
-		Observe: o.s.metrics.fetch})
+	opts := o.options(spec, zone)
+	opts.Scope = inScope
+	return source.New(spec, opts)
 }
 
 func writeJSONResponse(w http.ResponseWriter, status int, v any) error {

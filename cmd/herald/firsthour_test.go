@@ -121,3 +121,25 @@ func TestFirstHour_READMEWalkThrough(t *testing.T) {
 		t.Errorf("version --json: exit %d %q", code, out)
 	}
 }
+
+// TestFirstHour_READMEShowsAnotherPortAndDataDir: the README tells how to
+// run on another port and data dir, and the Makefile takes what it says.
+func TestFirstHour_READMEShowsAnotherPortAndDataDir(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile(`(?m)^make run CONFIG=(\S+) DATA_DIR=(\S+)$`).FindStringSubmatch(string(readme))
+	if line == nil || !strings.Contains(string(readme), "server.listen") {
+		t.Fatal("the README does not show `make run CONFIG=… DATA_DIR=…` with where the port is set")
+	}
+	for _, want := range []string{`(?m)^CONFIG\s*\?=`, `(?m)^DATA_DIR\s*\?=`, `serve --config \$\(CONFIG\) --data-dir \$\(DATA_DIR\)`} {
+		if !regexp.MustCompile(want).Match(mk) {
+			t.Errorf("the Makefile lacks %s, which the README relies on", want)
+		}
+	}
+}

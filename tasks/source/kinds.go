@@ -108,8 +108,14 @@ var registry = []kind.Kind{
 			return parseHTML(d.Body, d.ContentType, d.URL, sel)
 		},
 	},
-	canvas.Kind,
-	moodle.Kind,
+	withToken(canvas.Kind),
+	withToken(moodle.Kind),
+}
+
+// withToken marks k as read with a person's access token per site.
+func withToken(k kind.Kind) kind.Kind {
+	k.Token = true
+	return k
 }
 
 // Lookup returns the kind called name.
@@ -132,6 +138,13 @@ func Valid(name string) bool {
 func NeedsSelector(name string) bool {
 	k, ok := Lookup(name)
 	return ok && k.NeedsSelector
+}
+
+// TakesToken reports whether a watch of kind name reads with a person's
+// access token for the site (canvas, moodle).
+func TakesToken(name string) bool {
+	k, ok := Lookup(name)
+	return ok && k.Token
 }
 
 // Names lists the kinds in table order.

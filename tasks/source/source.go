@@ -54,6 +54,10 @@ type Options struct {
 	Now func() time.Time
 	// UserAgent overrides the default polite User-Agent.
 	UserAgent string
+	// Token, when set, is asked for the access token at each run of a
+	// kind that takes one and whose spec carries none (a token given in
+	// chat, kept in the credential store); its error ends the run.
+	Token func(ctx context.Context) (string, error)
 	// Trusted lists exact destinations the address guard lets through
 	// whatever AllowPrivate says (see egress.Options.Trusted).
 	Trusted []netip.AddrPort
@@ -218,7 +222,15 @@ func (s *Source) checkCount(items []watch.Item) error {
 func (s *Source) run(parent context.Context, k kind.Kind) (watch.Result, error) {
 	ctx, cancel := context.WithTimeout(parent, s.timeout())
 	defer cancel()
-	items, err := k.Run(ctx, getter{s: s, parent: parent}, s.input())
+	in := s.input()
+	if k.Token && in.Spec.Token == "" && s.o.Token != nil {
+		tok, err := s.o.Token(ctx)
+		if err != nil {
+			return watch.Result{}, err
+		}
+		in.Spec.Token = tok
+	}
+	items, err := k.Run(ctx, getter{s: s, parent: parent}, in)
 	if err != nil {
 		return watch.Result{}, s.classifyTransport(parent, s.u, err)
 	}

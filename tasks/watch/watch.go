@@ -27,6 +27,11 @@ type Spec struct {
 	Token   string   `json:"token,omitempty"`
 	Courses []string `json:"courses,omitempty"`
 	Watch   []string `json:"watch,omitempty"`
+	// TokenFrom, for a token given in chat, names the principal whose
+	// stored credential for the site is the token; the source asks the
+	// credential store for it at each run, so the token itself is never
+	// in the spec or the task record (I10).
+	TokenFrom string `json:"token_from,omitempty"`
 }
 
 // Item is one thing a source lists.

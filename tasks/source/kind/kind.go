@@ -26,6 +26,10 @@ type Kind struct {
 	Accept string
 	// NeedsSelector: a watch of this kind must give a CSS selector.
 	NeedsSelector bool
+	// Token: a watch of this kind reads with a person's access token for
+	// the site (Spec.Token, or the stored credential Spec.TokenFrom
+	// names); chat asks for one when none is stored.
+	Token bool
 	// Sniff recognises a body of this kind when the watch leaves the kind
 	// empty. head is the start of the body without BOM or leading space,
 	// lower the same in lower case. nil: never detected from content.

@@ -1,0 +1,116 @@
+// Package credentials keeps the access tokens people give herald in chat
+// (a course site's personal token): channel credentials, one per
+// principal and site, in the channel-state storage object under their own
+// key prefix. A token lives only here: the task that uses it names its
+// owner (watch.Spec.TokenFrom) and the source asks for the token at each
+// run, so it is never in a task record, an export, a reply or a log (I10).
+package credentials
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/herald-bridge/herald/store"
+	"github.com/herald-bridge/herald/tasks/watch"
+)
+
+// ErrBadSite reports a site address that is not an absolute http(s) URL.
+var ErrBadSite = errors.New("credentials: the site must be an http(s) address")
+
+// MaxToken bounds a stored token; course sites' tokens are under 100 bytes.
+const MaxToken = 1024
+
+// Store keeps credentials in a KV (store.Store.Channels()).
+type Store struct{ kv store.KV }
+
+// New returns the credential store kept in kv.
+func New(kv store.KV) *Store { return &Store{kv: kv} }
+
+// Site is the origin a credential belongs to: scheme://host[:port], in
+// lower case; the path, query and any user info are not part of it.
+func Site(raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", ErrBadSite
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host), nil
+}
+
+func key(principal, site string) string { return "cred/" + site + "|" + principal }
+
+// Put stores principal's token for the site rawURL is on, replacing any.
+func (s *Store) Put(ctx context.Context, principal, rawURL, token string) error {
+	site, err := Site(rawURL)
+	if err != nil {
+		return err
+	}
+	if token == "" || len(token) > MaxToken {
+		return errors.New("credentials: empty or oversized token")
+	}
+	if err := s.kv.Put(ctx, key(principal, site), []byte(token), 0); err != nil {
+		return fmt.Errorf("store credential: %w", err)
+	}
+	return nil
+}
+
+// Get returns principal's token for the site rawURL is on;
+// store.ErrNotFound when none is stored.
+func (s *Store) Get(ctx context.Context, principal, rawURL string) (string, error) {
+	site, err := Site(rawURL)
+	if err != nil {
+		return "", err
+	}
+	b, err := s.kv.Get(ctx, key(principal, site))
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// Has reports whether principal has a token stored for rawURL's site.
+func (s *Store) Has(ctx context.Context, principal, rawURL string) (bool, error) {
+	_, err := s.Get(ctx, principal, rawURL)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	}
+	return false, err
+}
+
+// Delete forgets principal's token for rawURL's site.
+func (s *Store) Delete(ctx context.Context, principal, rawURL string) error {
+	site, err := Site(rawURL)
+	if err != nil {
+		return err
+	}
+	if err := s.kv.Delete(ctx, key(principal, site)); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// Resolver is what a source asks for spec's token at run time: the
+// credential spec.TokenFrom stored for spec's site. nil when the spec
+// does not read a stored credential. A missing credential is an auth
+// failure (the owner is told once, as for a revoked token); a store that
+// cannot answer is transient.
+func (s *Store) Resolver(spec watch.Spec) func(ctx context.Context) (string, error) {
+	if s == nil || spec.TokenFrom == "" {
+		return nil
+	}
+	return func(ctx context.Context) (string, error) {
+		tok, err := s.Get(ctx, spec.TokenFrom, spec.URL)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return "", watch.Errorf(watch.Auth, "no access token is stored for this site; the owner can give one again with /token")
+		case err != nil:
+			return "", watch.Errorf(watch.Transient, "the credential store did not answer")
+		}
+		return tok, nil
+	}
+}

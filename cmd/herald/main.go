@@ -60,6 +60,10 @@ func commands() []command {
 		{"send-test", "RECIPIENT", "send one test push through the whole path and print its outcome", cmdSendTest},
 		{"agent", "token NAME [--out FILE] | revoke NAME | list", "issue, revoke and list agent tokens (principal agent:NAME)", cmdAgent},
 		{"mcp", "--token-file FILE [--service URL]", "serve MCP on stdio for an agent holding an agent token", cmdMCP},
+		{"export", "[--tasks all|PRINCIPAL] [--opml] --out FILE", "write tasks to a bundle (.zip) or their feeds to OPML; no secrets or addresses", cmdExport},
+		{"import", "FILE [--as PRINCIPAL] [--dry-run]", "import a bundle or an OPML file as requests; one state per task", cmdImport},
+		{"backup", "--out FILE", "write a consistent backup of the whole store while herald runs", cmdBackup},
+		{"restore", "FILE", "restore a backup into a new, empty data dir (herald must not be running on it)", cmdRestore},
 		{"version", "", "print the version", cmdVersion},
 	}
 }

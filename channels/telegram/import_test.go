@@ -1,0 +1,129 @@
+package telegram
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/herald-bridge/herald/conversation"
+	"github.com/herald-bridge/herald/store/bolt"
+	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/transfer"
+	"github.com/herald-bridge/herald/tasks/watch"
+)
+
+const importOPML = `<?xml version="1.0" encoding="UTF-8"?>
+<opml version="2.0"><body>
+<outline text="Campus"><outline type="rss" text="Library" xmlUrl="https://library.example.edu/rss"/></outline>
+<outline type="rss" text="Elsewhere" xmlUrl="https://blog.example.org/rss"/>
+</body></opml>`
+
+func documentUpdate(id int, from, chat, chatType, fileID, name string, size int) string {
+	return fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,"date":1764464400,"from":{"id":%s,"is_bot":false,"first_name":"Ada","language_code":"en"},"chat":{"id":%s,"type":%q},"document":{"file_id":%q,"file_unique_id":"u%d","file_name":%q,"mime_type":"application/octet-stream","file_size":%d}}}`,
+		id, id, from, chat, chatType, fileID, id, name, size)
+}
+
+// TestI8_DocumentSentInPrivateIsImportedAsRequests: an OPML file sent to
+// the bot in a private chat is fetched through getFile and the file
+// endpoint, each feed becomes the sender's request under the policy, and
+// the reply is the table. A hostile bundle is refused with its reason and
+// changes nothing; a document in a group is not even downloaded.
+func TestI8_DocumentSentInPrivateIsImportedAsRequests(t *testing.T) {
+	const person = "20002"
+	api := newFakeAPI(t)
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "herald.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	m, err := tasks.New(tasks.Options{
+		Store: st, Holder: "replica-a", Log: zerolog.Nop(),
+		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) {
+			return nil, errors.New("no fetching in this test")
+		}),
+		Policy: tasks.Policy{Requesters: []string{"telegram:*"}, AllowedHosts: []string{"*.example.edu"}, Named: map[string]bool{}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, err := conversation.New(conversation.Options{Tasks: m, Store: st, BotName: testUsername, Log: zerolog.Nop(), Importer: transfer.Files{M: m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := New(Options{Token: testToken, APIURL: api.srv.URL, Handler: core, Store: st, Holder: "replica-a", Log: zerolog.Nop(),
+		PollTimeout: 2 * time.Second, LeaseTTL: time.Hour, Backoff: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = ch.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	tasksOf := func() []*tasks.Task { list, _ := m.List(context.Background(), ""); return list }
+
+	api.addFile("F-opml", []byte(importOPML))
+	api.push(documentUpdate(700, person, person, "private", "F-opml", "feeds.opml", len(importOPML)))
+	waitFor(t, "the import's answer", func() bool { return len(api.sentTo(person)) == 1 })
+	reply := api.sentTo(person)[0].Params["text"]
+	for _, want := range []string{"Imported 2 of 2", "Campus / Library — imported (active", "Elsewhere — imported (awaiting approval"} {
+		if !strings.Contains(reply, want) {
+			t.Errorf("reply lacks %q:\n%s", want, reply)
+		}
+	}
+	list := tasksOf()
+	if len(list) != 2 {
+		t.Fatalf("%d tasks after the import", len(list))
+	}
+	for _, tk := range list {
+		if tk.Owner != "telegram:"+person || strings.Join(tk.Notify, ",") != "telegram:chat:"+person || tk.Request.Name != "Ada" {
+			t.Errorf("imported task %+v", tk)
+		}
+	}
+
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, _ := zw.Create("herald-bundle.yaml")
+	w.Write([]byte("format: 1\ntasks:\n  - name: sneaky\n    source: {kind: rss, url: \"https://sneaky.example.edu/feed\"}\n"))
+	w, _ = zw.Create("/etc/cron.d/evil")
+	w.Write([]byte("x"))
+	zw.Close()
+	api.addFile("F-zip", buf.Bytes())
+	api.push(documentUpdate(701, person, person, "private", "F-zip", "tasks.zip", buf.Len()))
+	waitFor(t, "the refusal", func() bool { return len(api.sentTo(person)) == 2 })
+	if reply := api.sentTo(person)[1].Params["text"]; !strings.Contains(reply, "refused") || !strings.Contains(reply, "absolute path") || !strings.Contains(reply, "Nothing was imported") {
+		t.Errorf("refusal reply:\n%s", reply)
+	}
+	if n := len(tasksOf()); n != 2 {
+		t.Fatalf("a refused bundle changed the tasks: %d", n)
+	}
+
+	api.addFile("F-group", []byte(importOPML))
+	api.push(documentUpdate(702, person, "-100555", "supergroup", "F-group", "feeds.opml", len(importOPML)))
+	api.push(fmt.Sprintf(`{"update_id":703,"message":{"message_id":703,"date":1764464400,"from":{"id":%s,"is_bot":false,"first_name":"Ada"},"chat":{"id":%s,"type":"private"},"text":"/tasks"}}`, person, person))
+	waitFor(t, "the answer after the group's document", func() bool { return len(api.sentTo(person)) == 3 })
+	if n := len(api.callsTo("getFile")); n != 2 {
+		t.Errorf("getFile called %d times; the group's document must not be fetched", n)
+	}
+	if n := len(api.sentTo("-100555")); n != 0 {
+		t.Errorf("the group got %d answers", n)
+	}
+	api.mu.Lock()
+	calls := append([]call(nil), api.calls...)
+	api.mu.Unlock()
+	for _, c := range calls {
+		for _, v := range c.Params {
+			if strings.Contains(v, testToken) {
+				t.Errorf("the token went out in a parameter of %s", c.Method)
+			}
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
@@ -202,16 +203,12 @@ func cmdImport(e *env, args []string) int {
 		return e.fail(fmt.Errorf("%s: %w", pos[0], err))
 	}
 	rows := []transfer.Row{}
-	for start := 0; start < len(list) || start == 0; start += importBatch {
-		part := list[start:min(start+importBatch, len(list))]
+	for part := range slices.Chunk(list, importBatch) {
 		var got []transfer.Row
 		if code := e.do("import", importIn{As: *as, DryRun: *dry, Tasks: part}, &got, 5*time.Minute); code != exitOK {
 			return code
 		}
 		rows = append(rows, got...)
-		if len(list) == 0 {
-			break
-		}
 	}
 	if e.json {
 		e.printJSON(rows)
@@ -263,4 +260,5 @@ func cmdBackup(e *env, args []string) int {
 	return exitOK
 }
 
+// errRestore is wrapped by every refusal of herald restore.
 var errRestore = errors.New("restore refused")

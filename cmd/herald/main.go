@@ -168,6 +168,12 @@ Without --data-dir the CLI looks in ./data, then in the data dir of the last
 service started by this user.
 Run 'herald <command> --help' for a command's flags.
 
+Moving tasks: 'herald export --out tasks.zip' (or --opml --out feeds.opml)
+writes them without secrets or addresses; 'herald import FILE --as PRINCIPAL
+--dry-run' shows what each would become, without --dry-run makes them
+requests. A whole service: 'herald backup --out FILE' while it runs, then
+'herald restore FILE --data-dir NEW' with no herald serving NEW.
+
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 the service is not running.
 `)
 }

@@ -3,19 +3,15 @@ package feishu
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/conversation"
-	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/transfer"
-	"github.com/herald-bridge/herald/tasks/watch"
+	"github.com/herald-bridge/herald/tasks/transfer/transfertest"
 )
 
 // fileEvent builds an im.message.receive_v1 event of a file message.
@@ -35,21 +31,7 @@ func fileEvent(eventID, messageID, chatID, chatType, key, name string) []byte {
 // endpoint with the tenant token and imported as the sender's requests,
 // the table coming back as the reply; a file in a group is not fetched.
 func TestI8_FileSentInPrivateIsImportedAsRequests(t *testing.T) {
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "tasks.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	m, err := tasks.New(tasks.Options{
-		Store: st, Holder: "replica-a", Log: zerolog.Nop(),
-		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) {
-			return nil, errors.New("no fetching in this test")
-		}),
-		Policy: tasks.Policy{Requesters: []string{"feishu:*"}, AllowedHosts: []string{"*.example.edu"}, Named: map[string]bool{}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, st := transfertest.Manager(t, tasks.Policy{Requesters: []string{"feishu:*"}, AllowedHosts: []string{"*.example.edu"}, Named: map[string]bool{}})
 	core, err := conversation.New(conversation.Options{Tasks: m, Store: st, Log: zerolog.Nop(), Importer: transfer.Files{M: m}})
 	if err != nil {
 		t.Fatal(err)

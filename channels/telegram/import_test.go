@@ -1,12 +1,8 @@
 package telegram
 
 import (
-	"archive/zip"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,10 +11,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/conversation"
-	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/transfer"
-	"github.com/herald-bridge/herald/tasks/watch"
+	"github.com/herald-bridge/herald/tasks/transfer/transfertest"
 )
 
 const importOPML = `<?xml version="1.0" encoding="UTF-8"?>
@@ -40,21 +35,7 @@ func documentUpdate(id int, from, chat, chatType, fileID, name string, size int)
 func TestI8_DocumentSentInPrivateIsImportedAsRequests(t *testing.T) {
 	const person = "20002"
 	api := newFakeAPI(t)
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "herald.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	m, err := tasks.New(tasks.Options{
-		Store: st, Holder: "replica-a", Log: zerolog.Nop(),
-		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) {
-			return nil, errors.New("no fetching in this test")
-		}),
-		Policy: tasks.Policy{Requesters: []string{"telegram:*"}, AllowedHosts: []string{"*.example.edu"}, Named: map[string]bool{}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, st := transfertest.Manager(t, tasks.Policy{Requesters: []string{"telegram:*"}, AllowedHosts: []string{"*.example.edu"}, Named: map[string]bool{}})
 	core, err := conversation.New(conversation.Options{Tasks: m, Store: st, BotName: testUsername, Log: zerolog.Nop(), Importer: transfer.Files{M: m}})
 	if err != nil {
 		t.Fatal(err)
@@ -89,15 +70,9 @@ func TestI8_DocumentSentInPrivateIsImportedAsRequests(t *testing.T) {
 		}
 	}
 
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	w, _ := zw.Create("herald-bundle.yaml")
-	w.Write([]byte("format: 1\ntasks:\n  - name: sneaky\n    source: {kind: rss, url: \"https://sneaky.example.edu/feed\"}\n"))
-	w, _ = zw.Create("/etc/cron.d/evil")
-	w.Write([]byte("x"))
-	zw.Close()
-	api.addFile("F-zip", buf.Bytes())
-	api.push(documentUpdate(701, person, person, "private", "F-zip", "tasks.zip", buf.Len()))
+	hostile := transfertest.HostileBundle(t, "https://sneaky.example.edu/feed", "/etc/cron.d/evil")
+	api.addFile("F-zip", hostile)
+	api.push(documentUpdate(701, person, person, "private", "F-zip", "tasks.zip", len(hostile)))
 	waitFor(t, "the refusal", func() bool { return len(api.sentTo(person)) == 2 })
 	if reply := api.sentTo(person)[1].Params["text"]; !strings.Contains(reply, "refused") || !strings.Contains(reply, "absolute path") || !strings.Contains(reply, "Nothing was imported") {
 		t.Errorf("refusal reply:\n%s", reply)

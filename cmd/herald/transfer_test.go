@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/herald-bridge/herald/tasks/transfer/transfertest"
 )
 
 // transferTasks are two declared tasks beside the fixture's news: one
@@ -156,15 +158,8 @@ func unzipAll(t *testing.T, raw []byte) [][]byte {
 func TestI10_HostileBundleChangesNothing(t *testing.T) {
 	fx := newFixture(t)
 	_, dataDir := startServe(t, fx.config(t, ""), hookSecretEnv+"="+hookSecret)
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	w, _ := zw.Create("herald-bundle.yaml")
-	w.Write([]byte("format: 1\ncreated: 2026-11-02T09:00:00Z\nherald: test\ntasks:\n  - name: sneaky\n    source: {kind: rss, url: \"https://sneaky.example.org/feed\"}\n"))
-	w, _ = zw.Create("../../.ssh/authorized_keys")
-	w.Write([]byte("ssh-ed25519 AAAA"))
-	zw.Close()
 	path := filepath.Join(t.TempDir(), "hostile.zip")
-	os.WriteFile(path, buf.Bytes(), 0o600)
+	os.WriteFile(path, transfertest.HostileBundle(t, "https://sneaky.example.org/feed", "../../.ssh/authorized_keys"), 0o600)
 	waitBaseline(t, dataDir, "news")
 	before := cli(t, dataDir, "tasks", "list", "--json")
 	out, errOut, code := run(t, "import", path, "--data-dir", dataDir)

@@ -103,7 +103,7 @@ func Import(ctx context.Context, m Manager, r Request, list []bundle.Task) ([]Ro
 	}
 	rows := make([]Row, 0, len(list))
 	for _, bt := range list {
-		row := Row{Name: bt.Name, Source: showURL(bt.Source.URL)}
+		row := Row{Name: bt.Name, Source: source.ShowURL(bt.Source.URL)}
 		sub, st, en, zh := r.submission(p, bt)
 		if st == "" {
 			key := sameSource(sub.URL, sub.Selector, sub.Fields.Items)
@@ -201,19 +201,6 @@ func sameSource(raw, selector, items string) string {
 	u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
 	u.Fragment = ""
 	return u.String() + "\x00" + strings.TrimSpace(selector) + "\x00" + items
-}
-
-// showURL is scheme, host and path; a query or fragment is elided.
-func showURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "(address)"
-	}
-	s := u.Scheme + "://" + u.Host + u.EscapedPath()
-	if u.RawQuery != "" || u.Fragment != "" {
-		s += "?…"
-	}
-	return s
 }
 
 // parseDuration reads Go duration text, or whole days ("3d").

@@ -2,18 +2,14 @@ package transfer
 
 import (
 	"context"
-	"errors"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/herald-bridge/herald/store"
-	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/bundle"
-	"github.com/herald-bridge/herald/tasks/watch"
+	"github.com/herald-bridge/herald/tasks/transfer/transfertest"
 )
 
 const (
@@ -22,26 +18,10 @@ const (
 )
 
 func newManager(t *testing.T, maxTasks int) (*tasks.Manager, store.Store) {
-	t.Helper()
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "herald.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	m, err := tasks.New(tasks.Options{
-		Store: st,
-		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) {
-			return nil, errors.New("no fetching in this test")
-		}),
-		Policy: tasks.Policy{
-			Admins: []string{root}, Requesters: []string{"telegram:*"}, AllowedHosts: []string{"*.example.edu"},
-			Named: map[string]bool{"ops": true}, Limits: tasks.Limits{MaxTasks: maxTasks},
-		},
+	return transfertest.Manager(t, tasks.Policy{
+		Admins: []string{root}, Requesters: []string{"telegram:*"}, AllowedHosts: []string{"*.example.edu"},
+		Named: map[string]bool{"ops": true}, Limits: tasks.Limits{MaxTasks: maxTasks},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, st
 }
 
 func rss(name, url string) bundle.Task {

@@ -23,6 +23,10 @@ func (t *turn) importFile(f File) []Reply {
 	if imp == nil || f.Fetch == nil {
 		return t.reply("I cannot import files here.", "这里不能导入文件。")
 	}
+	if !transfer.Importable(f.Name) {
+		return t.reply("I can import a herald bundle (.zip) or an OPML feed list (.opml); that file is neither.",
+			"我可以导入 herald 任务包（.zip）或 OPML 订阅列表（.opml）；这个文件都不是。")
+	}
 	if f.Size > transfer.MaxFile {
 		return t.reply("That file is larger than 8 MiB; nothing was imported.", "文件超过 8 MiB，没有导入任何内容。")
 	}

@@ -31,7 +31,7 @@ func documentUpdate(id int, from, chat, chatType, fileID, name string, size int)
 // the bot in a private chat is fetched through getFile and the file
 // endpoint, each feed becomes the sender's request under the policy, and
 // the reply is the table. A hostile bundle is refused with its reason and
-// changes nothing; a document in a group is not even downloaded.
+// changes nothing; a pdf, or a document in a group, is not even downloaded.
 func TestI8_DocumentSentInPrivateIsImportedAsRequests(t *testing.T) {
 	const person = "20002"
 	api := newFakeAPI(t)
@@ -81,12 +81,19 @@ func TestI8_DocumentSentInPrivateIsImportedAsRequests(t *testing.T) {
 		t.Fatalf("a refused bundle changed the tasks: %d", n)
 	}
 
+	api.addFile("F-pdf", []byte("%PDF-1.7"))
+	api.push(documentUpdate(702, person, person, "private", "F-pdf", "timetable.pdf", 8))
+	waitFor(t, "the answer to a pdf", func() bool { return len(api.sentTo(person)) == 3 })
+	if reply := api.sentTo(person)[2].Params["text"]; !strings.Contains(reply, "neither") {
+		t.Errorf("answer to a pdf:\n%s", reply)
+	}
+
 	api.addFile("F-group", []byte(importOPML))
-	api.push(documentUpdate(702, person, "-100555", "supergroup", "F-group", "feeds.opml", len(importOPML)))
-	api.push(fmt.Sprintf(`{"update_id":703,"message":{"message_id":703,"date":1764464400,"from":{"id":%s,"is_bot":false,"first_name":"Ada"},"chat":{"id":%s,"type":"private"},"text":"/tasks"}}`, person, person))
-	waitFor(t, "the answer after the group's document", func() bool { return len(api.sentTo(person)) == 3 })
+	api.push(documentUpdate(703, person, "-100555", "supergroup", "F-group", "feeds.opml", len(importOPML)))
+	api.push(fmt.Sprintf(`{"update_id":704,"message":{"message_id":704,"date":1764464400,"from":{"id":%s,"is_bot":false,"first_name":"Ada"},"chat":{"id":%s,"type":"private"},"text":"/tasks"}}`, person, person))
+	waitFor(t, "the answer after the group's document", func() bool { return len(api.sentTo(person)) == 4 })
 	if n := len(api.callsTo("getFile")); n != 2 {
-		t.Errorf("getFile called %d times; the group's document must not be fetched", n)
+		t.Errorf("getFile called %d times; neither the pdf nor the group's document may be fetched", n)
 	}
 	if n := len(api.sentTo("-100555")); n != 0 {
 		t.Errorf("the group got %d answers", n)

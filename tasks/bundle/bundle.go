@@ -31,6 +31,9 @@ const FileName = "herald-bundle.yaml"
 // Format is the bundle format this binary writes and the newest it reads.
 const Format = 1
 
+// MaxTasks is the most tasks a bundle may hold.
+const MaxTasks = 1000
+
 // Bundle is herald-bundle.yaml.
 type Bundle struct {
 	Format  int       `yaml:"format"`
@@ -187,6 +190,9 @@ func Unmarshal(data []byte) (b Bundle, err error) {
 	}
 	if err := yaml.UnmarshalWithOptions(data, &b, yaml.Strict()); err != nil {
 		return Bundle{}, fmt.Errorf("%w: %s", ErrInvalid, firstLine(err))
+	}
+	if len(b.Tasks) > MaxTasks {
+		return Bundle{}, fmt.Errorf("%w: more than %d tasks", ErrInvalid, MaxTasks)
 	}
 	return b, nil
 }

@@ -206,7 +206,8 @@ func TestI10_NewerFormatRefusedPlainly(t *testing.T) {
 	if !errors.Is(err, ErrNewerFormat) || !strings.Contains(err.Error(), "format 7") || !strings.Contains(err.Error(), "upgrade") {
 		t.Fatalf("err = %v", err)
 	}
-	for _, bad := range []string{"tasks: []\n", "format: 1\ntasks: [{name: x, unknown_key: 1}]\n", "format: [1\n", "\x00\x01"} {
+	many := "format: 1\ntasks:\n" + strings.Repeat("  - source: {url: \"https://a.example/\"}\n", MaxTasks+1)
+	for _, bad := range []string{many, "tasks: []\n", "format: 1\ntasks: [{name: x, unknown_key: 1}]\n", "format: [1\n", "\x00\x01"} {
 		if _, err := Unmarshal([]byte(bad)); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Unmarshal(%q) = %v, want ErrInvalid", bad, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/herald-bridge/herald/tasks/bundle"
@@ -14,6 +15,14 @@ import (
 // MaxFile is the largest file a person may send to import: the bundle
 // limit on an archive, and the OPML reader's.
 const MaxFile = 8 << 20
+
+// Importable reports whether a file of this name may be a bundle or an
+// OPML file: what people send in chat is looked at before it is fetched.
+// A name without an extension is given the benefit of the doubt.
+func Importable(name string) bool {
+	ext := strings.ToLower(path.Ext(name))
+	return ext == "" || ext == ".zip" || ext == ".opml" || ext == ".xml" || ext == ".txt"
+}
 
 // Files imports the files people send in chat through a manager.
 type Files struct{ M Manager }

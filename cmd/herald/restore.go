@@ -88,6 +88,37 @@ func restore(cfg *configs.Config, dir, file string) (int, error) {
 	return n, err
 }
 
+// offlineBackup backs up the store of a data dir no herald serves,
+// holding its lock meanwhile: the copy moving machines wants, since
+// nothing is sent after it was taken.
+func offlineBackup(e *env, out string) (backupView, error) {
+	cfg, err := configs.Load(e.config)
+	if err != nil {
+		return backupView{}, err
+	}
+	lock, err := datadir.Lock(e.dataDir)
+	if errors.Is(err, datadir.ErrLocked) {
+		return backupView{}, fmt.Errorf("%w; it did not answer the backup request", err)
+	}
+	if err != nil {
+		return backupView{}, err
+	}
+	defer lock.Unlock()
+	if path := cfg.Store.BoltPath(e.dataDir); cfg.Store.Driver != configs.DriverRedis {
+		if _, err := os.Stat(path); err != nil {
+			return backupView{}, fmt.Errorf("no herald is running for data dir %s, and it holds no store to back up", e.dataDir)
+		}
+	}
+	s := &service{cfg: cfg, dataDir: e.dataDir}
+	if err := s.openStore(); err != nil {
+		return backupView{}, err
+	}
+	defer s.store.Close()
+	v, err := writeBackup(context.Background(), s.store, cfg.Store, out)
+	v.Offline = true
+	return v, err
+}
+
 // emptyDataDir refuses a data dir holding anything but its lock file.
 func emptyDataDir(dir string) error {
 	f, err := os.Open(dir)

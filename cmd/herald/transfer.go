@@ -10,8 +10,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/herald-bridge/herald/configs"
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/address"
+	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/backup"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/bundle"
@@ -86,25 +88,37 @@ func (o *adminOps) backup(ctx context.Context, in backupIn) (any, error) {
 	if !filepath.IsAbs(in.Out) {
 		return nil, hook.BadInput("the backup's path must be absolute")
 	}
-	snap, ok := o.s.store.(snapshotter)
-	if !ok {
-		return nil, hook.BadInput("this store cannot be backed up")
-	}
 	o.s.mu.Lock()
-	m := backup.Manifest{Created: time.Now().UTC(), Herald: version, Driver: o.s.cfg.Store.Driver}
-	if m.Driver == "redis" {
-		m.Prefix = o.s.cfg.Store.Redis.KeyPrefix
-	} else {
-		m.Driver = "bolt"
-	}
+	sc := o.s.cfg.Store
 	o.s.mu.Unlock()
-	n, err := writeFileAtomic(in.Out, func(w io.Writer) error {
+	return writeBackup(ctx, o.s.store, sc, in.Out)
+}
+
+// backupView is what `herald backup` says it wrote.
+type backupView struct {
+	Out     string `json:"out"`
+	Bytes   int64  `json:"bytes"`
+	Driver  string `json:"driver"`
+	Offline bool   `json:"offline,omitempty"` // taken with no herald running
+}
+
+// writeBackup writes a backup of st, configured as sc, to out.
+func writeBackup(ctx context.Context, st store.Store, sc configs.Store, out string) (backupView, error) {
+	snap, ok := st.(snapshotter)
+	if !ok {
+		return backupView{}, hook.BadInput("this store cannot be backed up")
+	}
+	m := backup.Manifest{Created: time.Now().UTC(), Herald: version, Driver: "bolt"}
+	if sc.Driver == configs.DriverRedis {
+		m.Driver, m.Prefix = "redis", sc.Redis.KeyPrefix
+	}
+	n, err := writeFileAtomic(out, func(w io.Writer) error {
 		return backup.Write(w, m, func(w io.Writer) error { return snap.Backup(ctx, w) })
 	})
 	if err != nil {
-		return nil, err
+		return backupView{}, err
 	}
-	return map[string]any{"out": in.Out, "bytes": n, "driver": m.Driver}, nil
+	return backupView{Out: out, Bytes: n, Driver: m.Driver}, nil
 }
 
 // writeFileAtomic writes path through a private temporary file renamed
@@ -244,19 +258,23 @@ func cmdBackup(e *env, args []string) int {
 	if err != nil {
 		return e.fail(err)
 	}
-	var v struct {
-		Out    string `json:"out"`
-		Bytes  int64  `json:"bytes"`
-		Driver string `json:"driver"`
+	var v backupView
+	err = e.try("backup", backupIn{Out: abs}, &v, 30*time.Minute)
+	if errors.Is(err, errNotRunning) {
+		v, err = offlineBackup(e, abs)
 	}
-	if code := e.do("backup", backupIn{Out: abs}, &v, 30*time.Minute); code != exitOK {
-		return code
+	if err != nil {
+		return e.fail(err)
 	}
 	if e.json {
 		e.printJSON(v)
 		return exitOK
 	}
-	fmt.Fprintf(e.stdout, "wrote a %s backup of %d bytes to %s\n", v.Driver, v.Bytes, v.Out)
+	how := "while herald runs"
+	if v.Offline {
+		how = "with herald stopped"
+	}
+	fmt.Fprintf(e.stdout, "wrote a %s backup of %d bytes to %s (%s)\n", v.Driver, v.Bytes, v.Out, how)
 	return exitOK
 }
 

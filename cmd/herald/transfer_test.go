@@ -220,12 +220,18 @@ func TestI3_BackupRestoreIsQuietAndSendsNothingTwice(t *testing.T) {
 	if code != exitFailure || !strings.Contains(errOut, "not empty") {
 		t.Fatalf("restore over a used data dir: exit %d: %s", code, errOut)
 	}
+	// Once stopped, the backup is taken from the data dir itself: nothing
+	// is in flight or can be sent after it.
+	offlinePath := filepath.Join(t.TempDir(), "offline-backup.zip")
+	if out, errOut, code := runEnv(t, []string{env}, "backup", "--out", offlinePath, "--config", p.cfgPath, "--data-dir", dataDir); code != 0 || !strings.Contains(out, "with herald stopped") {
+		t.Fatalf("offline backup: exit %d\n%s%s", code, out, errOut)
+	}
 	fresh := filepath.Join(t.TempDir(), "data")
 	if out, errOut, code := runEnv(t, []string{env}, "restore", backupPath, "--config", p.cfgPath, "--data-dir", fresh); code != 0 {
 		t.Fatalf("restore: exit %d\n%s%s", code, out, errOut)
 	}
 
-	startServeAt(t, p.cfgPath, fresh, env)
+	p2 := startServeAt(t, p.cfgPath, fresh, env)
 	// The push in flight at the backup may have arrived (it did): it is
 	// not sent again, it is unknown.
 	eventually(t, "the interrupted push is recovered", func() bool {
@@ -242,6 +248,24 @@ func TestI3_BackupRestoreIsQuietAndSendsNothingTwice(t *testing.T) {
 	}
 	if st := countStates(t, fresh, "pushes"); st["pending"] != 0 || len(st) != 2 {
 		t.Fatalf("ledger after the restore: %v", st)
+	}
+	if n := len(fx.rcv.deliveries()); n != got+2 {
+		t.Fatalf("the receiver got %d pushes, want %d", n, got+2)
+	}
+	p2.signal(syscall.SIGTERM)
+
+	// The offline backup restores to a service that owes nothing: every
+	// push completed, none unknown, and again nothing is announced.
+	moved := filepath.Join(t.TempDir(), "data")
+	if out, errOut, code := runEnv(t, []string{env}, "restore", offlinePath, "--config", p.cfgPath, "--data-dir", moved); code != 0 {
+		t.Fatalf("restore of the offline backup: exit %d\n%s%s", code, out, errOut)
+	}
+	startServeAt(t, p.cfgPath, moved, env)
+	if out := cli(t, moved, "tasks", "run", "pushes", "--json"); json.Unmarshal([]byte(out), &rec) != nil || rec.Outcome != "unchanged" || rec.Effects != 0 {
+		t.Fatalf("first run after restoring the offline backup: %s", out)
+	}
+	if st := countStates(t, moved, "pushes"); st["completed"] != base+2 || len(st) != 1 {
+		t.Fatalf("ledger after restoring the offline backup: %v", st)
 	}
 	if n := len(fx.rcv.deliveries()); n != got+2 {
 		t.Fatalf("the receiver got %d pushes, want %d", n, got+2)

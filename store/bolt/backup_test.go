@@ -51,3 +51,21 @@ func TestRestore_LeavesNothingOfABadSnapshot(t *testing.T) {
 		t.Fatalf("left behind: %v", ents)
 	}
 }
+
+// BenchmarkBackup10k measures copying a store of 10,000 effects.
+func BenchmarkBackup10k(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "herald.db"), Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	storetest.FillForBackup(b, s, 10000)
+	b.ResetTimer()
+	for b.Loop() {
+		var buf bytes.Buffer
+		if err := s.Backup(context.Background(), &buf); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(buf.Len()), "bytes")
+	}
+}

@@ -82,3 +82,17 @@ func RunBackup(t *testing.T, s store.Store, b Backup) {
 		t.Errorf("the claim committed with the copied snapshot is missing: %v", err)
 	}
 }
+
+// FillForBackup commits n runs of one claim each across 100 tasks, with
+// their snapshots: a store of n effects for a backup benchmark.
+func FillForBackup(b *testing.B, s store.Store, n int) {
+	ctx := context.Background()
+	now := base()
+	for i := range n {
+		task := fmt.Sprintf("t-%d", i%100)
+		fx := effect(task, fmt.Sprintf("fill-%d", i), now)
+		if _, err := s.Ledger().Commit(ctx, store.RunCommit{TaskID: task, Snapshot: []byte(fmt.Sprint(i)), Effects: []store.Effect{fx}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

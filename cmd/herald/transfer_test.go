@@ -252,7 +252,8 @@ func TestI3_BackupRestoreIsQuietAndSendsNothingTwice(t *testing.T) {
 	if n := len(fx.rcv.deliveries()); n != got+2 {
 		t.Fatalf("the receiver got %d pushes, want %d", n, got+2)
 	}
-	p2.signal(syscall.SIGTERM)
+	p2.cmd.Process.Kill() // only its address is wanted back
+	<-p2.done
 
 	// The offline backup restores to a service that owes nothing: every
 	// push completed, none unknown, and again nothing is announced.

@@ -97,7 +97,7 @@ func FromTask(t *tasks.Task) Task {
 		out.RemindBefore = append(out.RemindBefore, shortDuration(d))
 	}
 	out.Source.URL, out.Needs = cleanURL(s.URL)
-	if s.Token != "" {
+	if s.Token != "" || s.TokenFrom != "" {
 		out.Needs = append(out.Needs, "token")
 	}
 	for _, h := range sortedKeys(s.Headers) {

@@ -228,9 +228,10 @@ func TestI10_ExportCarriesNoSecretOrAddress(t *testing.T) {
 		Notify:  []string{"telegram:chat:4242424242", "ops", "telegram:chat:-100777", "feishu:user:ou_secret"},
 		Include: []string{"exam"},
 	}
+	chatToken := &tasks.Task{Name: "moodle", Owner: "telegram:4242424242", Source: watch.Spec{Kind: "moodle", URL: "https://moodle.example.edu/", TokenFrom: "telegram:4242424242"}}
 	feed := &tasks.Task{Name: "news", Owner: "telegram:4242424242", Source: watch.Spec{Kind: "rss", URL: "https://u:pw-in-url@news.example.edu/feed.xml"},
 		Notify: []string{"inbox:telegram:4242424242"}}
-	b := Bundle{Format: Format, Created: time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC), Herald: "test", Tasks: []Task{FromTask(tk), FromTask(feed)}}
+	b := Bundle{Format: Format, Created: time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC), Herald: "test", Tasks: []Task{FromTask(tk), FromTask(feed), FromTask(chatToken)}}
 	var zipped bytes.Buffer
 	if err := Write(&zipped, b); err != nil {
 		t.Fatal(err)
@@ -255,6 +256,9 @@ func TestI10_ExportCarriesNoSecretOrAddress(t *testing.T) {
 	if c.Source.URL != "https://lms.example.edu/api/v1?page=2" || strings.Join(c.Notify, ",") != "ops" ||
 		strings.Join(c.RemindBefore, ",") != "72h,90m" || strings.Join(c.Source.Courses, ",") != "101" || c.Schedule != "every 2h" {
 		t.Errorf("round trip lost settings: %+v", c)
+	}
+	if m := got.Tasks[2]; strings.Join(m.Needs, ",") != "token" {
+		t.Errorf("a task reading a token given in chat: needs %q", m.Needs)
 	}
 	if f := got.Tasks[1]; f.Source.URL != "https://news.example.edu/feed.xml" || len(f.Notify) != 0 || strings.Join(f.Needs, ",") != "url credentials" {
 		t.Errorf("feed = %+v", f)

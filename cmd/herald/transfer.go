@@ -94,6 +94,21 @@ func (o *adminOps) backup(ctx context.Context, in backupIn) (any, error) {
 	return writeBackup(ctx, o.s.store, sc, in.Out)
 }
 
+// snapshotterOf finds the backend under the service's wrappers of it
+// (the ledger's metrics).
+func snapshotterOf(st store.Store) (snapshotter, bool) {
+	for {
+		if s, ok := st.(snapshotter); ok {
+			return s, true
+		}
+		c, ok := st.(countingStore)
+		if !ok {
+			return nil, false
+		}
+		st = c.Store
+	}
+}
+
 // backupView is what `herald backup` says it wrote.
 type backupView struct {
 	Out     string `json:"out"`
@@ -104,7 +119,7 @@ type backupView struct {
 
 // writeBackup writes a backup of st, configured as sc, to out.
 func writeBackup(ctx context.Context, st store.Store, sc configs.Store, out string) (backupView, error) {
-	snap, ok := st.(snapshotter)
+	snap, ok := snapshotterOf(st)
 	if !ok {
 		return backupView{}, hook.BadInput("this store cannot be backed up")
 	}

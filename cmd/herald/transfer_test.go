@@ -206,6 +206,9 @@ func TestI3_BackupRestoreIsQuietAndSendsNothingTwice(t *testing.T) {
 	}
 	backupPath := filepath.Join(t.TempDir(), "herald-backup.zip")
 	cli(t, dataDir, "backup", "--out", backupPath) // the second push is in flight now
+	if st, err := os.Stat(backupPath); err != nil || st.Mode().Perm()&0o077 != 0 {
+		t.Fatalf("the backup, which holds secrets, is open to others: %v %v", st.Mode(), err)
+	}
 	fx.rcv.release()
 	eventually(t, "both pushes completed", func() bool { return countStates(t, dataDir, "pushes")["completed"] == base+2 })
 

@@ -154,8 +154,8 @@ type exact struct {
 func (e *exact) Read(p []byte) (int, error) {
 	if e.left <= 0 {
 		var one [1]byte
-		if n, _ := e.rc.Read(one[:]); n > 0 {
-			return 0, fmt.Errorf("%w: the snapshot is longer than its header says", ErrInvalid)
+		if n, err := e.rc.Read(one[:]); n > 0 || (err != nil && err != io.EOF) {
+			return 0, fmt.Errorf("%w: the snapshot is not what its header says", ErrInvalid)
 		}
 		return 0, io.EOF
 	}

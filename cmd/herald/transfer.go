@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/herald-bridge/herald/configs"
@@ -202,9 +202,25 @@ func cmdExport(e *env, args []string) int {
 	return exitOK
 }
 
-// importBatch is how many tasks one admin call carries (the API bounds
-// request bodies).
-const importBatch = 200
+// batches splits list into as few admin calls as the API's bound on a
+// request body allows: usually one, so a dry run sees the whole file.
+func batches(list []bundle.Task) [][]bundle.Task {
+	const room = hook.MaxAdminBody * 3 / 4
+	var out [][]bundle.Task
+	var cur []bundle.Task
+	size := 0
+	for _, t := range list {
+		b, _ := json.Marshal(t)
+		if len(cur) > 0 && size+len(b) > room {
+			out, cur, size = append(out, cur), nil, 0
+		}
+		cur, size = append(cur, t), size+len(b)+1
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
 
 func cmdImport(e *env, args []string) int {
 	au, sum := summaryOf("import")
@@ -232,7 +248,7 @@ func cmdImport(e *env, args []string) int {
 		return e.fail(fmt.Errorf("%s: %w", pos[0], err))
 	}
 	rows := []transfer.Row{}
-	for part := range slices.Chunk(list, importBatch) {
+	for _, part := range batches(list) {
 		var got []transfer.Row
 		if code := e.do("import", importIn{As: *as, DryRun: *dry, Tasks: part}, &got, 5*time.Minute); code != exitOK {
 			return code

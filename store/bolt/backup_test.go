@@ -59,13 +59,5 @@ func BenchmarkBackup10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	storetest.FillForBackup(b, s, 10000)
-	b.ResetTimer()
-	for b.Loop() {
-		var buf bytes.Buffer
-		if err := s.Backup(context.Background(), &buf); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(float64(buf.Len()), "bytes")
-	}
+	storetest.BenchBackup(b, s, 10000, s.Backup)
 }

@@ -33,13 +33,5 @@ func TestI1_BackupIsOneConsistentView(t *testing.T) {
 // effects: Redis answers nothing else while it runs.
 func BenchmarkBackup10k(b *testing.B) {
 	s := newTestStore(b)
-	storetest.FillForBackup(b, s, 10000)
-	b.ResetTimer()
-	for b.Loop() {
-		var buf bytes.Buffer
-		if err := s.Backup(context.Background(), &buf); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(float64(buf.Len()), "bytes")
-	}
+	storetest.BenchBackup(b, s, 10000, s.Backup)
 }

@@ -83,9 +83,9 @@ func RunBackup(t *testing.T, s store.Store, b Backup) {
 	}
 }
 
-// FillForBackup commits n runs of one claim each across 100 tasks, with
-// their snapshots: a store of n effects for a backup benchmark.
-func FillForBackup(b *testing.B, s store.Store, n int) {
+// BenchBackup measures take copying s once it holds n runs of one claim
+// each across 100 tasks, with their snapshots.
+func BenchBackup(b *testing.B, s store.Store, n int, take func(ctx context.Context, w io.Writer) error) {
 	ctx := context.Background()
 	now := base()
 	for i := range n {
@@ -94,5 +94,13 @@ func FillForBackup(b *testing.B, s store.Store, n int) {
 		if _, err := s.Ledger().Commit(ctx, store.RunCommit{TaskID: task, Snapshot: []byte(fmt.Sprint(i)), Effects: []store.Effect{fx}}); err != nil {
 			b.Fatal(err)
 		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		var buf bytes.Buffer
+		if err := take(ctx, &buf); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(buf.Len()), "bytes")
 	}
 }

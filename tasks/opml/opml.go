@@ -130,8 +130,21 @@ func outline(attrs []xml.Attr, folders []string) (task bundle.Task, feed bool) {
 	if name != "" || len(path) > 0 {
 		task.Name = strings.Join(append(path, cmp(name, xmlURL)), FolderSep)
 	}
-	task.Source = bundle.Source{Kind: "rss", URL: xmlURL}
+	task.Source = bundle.Source{Kind: "rss", URL: feedScheme(xmlURL)}
 	return task, true
+}
+
+// feedScheme turns the feed: scheme some readers write (feed://host/…,
+// feed:https://host/…) into the web address it stands for.
+func feedScheme(u string) string {
+	lower := strings.ToLower(u)
+	switch {
+	case strings.HasPrefix(lower, "feed:http://"), strings.HasPrefix(lower, "feed:https://"):
+		return u[len("feed:"):]
+	case strings.HasPrefix(lower, "feed://"):
+		return "https://" + u[len("feed://"):]
+	}
+	return u
 }
 
 func cmp(a, b string) string {

@@ -34,8 +34,8 @@ func readFile(t *testing.T, name string) []bundle.Task {
 }
 
 // TestOPML_ReadersExportShapes reads the two shapes feed readers export:
-// one level of categories with HTML entities and a bare ampersand in
-// UTF-8, and folders nested two deep in a GB2312 document whose outlines
+// one level of categories with HTML entities, a bare ampersand and a
+// feed:// address in UTF-8, and folders nested two deep in a GB2312 document whose outlines
 // are not self-closing, one with a title but no text, one empty folder.
 func TestOPML_ReadersExportShapes(t *testing.T) {
 	cases := []struct {
@@ -47,6 +47,7 @@ func TestOPML_ReadersExportShapes(t *testing.T) {
 			"Campus / Café & Dining <https://dining.example.edu/feed?format=rss&lang=en>",
 			"Engineering / Build & Release notes <https://eng.example.org/releases.atom>",
 			"Uncategorised weekly <https://weekly.example.net/rss>",
+			"Podcast <https://podcasts.example.net/show.xml>",
 		}},
 		{"nested-gb2312.opml", []string{
 			"科技 / 博客 / 小站周报 <https://blog.example.cn/feed.xml>",

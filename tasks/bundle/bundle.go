@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/lexer"
+	"github.com/goccy/go-yaml/token"
 
 	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/tasks"
@@ -176,6 +178,13 @@ func Unmarshal(data []byte) (b Bundle, err error) {
 			b, err = Bundle{}, fmt.Errorf("%w: the YAML cannot be parsed", ErrInvalid)
 		}
 	}()
+	// A bundle herald writes has no anchors; aliases in a hostile one
+	// could make a few bytes decode into gigabytes.
+	for _, tk := range lexer.Tokenize(string(data)) {
+		if tk.Type == token.AnchorType || tk.Type == token.AliasType {
+			return Bundle{}, fmt.Errorf("%w: YAML anchors and aliases are not taken", ErrInvalid)
+		}
+	}
 	var head struct {
 		Format int `yaml:"format"`
 	}

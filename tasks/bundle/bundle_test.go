@@ -199,7 +199,9 @@ func TestI10_HostileArchivesRefusedBeforeUse(t *testing.T) {
 func itoa(i int) string { return strconv.Itoa(i) }
 
 // TestI10_NewerFormatRefusedPlainly: a bundle of a newer format is not
-// misread; the error says which format and what to do.
+// misread; the error says which format and what to do. YAML that is not
+// a bundle herald writes (aliases, unknown keys, too many tasks) is
+// refused too.
 func TestI10_NewerFormatRefusedPlainly(t *testing.T) {
 	y := strings.Replace(validYAML, "format: 1", "format: 7\nfuture_key: {x: 1}", 1)
 	_, err := Read(bytes.NewReader(archive(t, entry{name: FileName, data: []byte(y)})))
@@ -207,6 +209,10 @@ func TestI10_NewerFormatRefusedPlainly(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	many := "format: 1\ntasks:\n" + strings.Repeat("  - source: {url: \"https://a.example/\"}\n", MaxTasks+1)
+	alias := "format: 1\ntasks:\n  - source: {url: \"https://a.example/\"}\n    include: &x [a, b]\n  - source: {url: \"https://b.example/\"}\n    include: *x\n"
+	if _, err := Unmarshal([]byte(alias)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "aliases") {
+		t.Errorf("a bundle with YAML aliases (a decoding bomb's tool): %v", err)
+	}
 	for _, bad := range []string{many, "tasks: []\n", "format: 1\ntasks: [{name: x, unknown_key: 1}]\n", "format: [1\n", "\x00\x01"} {
 		if _, err := Unmarshal([]byte(bad)); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Unmarshal(%q) = %v, want ErrInvalid", bad, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/storetest"
@@ -34,4 +35,31 @@ func TestI1_BackupIsOneConsistentView(t *testing.T) {
 func BenchmarkBackup10k(b *testing.B) {
 	s := newTestStore(b)
 	storetest.BenchBackup(b, s, 10000, s.Backup)
+}
+
+// TestI5_RestoredLeasesAreFreeAndEpochsGrow: a restored store holds no
+// lease of the process the backup came from, and the next owner's epoch
+// is above every epoch handed out before.
+func TestI5_RestoredLeasesAreFreeAndEpochsGrow(t *testing.T) {
+	ctx := context.Background()
+	src := newTestStore(t)
+	old, err := src.Leases().Acquire(ctx, "scheduler", "old-host", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := src.Backup(ctx, &buf); err != nil {
+		t.Fatal(err)
+	}
+	prefix := newPrefix(t)
+	if _, err := Restore(ctx, testURL(t), prefix, src.prefix, &buf); err != nil {
+		t.Fatal(err)
+	}
+	l, err := openPrefix(t, prefix, nil).Leases().Acquire(ctx, "scheduler", "new-host", time.Hour)
+	if err != nil {
+		t.Fatalf("the restored store still holds the old lease: %v", err)
+	}
+	if l.Epoch <= old.Epoch {
+		t.Fatalf("epoch %d after a restore, not above %d", l.Epoch, old.Epoch)
+	}
 }

@@ -181,8 +181,10 @@ func list(v string) []string {
 }
 
 // Write writes the rss tasks of list as an OPML 2.0 document, one
-// self-closing outline each; tasks of other kinds are left out (OPML
-// lists feeds). It returns how many it wrote.
+// self-closing outline each; tasks of other kinds, and tasks the export
+// took a secret from, are left out (OPML lists feeds). It returns how
+// many it wrote. The markup is written here, its text escaped by
+// encoding/xml: the encoder never writes a self-closing element.
 func Write(w io.Writer, title string, created time.Time, list []bundle.Task) (int, error) {
 	var b strings.Builder
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")

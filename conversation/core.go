@@ -81,6 +81,10 @@ type Options struct {
 	Memory *memory.Keeper
 	Log    zerolog.Logger
 	Now    func() time.Time
+
+	// Importer imports the bundles and OPML files people send in a
+	// private chat; nil: such files get a plain "cannot" answer.
+	Importer Importer
 }
 
 func (o *Options) validate() error {

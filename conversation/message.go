@@ -15,6 +15,16 @@ type Message struct {
 	Lang      string // "en" | "zh" ("" = the configured default)
 	Name      string // display name of the sender, for summaries shown to admins
 	Button    *Press // non-nil for a button press
+	File      *File  // non-nil for a document sent in a private chat
+}
+
+// File is a document a person sent: a task bundle or an OPML file to
+// import as their requests (README, Export, import and backup).
+type File struct {
+	Name string
+	Size int64 // as the platform reports it (0: unknown)
+	// Fetch downloads the file, failing when it is longer than max bytes.
+	Fetch func(ctx context.Context, max int64) ([]byte, error)
 }
 
 // Press is a pressed button.

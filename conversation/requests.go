@@ -10,6 +10,7 @@ import (
 	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/schedule"
+	"github.com/herald-bridge/herald/tasks/source"
 )
 
 func (t *turn) request(cmd Command) []Reply {
@@ -159,19 +160,9 @@ func (t *turn) recipient(tk *tasks.Task, r string) string {
 	return r // a named recipient: its name is not an address
 }
 
-// ShowURL renders a source URL for chat: scheme, host and path; a query
-// or fragment is elided (it may carry a token).
-func ShowURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "(address)"
-	}
-	s := u.Scheme + "://" + u.Host + u.EscapedPath()
-	if u.RawQuery != "" || u.Fragment != "" {
-		s += "?…"
-	}
-	return s
-}
+// ShowURL renders a source URL for chat (source.ShowURL): scheme, host
+// and path; a query or fragment is elided (it may carry a token).
+func ShowURL(raw string) string { return source.ShowURL(raw) }
 
 func durations(ds []time.Duration) string {
 	parts := make([]string, 0, len(ds))

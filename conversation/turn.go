@@ -44,6 +44,9 @@ func (t *turn) run() []Reply {
 	if t.m.Button != nil {
 		return t.press(*t.m.Button)
 	}
+	if t.m.File != nil {
+		return t.importFile(*t.m.File)
+	}
 	cmd, err := Parse(t.m.Text, t.c.o.BotName, t.c.zone())
 	if errors.Is(err, ErrNotCommand) {
 		return t.plain()

@@ -268,12 +268,54 @@ type Submission struct {
 	// StoredToken: a course site read with the token the requester gave
 	// in chat, kept in the credential store (never in the task).
 	StoredToken bool
+	// Fields are a source's fields beyond its address, kind, selector and
+	// courses, from an imported task (README, Export, import and backup).
+	Fields SourceFields
+}
+
+// SourceFields are the parts of a source a chat request has no words for:
+// a json source's field paths, a course site's lists. A submission never
+// carries headers or a token (I10): an imported task that needs them is
+// not submitted.
+type SourceFields struct {
+	Items, ID, Title, Link, Due string
+	Watch                       []string
+}
+
+// fill sets f's fields of spec.
+func (f SourceFields) fill(spec *watch.Spec) {
+	spec.Items, spec.ID, spec.Title, spec.Link, spec.Due = f.Items, f.ID, f.Title, f.Link, f.Due
+	spec.Watch = slices.Clone(f.Watch)
 }
 
 // Submit records a request. It is approved at once when an auto_approve
 // rule covers it or the requester is an admin; otherwise it waits.
 func (m *Manager) Submit(ctx context.Context, s Submission) (*Task, error) {
 	p := m.Policy()
+	t, err := m.build(p, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.createWithinLimit(ctx, t, p.Limits.MaxTasks, t.CreatedAt); err != nil {
+		return nil, err
+	}
+	m.signal(t.ID, "requested")
+	if t.State == Active {
+		m.signal(t.ID, "approved")
+	}
+	return t, nil
+}
+
+// Preview answers what Submit would make of s — the task, approved or
+// awaiting approval, or the error — and writes nothing: a dry run of an
+// import. The task limit is the one check it leaves to Submit, which
+// counts under the create lease (I7).
+func (m *Manager) Preview(s Submission) (*Task, error) {
+	return m.build(m.Policy(), s)
+}
+
+// build checks s against the policy p and makes its task.
+func (m *Manager) build(p Policy, s Submission) (*Task, error) {
 	if !p.MayRequest(s.Principal) {
 		return nil, userErr(ErrForbidden, "you are not allowed to request watches; ask an admin",
 			"你没有申请关注的权限；请联系管理员。")
@@ -317,6 +359,7 @@ func (m *Manager) Submit(ctx context.Context, s Submission) (*Task, error) {
 	}
 	now := m.clock.Now()
 	spec := watch.Spec{Kind: s.Kind, URL: u.String(), Selector: strings.TrimSpace(s.Selector), Courses: s.Courses}
+	s.Fields.fill(&spec)
 	if s.StoredToken {
 		spec.TokenFrom = s.Principal // the requester's own credential, never another's
 	}
@@ -338,13 +381,6 @@ func (m *Manager) Submit(ctx context.Context, s Submission) (*Task, error) {
 	}
 	if err != nil {
 		return nil, err
-	}
-	if err := m.createWithinLimit(ctx, t, p.Limits.MaxTasks, now); err != nil {
-		return nil, err
-	}
-	m.signal(t.ID, "requested")
-	if t.State == Active {
-		m.signal(t.ID, "approved")
 	}
 	return t, nil
 }

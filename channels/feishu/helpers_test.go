@@ -64,10 +64,14 @@ type fakeFeishu struct {
 	rejectNextToken bool
 	// recalls are the message ids a recall (DELETE) was asked for.
 	recalls []string
+	// files are the message resources the fake serves, by message id and
+	// file key ("om_1/file_v2_x"); downloads counts their fetches.
+	files     map[string][]byte
+	downloads int
 }
 
 func newFake(t testing.TB, appID string) *fakeFeishu {
-	f := &fakeFeishu{t: t, appID: appID, valid: map[string]bool{}}
+	f := &fakeFeishu{t: t, appID: appID, valid: map[string]bool{}, files: map[string][]byte{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.handle))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -88,6 +92,10 @@ func (f *fakeFeishu) bearer(r *http.Request) bool {
 }
 
 func (f *fakeFeishu) handle(w http.ResponseWriter, r *http.Request) {
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/open-apis/im/v1/messages/"); ok && strings.Contains(rest, "/resources/") {
+		f.resource(w, r, strings.Replace(rest, "/resources/", "/", 1))
+		return
+	}
 	switch r.URL.Path {
 	case sink.TokenPath:
 		var in map[string]string
@@ -197,6 +205,29 @@ func (f *fakeFeishu) message(w http.ResponseWriter, r *http.Request) {
 	n := len(f.messages)
 	f.mu.Unlock()
 	fakeJSON(w, 200, fmt.Sprintf(`{"code":0,"msg":"success","data":{"message_id":"om_%04d","chat_id":%q,"msg_type":%q}}`, n, body.ReceiveID, body.MsgType))
+}
+
+// resource serves a message's file as the platform does: the bytes, or a
+// JSON error.
+func (f *fakeFeishu) resource(w http.ResponseWriter, r *http.Request, key string) {
+	if r.Method != http.MethodGet || r.URL.Query().Get("type") != "file" {
+		fakeJSON(w, 400, `{"code":234001,"msg":"Invalid request param."}`)
+		return
+	}
+	if !f.bearer(r) {
+		fakeJSON(w, 400, `{"code":99991663,"msg":"Invalid access token for authorization."}`)
+		return
+	}
+	f.mu.Lock()
+	data, ok := f.files[key]
+	f.downloads++
+	f.mu.Unlock()
+	if !ok {
+		fakeJSON(w, 400, `{"code":234003,"msg":"File not in msg."}`)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Write(data)
 }
 
 func (f *fakeFeishu) sent() []sent {

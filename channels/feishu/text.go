@@ -14,6 +14,9 @@ import (
 // is not a turn: non-text messages and group messages that do not mention
 // the bot.
 func (c *Channel) toMessage(ctx context.Context, in *inbound) (conversation.Message, bool) {
+	if in.msgType == "file" {
+		return c.fileMessage(in)
+	}
 	if in.msgType != "text" {
 		c.log.Debug().Str("msg_type", in.msgType).Msg("feishu message ignored: not text")
 		return conversation.Message{}, false

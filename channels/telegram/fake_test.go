@@ -47,11 +47,20 @@ type fakeAPI struct {
 	texts    map[string]string // chat:message -> text+markup, for "not modified"
 	override map[string]func(p map[string]string) (int, string)
 	done     chan struct{}
+	files    map[string][]byte // file_id -> the document, served at /file/bot<token>/documents/<file_id>
+}
+
+// addFile makes a document the bot can fetch with getFile and the file
+// endpoint.
+func (f *fakeAPI) addFile(id string, data []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.files[id] = data
 }
 
 func newFakeAPI(t testing.TB) *fakeAPI {
 	f := &fakeAPI{t: t, wake: make(chan struct{}), nextMsg: 100, texts: map[string]string{},
-		override: map[string]func(map[string]string) (int, string){}, done: make(chan struct{})}
+		override: map[string]func(map[string]string) (int, string){}, done: make(chan struct{}), files: map[string][]byte{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.handle))
 	t.Cleanup(func() { close(f.done); f.srv.Close() })
 	return f
@@ -146,6 +155,19 @@ func params(t testing.TB, r *http.Request) map[string]string {
 
 func (f *fakeAPI) handle(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
+	if id, ok := strings.CutPrefix(r.URL.Path, "/file/bot"+testToken+"/documents/"); ok && r.Method == http.MethodGet {
+		f.mu.Lock()
+		data, ok := f.files[id]
+		f.calls = append(f.calls, call{Method: "file", Params: map[string]string{"file_id": id}})
+		f.mu.Unlock()
+		if !ok {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write(data)
+		return
+	}
 	prefix := "/bot" + testToken + "/"
 	if !strings.HasPrefix(r.URL.Path, prefix) {
 		w.WriteHeader(http.StatusNotFound)
@@ -205,6 +227,16 @@ func (f *fakeAPI) handle(w http.ResponseWriter, r *http.Request) {
 		default:
 			fmt.Fprintf(w, `{"ok":true,"result":{"message_id":%s,"date":1764464400,"chat":{"id":%s,"type":"private"},"text":%q}}`, p["message_id"], p["chat_id"], text)
 		}
+	case "getfile":
+		f.mu.Lock()
+		data, ok := f.files[p["file_id"]]
+		f.mu.Unlock()
+		if !ok {
+			w.WriteHeader(400)
+			fmt.Fprint(w, `{"ok":false,"error_code":400,"description":"Bad Request: invalid file_id"}`)
+			return
+		}
+		fmt.Fprintf(w, `{"ok":true,"result":{"file_id":%q,"file_unique_id":"u-%s","file_size":%d,"file_path":"documents/%s"}}`, p["file_id"], p["file_id"], len(data), p["file_id"])
 	case "answercallbackquery", "setmycommands", "setwebhook", "deletewebhook", "deletemessage":
 		fmt.Fprint(w, `{"ok":true,"result":true}`)
 	default:

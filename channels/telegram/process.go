@@ -35,6 +35,10 @@ func (c *Channel) process(ctx context.Context, u *models.Update, me identity) er
 	if !ok {
 		return nil
 	}
+	if in.fileID != "" {
+		id := in.fileID
+		in.msg.File.Fetch = func(ctx context.Context, max int64) ([]byte, error) { return c.download(ctx, id, max) }
+	}
 	chat, _ := chatOf(u)
 	unlock := c.chats.Lock(chat)
 	defer unlock()

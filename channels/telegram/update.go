@@ -31,8 +31,9 @@ type inbound struct {
 	// editable is the message carrying the pressed button (0: none, e.g.
 	// an inline-mode message).
 	editable int
-	replyTo  int // message to reply to in a group (0: none)
-	msgID    int // the message itself (0 for a press): what Retract deletes
+	replyTo  int    // message to reply to in a group (0: none)
+	msgID    int    // the message itself (0 for a press): what Retract deletes
+	fileID   string // a document sent in a private chat ("" none)
 }
 
 // chatOf returns the chat an update belongs to, for per-chat ordering.
@@ -81,7 +82,13 @@ func mapMessage(id int64, m *models.Message, me identity) (inbound, bool) {
 		return inbound{}, false
 	}
 	text := strings.TrimSpace(m.Text)
-	if text == "" {
+	// A document in a private chat is a file to import; its caption, if
+	// any, is not a command.
+	doc := m.Document != nil && m.Document.FileID != "" && !group
+	if doc {
+		text = ""
+	}
+	if text == "" && !doc {
 		return inbound{}, false
 	}
 	cmdTarget, isCmd := commandTarget(text)
@@ -120,6 +127,10 @@ func mapMessage(id int64, m *models.Message, me identity) (inbound, bool) {
 	}
 	if group {
 		in.replyTo = m.ID
+	}
+	if doc {
+		in.fileID = m.Document.FileID
+		in.msg.File = &conversation.File{Name: m.Document.FileName, Size: m.Document.FileSize}
 	}
 	return in, true
 }

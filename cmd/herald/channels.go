@@ -9,6 +9,7 @@ import (
 	tgchan "github.com/herald-bridge/herald/channels/telegram"
 	"github.com/herald-bridge/herald/conversation"
 	"github.com/herald-bridge/herald/conversation/memory"
+	"github.com/herald-bridge/herald/tasks/transfer"
 	hook "github.com/herald-bridge/herald/webhook"
 )
 
@@ -44,6 +45,7 @@ func newChannelSet(ctx context.Context, s *service) (*channelSet, error) {
 		Assistant:        newAssistant(s.cfg, s.log.With().Str("component", "assistant").Logger()),
 		AssistantPerHour: s.cfg.Assistant.MaxPerHour,
 		Memory:           mem,
+		Importer:         transfer.Files{M: s.manager},
 	})
 	if err != nil {
 		return nil, err

@@ -284,10 +284,16 @@ func outputsOf(t *testing.T) *cliLog {
 // stdout, stderr and exit code.
 func run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return runEnv(t, nil, args...)
+}
+
+// runEnv is run with env added to the subprocess's environment.
+func runEnv(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, heraldBin, args...)
-	cmd.Env = childEnv()
+	cmd.Env = childEnv(env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -492,6 +498,16 @@ func newReceiver(t *testing.T) *receiver {
 		rc.srv.Close()
 	})
 	return rc
+}
+
+// release answers the held requests and holds no more.
+func (rc *receiver) release() {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.hold != nil {
+		close(rc.hold)
+		rc.hold = nil
+	}
 }
 
 func (rc *receiver) deliveries() []http.Header {

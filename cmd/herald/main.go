@@ -60,6 +60,10 @@ func commands() []command {
 		{"send-test", "RECIPIENT", "send one test push through the whole path and print its outcome", cmdSendTest},
 		{"agent", "token NAME [--out FILE] | revoke NAME | list", "issue, revoke and list agent tokens (principal agent:NAME)", cmdAgent},
 		{"mcp", "--token-file FILE [--service URL]", "serve MCP on stdio for an agent holding an agent token", cmdMCP},
+		{"export", "[--tasks all|PRINCIPAL] [--opml] --out FILE", "write tasks to a bundle (.zip) or their feeds to OPML; no secrets or addresses", cmdExport},
+		{"import", "FILE [--as PRINCIPAL] [--dry-run]", "import a bundle or an OPML file as requests; one state per task", cmdImport},
+		{"backup", "--out FILE", "write a consistent backup of the whole store (herald running or stopped)", cmdBackup},
+		{"restore", "FILE", "restore a backup into a new, empty data dir (herald must not be running on it)", cmdRestore},
 		{"version", "", "print the version", cmdVersion},
 	}
 }
@@ -163,6 +167,13 @@ prints errors as JSON too. These flags may come before or after the command.
 Without --data-dir the CLI looks in ./data, then in the data dir of the last
 service started by this user.
 Run 'herald <command> --help' for a command's flags.
+
+Moving tasks: 'herald export --out tasks.zip' (or --opml --out feeds.opml)
+writes them without secrets or addresses; 'herald import FILE --as PRINCIPAL
+--dry-run' shows what each would become, without --dry-run makes them
+requests. A whole service: 'herald backup --out FILE' (while it runs, or
+from its data dir once stopped: the copy to move with), then
+'herald restore FILE --data-dir NEW' with no herald serving NEW.
 
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 the service is not running.
 `)

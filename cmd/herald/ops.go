@@ -51,6 +51,9 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 		{"send-test", withInput(o.sendTest)},
 		{"history.search", withInput(o.searchHistory)},
 		{"history.list", withInput(o.listHistory)},
+		{"export", withInput(o.exportTasks)},
+		{"import", withInput(o.importTasks)},
+		{"backup", withInput(o.backup)},
 	} {
 		a.Register(op.name, op.do)
 	}

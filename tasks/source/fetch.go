@@ -40,6 +40,20 @@ func newClient(o Options) *http.Client {
 	return c
 }
 
+// ShowURL is how a source's address is shown to people: scheme, host and
+// path; a query or fragment is elided (it may carry a token, I10).
+func ShowURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(address)"
+	}
+	s := u.Scheme + "://" + u.Host + u.EscapedPath()
+	if u.RawQuery != "" || u.Fragment != "" {
+		s += "?…"
+	}
+	return s
+}
+
 // redact keeps scheme and host: paths and queries of calendar and API URLs
 // often carry access tokens (I10).
 func redact(u *url.URL) string {

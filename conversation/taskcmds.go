@@ -88,6 +88,9 @@ func (t *turn) show(id string) []Reply {
 	if g := tk.Grant; g != nil {
 		fmt.Fprintf(&b, t.tr("Approved scope: %s on %s%s, by %s (%s)\n", "批准范围：%s，%s%s，由 %s 批准（%s）\n"),
 			strings.Join(g.Operations, "+"), g.Host, g.PathPrefix, who(g.By, t), g.Basis)
+		if g.Dir != "" {
+			fmt.Fprintf(&b, t.tr("Files kept in: %s\n", "文件保存在：%s\n"), g.Dir)
+		}
 	} else if d := tk.Decision; d != nil && !d.Approved {
 		fmt.Fprintf(&b, t.tr("Rejected by %s", "被 %s 拒绝"), who(d.By, t))
 		if d.Reason != "" {

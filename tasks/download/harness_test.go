@@ -110,14 +110,32 @@ func (h *harness) waitRuns(n int) {
 	})
 }
 
-// run checks the task now.
+// waitRunsList returns the runs once the first is recorded, newest first.
+func (h *harness) waitRunsList() []tasks.RunRecord {
+	h.t.Helper()
+	h.waitRuns(1)
+	runs, _ := h.m.Runs(context.Background(), taskID, 0)
+	return runs
+}
+
+// run checks the task now: a new run, not one that was finishing as it
+// was asked for (RunNow joins a run in progress).
 func (h *harness) run() tasks.RunRecord {
 	h.t.Helper()
-	rec, err := h.m.RunNow(context.Background(), "", taskID)
-	if err != nil {
-		h.t.Fatal(err)
+	old := map[string]bool{}
+	runs, _ := h.m.Runs(context.Background(), taskID, 0)
+	for _, r := range runs {
+		old[r.ID] = true
 	}
-	return rec
+	for {
+		rec, err := h.m.RunNow(context.Background(), "", taskID)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if !old[rec.ID] {
+			return rec
+		}
+	}
 }
 
 // effects splits the task's ledger: item notices (watch.changed and

@@ -71,14 +71,15 @@ type Site struct {
 	slow          time.Duration // pause between body chunks
 	hits          map[int]int   // storage fetches by file id
 	outsideHits   int
-	leaks         int // storage requests that carried Authorization
-	throttle      int // API requests still to answer 403 Rate Limit Exceeded
+	leaks         int         // storage requests that carried Authorization
+	throttle      int         // API requests still to answer 403 Rate Limit Exceeded
+	unavailable   map[int]int // storage answers still to fail with 503, by file id
 }
 
 // NewCanvas starts a fake Canvas with courses and announcements. Files
 // are listed pageSize to a page (at least 1).
 func NewCanvas(courses []Course, announcements []Announcement, pageSize int) *Site {
-	s := &Site{courses: courses, announcements: announcements, pageSize: max(pageSize, 1), hits: map[int]int{}}
+	s := &Site{courses: courses, announcements: announcements, pageSize: max(pageSize, 1), hits: map[int]int{}, unavailable: map[int]int{}}
 	s.Site = httptest.NewServer(http.HandlerFunc(s.api))
 	s.Storage = httptest.NewServer(http.HandlerFunc(s.storage))
 	if l, err := net.Listen("tcp", "127.0.0.2:0"); err == nil {
@@ -120,6 +121,10 @@ func (s *Site) Slow(d time.Duration) { s.mu.Lock(); s.slow = d; s.mu.Unlock() }
 
 // Throttle answers the next n API requests with Canvas's rate-limit 403.
 func (s *Site) Throttle(n int) { s.mu.Lock(); s.throttle = n; s.mu.Unlock() }
+
+// Unavailable makes the storage host answer the next n fetches of file id
+// with 503.
+func (s *Site) Unavailable(id, n int) { s.mu.Lock(); s.unavailable[id] = n; s.mu.Unlock() }
 
 // Hits is how many times the storage host served file id.
 func (s *Site) Hits(id int) int { s.mu.Lock(); defer s.mu.Unlock(); return s.hits[id] }
@@ -316,7 +321,16 @@ func (s *Site) storage(w http.ResponseWriter, r *http.Request) {
 		s.hits[id]++
 	}
 	slow := s.slow
+	down := s.unavailable[id] > 0
+	if down {
+		s.unavailable[id]--
+	}
 	s.mu.Unlock()
+	if down {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, "<Error><Code>SlowDown</Code></Error>")
+		return
+	}
 	if !ok || r.URL.Query().Get("sig") != verifier(f) {
 		w.WriteHeader(http.StatusForbidden)
 		fmt.Fprint(w, `<?xml version="1.0"?><Error><Code>AccessDenied</Code></Error>`)

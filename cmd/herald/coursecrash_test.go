@@ -120,6 +120,9 @@ func TestI1_I3_SIGKILLDuringSlowDownloadsEveryFileOnceExact(t *testing.T) {
 	if n := checkKept(t, kept, want); n != len(want) || len(list) != len(want) {
 		t.Fatalf("%d of %d files kept, %d listed", n, len(want), len(list))
 	}
+	if out := cli(t, dataDir, "downloads", "list", "cs101"); !strings.Contains(out, "Algebra/errata.pdf") || !strings.Contains(out, "96.0 KiB") {
+		t.Fatalf("herald downloads list:\n%s", out)
+	}
 	// Once each: nothing else in the directory, no temp file left over.
 	var names []string
 	filepath.WalkDir(kept, func(path string, d os.DirEntry, err error) error {

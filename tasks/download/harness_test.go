@@ -31,16 +31,17 @@ const (
 // real source kinds, the task manager, the ledger on the embedded store,
 // the dispatcher with the inbox sink and the download sink, all running.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	dataDir string
 	st      *bolt.Store
 	m       *tasks.Manager
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+	bound   time.Duration // how long eventually waits (default 20 s)
 }
 
 // start runs herald over spec (a course-site watch) with policy p.
-func start(t *testing.T, spec watch.Spec, p tasks.Policy, remind ...time.Duration) *harness {
+func start(t testing.TB, spec watch.Spec, p tasks.Policy, remind ...time.Duration) *harness {
 	t.Helper()
 	h := &harness{t: t, dataDir: t.TempDir()}
 	st, err := bolt.Open(filepath.Join(h.dataDir, "herald.db"), bolt.Options{})
@@ -94,7 +95,11 @@ func (h *harness) stop() {
 // broken build from hanging.
 func (h *harness) eventually(what string, cond func() bool) {
 	h.t.Helper()
-	for end := time.Now().Add(20 * time.Second); !cond(); {
+	bound := h.bound
+	if bound <= 0 {
+		bound = 20 * time.Second
+	}
+	for end := time.Now().Add(bound); !cond(); {
 		if time.Now().After(end) {
 			h.t.Fatalf("gave up waiting: %s", what)
 		}

@@ -23,16 +23,7 @@ import (
 const courseFileBytes = 48 << 10 // each file: 48 chunks of 1 KiB
 
 func courseCrashConfig(addr, site string) string {
-	return fmt.Sprintf(`server:
-  listen: %s
-timezone: UTC
-channels:
-  telegram: {enabled: false}
-  feishu: {enabled: false}
-policy:
-  admins: ["console:admin"]
-  allow_private_networks: true
-  download_hosts: [%q]
+	return localService(addr) + fmt.Sprintf(`  download_hosts: [%q]
 tasks:
   - id: cs101
     source:
@@ -42,7 +33,7 @@ tasks:
       download: {dir: files}
     schedule: every 1h
     notify: ["inbox:console:admin"]
-`, addr, downloadtest.StorageHost, site)
+`, downloadtest.StorageHost, site)
 }
 
 // checkKept fails on any final name whose bytes are not exactly the

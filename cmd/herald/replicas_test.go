@@ -388,18 +388,9 @@ type replica struct {
 	exited  chan struct{}
 }
 
-const replicaConfig = `server:
-  listen: 127.0.0.1:0
-store:
+var replicaConfig = localService("127.0.0.1:0") + `store:
   driver: redis
   redis: {url: %q, key_prefix: %q}
-timezone: UTC
-channels:
-  telegram: {enabled: false}
-  feishu: {enabled: false}
-policy:
-  admins: ["console:admin"]
-  allow_private_networks: true
 recipients:
   sink:
     # The receiver holds requests while a test kills the owner; a busy

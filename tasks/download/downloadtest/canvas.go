@@ -169,16 +169,12 @@ func (s *Site) api(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.revoked || r.Header.Get("Authorization") != "Bearer "+Token {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="canvas-lms"`)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
-		fmt.Fprint(w, `{"errors":[{"message":"Invalid access token."}]}`)
+		InvalidToken(w)
 		return
 	}
 	if s.throttle > 0 {
 		s.throttle--
-		w.WriteHeader(http.StatusForbidden)
-		fmt.Fprint(w, "403 Forbidden (Rate Limit Exceeded)")
+		RateLimited(w)
 		return
 	}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
@@ -204,33 +200,8 @@ func (s *Site) api(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		s.list(w, r, rows)
-	case len(parts) == 5 && parts[2] == "courses" && parts[4] == "assignments":
-		c, ok := s.course(parts[3])
-		if !ok {
-			notFound(w)
-			return
-		}
-		var rows []string
-		for _, a := range c.Assignments {
-			state := "unsubmitted"
-			if a.Submitted {
-				state = "submitted"
-			}
-			rows = append(rows, fmt.Sprintf(`{"id":%d,"name":%q,"due_at":%q,"points_possible":10,"html_url":"%s/courses/%d/assignments/%d","submission":{"workflow_state":%q}}`,
-				a.ID, a.Name, a.Due.UTC().Format(time.RFC3339), s.Site.URL, c.ID, a.ID, state))
-		}
-		s.list(w, r, rows)
-	case len(parts) == 5 && parts[2] == "courses" && parts[4] == "files":
-		c, ok := s.course(parts[3])
-		if !ok {
-			notFound(w)
-			return
-		}
-		var rows []string
-		for _, f := range c.Files {
-			rows = append(rows, s.fileJSON(f))
-		}
-		s.list(w, r, rows)
+	case len(parts) == 5 && parts[2] == "courses":
+		s.courseList(w, r, parts[3], parts[4])
 	case len(parts) == 4 && parts[2] == "files":
 		id, _ := strconv.Atoi(parts[3])
 		f, ok := s.file(id)
@@ -260,6 +231,32 @@ func (s *Site) api(w http.ResponseWriter, r *http.Request) {
 	default:
 		notFound(w)
 	}
+}
+
+// courseList answers a course's assignments or files.
+func (s *Site) courseList(w http.ResponseWriter, r *http.Request, id, what string) {
+	c, ok := s.course(id)
+	if !ok || what != "assignments" && what != "files" {
+		notFound(w)
+		return
+	}
+	var rows []string
+	if what == "files" {
+		for _, f := range c.Files {
+			rows = append(rows, s.fileJSON(f))
+		}
+		s.list(w, r, rows)
+		return
+	}
+	for _, a := range c.Assignments {
+		state := "unsubmitted"
+		if a.Submitted {
+			state = "submitted"
+		}
+		rows = append(rows, fmt.Sprintf(`{"id":%d,"name":%q,"due_at":%q,"points_possible":10,"html_url":"%s/courses/%d/assignments/%d","submission":{"workflow_state":%q}}`,
+			a.ID, a.Name, a.Due.UTC().Format(time.RFC3339), s.Site.URL, c.ID, a.ID, state))
+	}
+	s.list(w, r, rows)
 }
 
 // fileJSON is a file as Canvas lists it: the url carries a verifier that
@@ -301,6 +298,21 @@ func (s *Site) list(w http.ResponseWriter, r *http.Request, rows []string) {
 	w.Header().Set("Link", strings.Join(links, ","))
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	fmt.Fprint(w, "while(1);["+strings.Join(rows[from:to], ",")+"]")
+}
+
+// InvalidToken answers as Canvas does for a bad or revoked token: 401
+// with WWW-Authenticate and its error body.
+func InvalidToken(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="canvas-lms"`)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusUnauthorized)
+	fmt.Fprint(w, `{"errors":[{"message":"Invalid access token."}]}`)
+}
+
+// RateLimited answers as Canvas's throttle does.
+func RateLimited(w http.ResponseWriter) {
+	w.WriteHeader(http.StatusForbidden)
+	fmt.Fprint(w, "403 Forbidden (Rate Limit Exceeded)")
 }
 
 func notFound(w http.ResponseWriter) {

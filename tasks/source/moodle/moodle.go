@@ -2,9 +2,8 @@
 // web-service REST endpoint with a web-service token sent in the form body
 // (never in the URL, which may be logged). One run lists the enrolled
 // courses, their assignments, the calendar's action events and, when
-// asked for, the course files, each an
-// item whose identity is moodle:<host>:<type>:<id> (README, Learning
-// platforms).
+// asked for, the course files, each an item whose identity is
+// moodle:<host>:<type>:<id> (README, Learning platforms).
 package moodle
 
 import (

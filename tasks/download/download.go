@@ -146,6 +146,7 @@ type Kept struct {
 	When   time.Time `json:"when"`            // when it was written
 	State  string    `json:"state"`           // completed | pending | failed | unknown
 	Error  string    `json:"error,omitempty"` // why it is not kept (failed)
+	Key    string    `json:"key"`             // the effect: herald ledger redeliver KEY fetches it again
 }
 
 // KeptOf lists what fxs (a task's effects, newest first, as the ledger
@@ -167,7 +168,7 @@ func KeptOf(fxs []store.Effect) []Kept {
 			continue
 		}
 		seen[f.ID] = true
-		k := Kept{Name: fx.ProviderID, Course: f.Course, Size: f.Size, State: string(fx.State), Error: fx.Error}
+		k := Kept{Name: fx.ProviderID, Course: f.Course, Size: f.Size, State: string(fx.State), Error: fx.Error, Key: fx.Key}
 		if k.Name == "" {
 			k.Name = relName(&f)
 		}

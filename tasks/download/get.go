@@ -92,6 +92,7 @@ func (g *getter) get(ctx context.Context, u *url.URL) (*http.Response, error) {
 		if err != nil {
 			return nil, final("bad_url")
 		}
+		req.Header.Set("User-Agent", egress.DefaultUserAgent())
 		if g.plan.Kind != "moodle" && g.plan.Token != "" && sameOrigin(u, g.plan.Site) {
 			req.Header.Set("Authorization", "Bearer "+g.plan.Token)
 		}
@@ -133,7 +134,9 @@ func statusFailure(resp *http.Response, body []byte) error {
 		}
 		return f
 	case code == http.StatusUnauthorized:
-		return final("auth")
+		// The token was refused: the task's own run tells the owner; the
+		// download waits for a working token, a while, then fails.
+		return &failure{retry: true, after: 15 * time.Minute, reason: "auth"}
 	case code >= 500 || code == http.StatusRequestTimeout:
 		return retryable("http_" + strconv.Itoa(code))
 	}

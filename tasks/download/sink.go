@@ -2,6 +2,8 @@ package download
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -56,10 +58,36 @@ type Options struct {
 type Sink struct {
 	o Options
 
-	mu      sync.Mutex
-	clients map[bool]*http.Client // by AllowPrivate
-	tasks   map[string]*sync.Mutex
+	mu       sync.Mutex
+	clients  map[bool]*http.Client // by AllowPrivate
+	sessions map[string]*session   // by site and token
+	failures map[string]int        // retryable failures by effect key, this process
 }
+
+// session serialises one site and token's downloads: one request at a
+// time. Only a few deliveries wait for it; each of the rest is given a
+// turn after those already waiting or given one, from how long a download
+// has been taking, and comes back then: a large course never holds the
+// dispatcher's workers from other pushes, and comes back about once.
+type session struct {
+	mu      sync.Mutex
+	waiting int           // deliveries holding or waiting for mu
+	took    time.Duration // how long a download takes, smoothed
+	next    time.Time     // the turn to give the next one that finds it busy
+}
+
+// maxWaiting bounds the deliveries that hold or wait for one session: a
+// few of the dispatcher's workers at most.
+const maxWaiting = 4
+
+// Bounds of a turn given to a download that found its session busy, and
+// the pace assumed before any download finished: a turn given too soon
+// only costs one more look, one given too late idles the session.
+const (
+	minTurn   = 10 * time.Millisecond
+	maxTurn   = 10 * time.Minute
+	firstTurn = 50 * time.Millisecond
+)
 
 // NewSink returns a download sink.
 func NewSink(o Options) *Sink {
@@ -69,7 +97,7 @@ func NewSink(o Options) *Sink {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	return &Sink{o: o, clients: map[bool]*http.Client{}, tasks: map[string]*sync.Mutex{}}
+	return &Sink{o: o, clients: map[bool]*http.Client{}, sessions: map[string]*session{}, failures: map[string]int{}}
 }
 
 var (
@@ -96,47 +124,103 @@ func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
 	case err != nil:
 		return delivery.Outcome{Result: delivery.RetryAfter, After: time.Minute, Reason: "store"}
 	}
-	// One request at a time per task: its site and token.
-	lock := s.taskLock(d.Message.TaskID)
-	lock.Lock()
-	defer lock.Unlock()
+	release, wait := s.enter(plan)
+	if release == nil {
+		return delivery.Outcome{Result: delivery.RetryAfter, After: wait, Reason: "busy"}
+	}
+	defer release()
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
 	rel, err := s.fetch(ctx, plan, &f, d)
 	if err == nil {
+		s.forget(d.Key)
 		return delivery.Outcome{Result: delivery.Completed, ProviderID: rel}
 	}
 	var fl *failure
 	if !errors.As(err, &fl) {
 		fl = &failure{retry: true, reason: "write"}
 	}
-	if !fl.retry || d.Attempt >= maxAttempts {
+	n := s.failed(d.Key)
+	if !fl.retry || n >= maxAttempts {
+		s.forget(d.Key)
 		return delivery.Outcome{Result: delivery.Failed, Reason: fl.reason}
 	}
 	after := fl.after
 	if after <= 0 {
-		after = min(time.Second<<max(d.Attempt-1, 0), 5*time.Minute)
+		after = min(time.Second<<max(n-1, 0), 5*time.Minute)
 	}
 	return delivery.Outcome{Result: delivery.RetryAfter, After: after, Reason: fl.reason}
 }
 
-func (s *Sink) taskLock(id string) *sync.Mutex {
+// enter takes plan's session (site and token), waiting behind at most
+// maxWaiting-1 others. When it is busier than that, release is nil and
+// wait is the turn given: after everything ahead, at the pace downloads
+// have been going.
+func (s *Sink) enter(plan Plan) (release func(), wait time.Duration) {
+	h := sha256.Sum256([]byte(plan.Token))
+	key := strings.ToLower(plan.Site.Host) + "|" + hex.EncodeToString(h[:8])
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	l, ok := s.tasks[id]
-	if !ok {
-		l = &sync.Mutex{}
-		s.tasks[id] = l
+	ss, found := s.sessions[key]
+	if !found {
+		ss = &session{took: firstTurn}
+		s.sessions[key] = ss
 	}
-	return l
+	if ss.waiting >= maxWaiting {
+		now := time.Now()
+		ss.next = later(ss.next, now.Add(time.Duration(ss.waiting)*ss.took)).Add(ss.took)
+		wait = min(max(ss.next.Sub(now), minTurn), maxTurn)
+		s.mu.Unlock()
+		return nil, wait
+	}
+	ss.waiting++
+	s.mu.Unlock()
+	ss.mu.Lock()
+	start := time.Now()
+	return func() {
+		took := time.Since(start)
+		ss.mu.Unlock()
+		s.mu.Lock()
+		ss.waiting--
+		ss.took = max((3*ss.took+took)/4, minTurn)
+		s.mu.Unlock()
+	}, 0
 }
 
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// failed counts a failure of the download keyed key and returns the count.
+// The count lives in this process: a restart gives a download its tries
+// again, still bounded.
+func (s *Sink) failed(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failures[key]++
+	return s.failures[key]
+}
+
+func (s *Sink) forget(key string) {
+	s.mu.Lock()
+	delete(s.failures, key)
+	s.mu.Unlock()
+}
+
+// client is the guarded client for downloads: the address guard of every
+// source, redirects handed back (get follows them), a bound on waiting
+// for an answer's header; the whole download is bounded by Timeout.
 func (s *Sink) client(allowPrivate bool) *http.Client {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.clients[allowPrivate]
 	if !ok {
-		c = egress.Client(egress.Options{AllowPrivate: allowPrivate, Timeout: s.o.Timeout})
+		c = &http.Client{
+			Transport:     egress.Transport(egress.Options{AllowPrivate: allowPrivate}),
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
 		s.clients[allowPrivate] = c
 	}
 	return c

@@ -180,3 +180,21 @@ func TestI3_FailedDownloadIsRetried(t *testing.T) {
 		t.Fatal("the retried file is not exact")
 	}
 }
+
+// TestI7_OneDownloadAtATimePerSiteAndToken: a course of many files is
+// fetched one body at a time, and every file still arrives.
+func TestI7_OneDownloadAtATimePerSiteAndToken(t *testing.T) {
+	site := bigCourse(24)
+	defer site.Close()
+	site.Slow(time.Millisecond)
+	h := start(t, watch.Spec{Kind: "canvas", URL: site.Site.URL, Token: downloadtest.Token, Watch: []string{"files"},
+		Download: &watch.Download{Dir: "files"}}, tasks.Policy{})
+	for _, fx := range h.settled() {
+		if fx.State != store.Completed {
+			t.Fatalf("download ended %s (%s)", fx.State, fx.Error)
+		}
+	}
+	if site.TotalHits() != 24 || site.MostAtOnce() != 1 {
+		t.Fatalf("%d bodies fetched, at most %d at once; want 24, one at a time", site.TotalHits(), site.MostAtOnce())
+	}
+}

@@ -74,6 +74,8 @@ type Site struct {
 	leaks         int         // storage requests that carried Authorization
 	throttle      int         // API requests still to answer 403 Rate Limit Exceeded
 	unavailable   map[int]int // storage answers still to fail with 503, by file id
+	serving       int         // storage requests being answered now
+	mostServing   int         // the most answered at once
 }
 
 // NewCanvas starts a fake Canvas with courses and announcements. Files
@@ -125,6 +127,9 @@ func (s *Site) Throttle(n int) { s.mu.Lock(); s.throttle = n; s.mu.Unlock() }
 // Unavailable makes the storage host answer the next n fetches of file id
 // with 503.
 func (s *Site) Unavailable(id, n int) { s.mu.Lock(); s.unavailable[id] = n; s.mu.Unlock() }
+
+// MostAtOnce is the most file bodies the storage host served at once.
+func (s *Site) MostAtOnce() int { s.mu.Lock(); defer s.mu.Unlock(); return s.mostServing }
 
 // Hits is how many times the storage host served file id.
 func (s *Site) Hits(id int) int { s.mu.Lock(); defer s.mu.Unlock(); return s.hits[id] }
@@ -332,6 +337,9 @@ func (s *Site) storage(w http.ResponseWriter, r *http.Request) {
 	if ok {
 		s.hits[id]++
 	}
+	s.serving++
+	s.mostServing = max(s.mostServing, s.serving)
+	defer func() { s.mu.Lock(); s.serving--; s.mu.Unlock() }()
 	slow := s.slow
 	down := s.unavailable[id] > 0
 	if down {

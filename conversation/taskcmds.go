@@ -112,6 +112,9 @@ func (t *turn) show(id string) []Reply {
 			if r.Items > 0 || r.New > 0 || r.Changed > 0 {
 				fmt.Fprintf(&b, t.tr(" — %d items, %d new, %d changed", " —— %d 条，新增 %d，变更 %d"), r.Items, r.New, r.Changed)
 			}
+			if r.Downloads > 0 {
+				fmt.Fprintf(&b, t.tr(" — %d file(s) to download", " —— 下载 %d 个文件"), r.Downloads)
+			}
 			if r.Selector != "" {
 				fmt.Fprintf(&b, t.tr(" — entries: %s", " —— 条目：%s"), r.Selector)
 			}

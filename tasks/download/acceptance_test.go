@@ -3,6 +3,7 @@ package download_test
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +120,8 @@ func TestI1_CourseSiteBaselineDownloadsQuietlyThenOneNoticeAndDownloadPerChange(
 	kept, err := h.m.Downloads(context.Background(), owner, taskID)
 	if err != nil || len(kept) != 7 {
 		t.Fatalf("downloads list: %d files (%v), want 7", len(kept), err)
+	}
+	if got := h.say(owner, "/downloads "+taskID); !strings.Contains(got, "Physics/errata.pdf (1.2 KiB, Physics)") || strings.Count(got, ".pdf") != 7 {
+		t.Fatalf("/downloads = %q, want the seven files with size and course", got)
 	}
 }

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/herald-bridge/herald/conversation"
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/inbox"
 	"github.com/herald-bridge/herald/store"
@@ -141,6 +143,21 @@ func (h *harness) run() tasks.RunRecord {
 			return rec
 		}
 	}
+}
+
+// say sends text as principal in its private chat and returns the reply.
+func (h *harness) say(principal, text string) string {
+	h.t.Helper()
+	core, err := conversation.New(conversation.Options{Tasks: h.m, Store: h.st, Zone: time.UTC, Log: zerolog.Nop()})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for _, r := range core.Handle(context.Background(), conversation.Message{Channel: "console", ID: text, Principal: principal,
+		Chat: conversation.ChatOf(principal), Text: text, Lang: "en"}) {
+		out = append(out, r.Text)
+	}
+	return strings.Join(out, "\n")
 }
 
 // effects splits the task's ledger: item notices (watch.changed and

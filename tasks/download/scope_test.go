@@ -38,6 +38,9 @@ func TestI6_RevokedTokenIsOneAuthFailureTheOwnerHearsOnce(t *testing.T) {
 	if err != nil || tk.LastError != string(watch.Auth) || tk.Failures != 3 {
 		t.Fatalf("task shows error %q after %d failures (%v), want auth", tk.LastError, tk.Failures, err)
 	}
+	if got := h.say(owner, "/task "+taskID); !strings.Contains(got, "Failing 3 time(s) in a row") || strings.Contains(got, downloadtest.Token) {
+		t.Fatalf("/task = %q, want the auth failure shown, never the token", got)
+	}
 	notices, _ := h.effects()
 	if len(notices) != 0 || site.TotalHits() != before {
 		t.Fatalf("%d pushes and %d downloads while the token is revoked", len(notices), site.TotalHits()-before)

@@ -54,10 +54,7 @@ func (s *service) assemble(ctx context.Context) error {
 	// Delivery first: the manager hands admissions straight to its free
 	// workers. Its hooks reach the manager only once both exist.
 	// A task's course files go to its directory through their own sink.
-	files := download.NewSink(download.Options{Dir: filepath.Join(s.dataDir, "downloads"),
-		Plans: download.PlannerFunc(func(ctx context.Context, id string) (download.Plan, error) {
-			return s.manager.DownloadPlan(ctx, id)
-		})})
+	files := download.NewSink(download.Options{Dir: filepath.Join(s.dataDir, "downloads"), Plans: download.PlannerFunc(s.downloadPlan)})
 	dispatch, err := delivery.NewDispatcher(delivery.Options{
 		Ledger: s.store.Ledger(), Router: download.Router{Next: s.table, Sink: files}, Holds: s.prefs, Worker: s.holder,
 		Log: s.log.With().Str("component", "delivery").Logger(), Metrics: delivery.NewMetrics(s.registry),

@@ -5,8 +5,29 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/herald-bridge/herald/store/credentials"
 	"github.com/herald-bridge/herald/tasks/download"
 )
+
+// downloadPlan is the manager's plan for a task's downloads, with the
+// token a course site given in chat reads from the credential store, as
+// its runs do.
+func (s *service) downloadPlan(ctx context.Context, id string) (download.Plan, error) {
+	plan, err := s.manager.DownloadPlan(ctx, id)
+	if err != nil || plan.Token != "" {
+		return plan, err
+	}
+	t, err := s.manager.Get(ctx, id)
+	if err != nil {
+		return plan, err
+	}
+	if resolve := credentials.New(s.store.Channels()).Resolver(t.Source); resolve != nil {
+		if plan.Token, err = resolve(ctx); err != nil {
+			return plan, err
+		}
+	}
+	return plan, nil
+}
 
 // listDownloads answers downloads.list: the files a task keeps.
 func (o *adminOps) listDownloads(ctx context.Context, in idIn) (any, error) {

@@ -121,8 +121,12 @@ func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
 		return delivery.Outcome{Result: delivery.Failed, Reason: "task_gone"}
 	case errors.Is(err, ErrScope):
 		return delivery.Outcome{Result: delivery.Failed, Reason: "out_of_scope"}
-	case err != nil:
-		return delivery.Outcome{Result: delivery.RetryAfter, After: time.Minute, Reason: "store"}
+	case err != nil: // the store or the credential did not answer: later, a bounded number of times
+		if s.failed(d.Key) >= maxAttempts {
+			s.forget(d.Key)
+			return delivery.Outcome{Result: delivery.Failed, Reason: "no_plan"}
+		}
+		return delivery.Outcome{Result: delivery.RetryAfter, After: time.Minute, Reason: "no_plan"}
 	}
 	release, wait := s.enter(plan)
 	if release == nil {

@@ -44,16 +44,9 @@ func (o *adminOps) listDownloads(ctx context.Context, in idIn) (any, error) {
 // cmdDownloads is `herald downloads list TASK`: the course files a task
 // keeps, read through the admin API.
 func cmdDownloads(e *env, args []string) int {
-	au, sum := summaryOf("downloads")
-	fs := e.flags("downloads")
-	pos, code, ok := e.parse(fs, "downloads", au, sum, args)
+	pos, code, ok := e.parseSub(e.flags("downloads"), "downloads", args, "list")
 	if !ok {
 		return code
-	}
-	if len(pos) > 0 {
-		if code, ok := subcommand(e, "downloads", pos[0], "list"); !ok {
-			return code
-		}
 	}
 	if len(pos) != 2 {
 		return usageErr(e, "downloads", "want list TASK")

@@ -249,6 +249,22 @@ func subcommand(e *env, cmd, sub string, subs ...string) (int, bool) {
 	return usageErr(e, cmd, fmt.Sprintf("unknown subcommand %q; the subcommands are %s", sub, strings.Join(subs, ", "))), false
 }
 
+// parseSub parses the flags and arguments of a command whose first
+// argument, when given, must be one of subs.
+func (e *env) parseSub(fs *flag.FlagSet, cmd string, args []string, subs ...string) ([]string, int, bool) {
+	au, sum := summaryOf(cmd)
+	pos, code, ok := e.parse(fs, cmd, au, sum, args)
+	if !ok {
+		return nil, code, false
+	}
+	if len(pos) > 0 {
+		if code, ok := subcommand(e, cmd, pos[0], subs...); !ok {
+			return nil, code, false
+		}
+	}
+	return pos, exitOK, true
+}
+
 func summaryOf(cmd string) (string, string) {
 	for _, c := range commands() {
 		if c.name == cmd {

@@ -2,6 +2,8 @@ package download_test
 
 import (
 	"bytes"
+	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +16,7 @@ import (
 // TestI1_MoodleFilesAreItemsAndKeptOncePerVersion: Moodle course files
 // come from core_course_get_contents, are items with notices like any
 // other, and go through the same downloader with the token in
-// pluginfile's query.
+// pluginfile's query, added when fetched and never kept (I10).
 func TestI1_MoodleFilesAreItemsAndKeptOncePerVersion(t *testing.T) {
 	mod := time.Now().Add(-time.Hour).Truncate(time.Second)
 	site := downloadtest.NewMoodle("Chemistry", time.Now().Add(30*24*time.Hour), []downloadtest.MoodleFile{
@@ -47,6 +49,12 @@ func TestI1_MoodleFilesAreItemsAndKeptOncePerVersion(t *testing.T) {
 	h.settled()
 	if site.Hits("syllabus.pdf") != 1 || site.Hits("week1.pdf") != 1 {
 		t.Fatalf("fetched syllabus %d and week1 %d times, want once each", site.Hits("syllabus.pdf"), site.Hits("week1.pdf"))
+	}
+	fxs, _ := h.st.Ledger().List(context.Background(), taskID, 0)
+	for _, fx := range fxs {
+		if strings.Contains(string(fx.Payload), downloadtest.Token) || strings.Contains(fx.Error+fx.ProviderID, downloadtest.Token) {
+			t.Fatalf("effect %s keeps the token (I10)", fx.Key)
+		}
 	}
 	notices, _ := h.effects()
 	if got := itemTitles(t, notices); len(notices) != 1 || got["new Chemistry: week1.pdf"] != 1 {

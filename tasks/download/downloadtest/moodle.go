@@ -21,7 +21,8 @@ type MoodleFile struct {
 
 // Moodle is a fake Moodle: the web-service endpoint (token in the form
 // body, exceptions inside HTTP 200) and pluginfile.php (token in the
-// query) for file bodies.
+// query) for file bodies. Its file URLs carry the token, as a site that
+// rewrites them for the app does.
 type Moodle struct {
 	*httptest.Server
 
@@ -82,7 +83,7 @@ func (m *Moodle) serve(w http.ResponseWriter, r *http.Request) {
 			mods = append(mods, map[string]any{"id": f.Module, "name": f.Name, "modname": "resource",
 				"url": m.URL + "/mod/resource/view.php?id=" + strconv.Itoa(f.Module),
 				"contents": []any{map[string]any{"type": "file", "filename": f.Name, "filepath": "/", "filesize": len(f.Body),
-					"fileurl":      fmt.Sprintf("%s/webservice/pluginfile.php/77/mod_resource/content/%d/%s?forcedownload=1", m.URL, f.Module, f.Name),
+					"fileurl":      fmt.Sprintf("%s/webservice/pluginfile.php/77/mod_resource/content/%d/%s?forcedownload=1&token=%s", m.URL, f.Module, f.Name, Token),
 					"timemodified": f.Modified.Unix(), "mimetype": "application/pdf"}}})
 		}
 		out = []any{map[string]any{"id": 1, "name": "General", "modules": mods}}

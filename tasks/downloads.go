@@ -59,14 +59,19 @@ func (m *Manager) downloadEffects(ctx context.Context, t *Task, listed []watch.I
 	if d.MaxPerRun > 0 {
 		limit = min(d.MaxPerRun, download.MaxPerRunCap)
 	}
+	var files []*watch.File
+	for _, it := range listed {
+		if download.Wanted(d, it.File) {
+			f := *it.File
+			files = append(files, &f)
+		}
+	}
+	download.Distinct(files)
 	to := download.Recipient(t.ID)
 	var out []store.Effect
 	deferred := 0
-	for _, it := range listed {
-		if !download.Wanted(d, it.File) {
-			continue
-		}
-		key := EffectKey(t.ID, download.Identity(it.File), to)
+	for _, f := range files {
+		key := EffectKey(t.ID, download.Identity(f), to)
 		if _, err := m.store.Ledger().Get(ctx, key); err == nil {
 			continue // claimed before: written, or on its way
 		} else if !errors.Is(err, store.ErrNotFound) {
@@ -76,7 +81,7 @@ func (m *Manager) downloadEffects(ctx context.Context, t *Task, listed []watch.I
 			deferred++
 			continue
 		}
-		msg, err := download.Message(t.ID, t.displayName(), it.File, now)
+		msg, err := download.Message(t.ID, t.displayName(), f, now)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -72,3 +72,20 @@ func relName(f *watch.File) string {
 	}
 	return safeName(f.Course) + "/" + safeName(f.Name)
 }
+
+// Distinct gives files that would be kept under the same name (two
+// folders of one course holding "notes.pdf") names of their own, the
+// site's file id before the extension: "notes (1234).pdf". Files whose
+// names are unique keep them. It changes the files in place.
+func Distinct(files []*watch.File) {
+	count := map[string]int{}
+	for _, f := range files {
+		count[strings.ToLower(relName(f))]++
+	}
+	for _, f := range files {
+		if count[strings.ToLower(relName(f))] > 1 {
+			ext := path.Ext(f.Name)
+			f.Name = strings.TrimSuffix(f.Name, ext) + " (" + f.ID + ")" + ext
+		}
+	}
+}

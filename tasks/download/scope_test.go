@@ -59,7 +59,8 @@ func TestI6_RevokedTokenIsOneAuthFailureTheOwnerHearsOnce(t *testing.T) {
 
 // TestI8_DownloadsStayInScope: a redirect to a host outside the scope is
 // never followed, a sign-in page where a file was expected is refused,
-// and names from the site never write outside the task's directory.
+// names from the site never write outside the task's directory, and two
+// files of one name do not overwrite each other.
 func TestI8_DownloadsStayInScope(t *testing.T) {
 	mod := time.Now().Add(-time.Hour)
 	files := []downloadtest.File{
@@ -69,6 +70,8 @@ func TestI8_DownloadsStayInScope(t *testing.T) {
 		{ID: 4, Name: "elsewhere.pdf", Modified: mod, Body: downloadtest.Body(4, 1, 400), Redirect: "outside"},
 		{ID: 5, Name: "slides.pdf", Modified: mod, Body: downloadtest.Body(5, 1, 500), Redirect: "login"},
 		{ID: 6, Name: "..", Modified: mod, Body: downloadtest.Body(6, 1, 600)},
+		{ID: 7, Name: "notes.pdf", Modified: mod, Body: downloadtest.Body(7, 1, 700)},
+		{ID: 8, Name: "NOTES.pdf", Modified: mod, Body: downloadtest.Body(8, 1, 800)}, // another folder, the same name
 	}
 	site := downloadtest.NewCanvas([]downloadtest.Course{{ID: 1, Name: "../Hacks", Files: files}}, nil, 100)
 	defer site.Close()
@@ -87,7 +90,8 @@ func TestI8_DownloadsStayInScope(t *testing.T) {
 		t.Fatalf("a sign-in page in place of a file: outcomes %v", outcome)
 	}
 	dir := h.kept("keep")
-	wantNames := map[string]int{"__Hacks/____x": 100, "__Hacks/_con": 200, "__Hacks/a_b": 300, "__Hacks/_": 600}
+	wantNames := map[string]int{"__Hacks/____x": 100, "__Hacks/_con": 200, "__Hacks/a_b": 300, "__Hacks/_": 600,
+		"__Hacks/notes (7).pdf": 700, "__Hacks/NOTES (8).pdf": 800}
 	var got []string
 	filepath.WalkDir(h.dataDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || strings.HasPrefix(d.Name(), "herald.db") {

@@ -55,7 +55,7 @@ tasks:
 		{2, "policy.download_roots[0]: want an absolute directory"},
 		{3, "policy.download_hosts[0]: malformed host"},
 		{10, `tasks[0].source.download.dir: download dir "../../etc" leaves the task's directory`},
-		{10, "tasks[0].source.download.max_per_run: want a number from 1 to 1000"},
+		{10, "tasks[0].source.download.max_per_run: want a number from 1 to 100, the per-run bound"},
 		{10, "tasks[0].source.download.types[1]: an empty type"},
 		{17, "tasks[1].source.download: downloads are for course sites"},
 	})

@@ -42,8 +42,12 @@ func (v *validator) download(sp string, s watch.Spec) {
 			v.errf(dp+".dir", "%v", err)
 		}
 	}
-	if d.MaxPerRun < 0 || d.MaxPerRun > download.MaxPerRunCap {
-		v.errf(dp+".max_per_run", "want a number from 1 to %d (0 or unset: the per-run bound)", download.MaxPerRunCap)
+	bound := v.cfg.Policy.Limits.MaxItemsPerRun
+	if bound <= 0 || bound > DefaultMaxItemsPerRun {
+		bound = DefaultMaxItemsPerRun
+	}
+	if d.MaxPerRun < 0 || d.MaxPerRun > bound {
+		v.errf(dp+".max_per_run", "want a number from 1 to %d, the per-run bound (0 or unset: the bound)", bound)
 	}
 	for i, t := range d.Types {
 		if strings.TrimSpace(t) == "" {

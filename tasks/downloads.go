@@ -55,9 +55,9 @@ func (m *Manager) downloadEffects(ctx context.Context, t *Task, listed []watch.I
 	if d == nil {
 		return nil, 0, nil
 	}
-	limit := limits.MaxItemsPerRun
+	limit := limits.MaxItemsPerRun // the per-run bound is also the ceiling
 	if d.MaxPerRun > 0 {
-		limit = min(d.MaxPerRun, download.MaxPerRunCap)
+		limit = min(d.MaxPerRun, limit)
 	}
 	var files []*watch.File
 	for _, it := range listed {

@@ -44,9 +44,6 @@ func Identity(f *watch.File) string {
 // to when the policy names none (Instructure's storage).
 var DefaultHosts = []string{"*.inscloudgate.net", "*.canvas-user-content.com", "instructure-uploads.s3.amazonaws.com"}
 
-// MaxPerRunCap bounds download.max_per_run (I7).
-const MaxPerRunCap = 1000
-
 // Message is the message a download effect carries: the file, as JSON in
 // Text, and its name as the one item.
 func Message(taskID, taskName string, f *watch.File, now time.Time) (delivery.Message, error) {

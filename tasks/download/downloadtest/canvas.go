@@ -247,8 +247,12 @@ func (s *Site) courseList(w http.ResponseWriter, r *http.Request, id, what strin
 	}
 	var rows []string
 	if what == "files" {
-		for _, f := range c.Files {
-			rows = append(rows, s.fileJSON(f))
+		// Only the page asked for is written out: a large course stays
+		// cheap to list.
+		rows = make([]string, len(c.Files))
+		from, to := s.page(r, len(rows))
+		for i := from; i < to; i++ {
+			rows[i] = s.fileJSON(c.Files[i])
 		}
 		s.list(w, r, rows)
 		return
@@ -288,11 +292,16 @@ func (s *Site) course(id string) (Course, bool) {
 
 // list answers one page of rows with the while(1); prefix and a Link
 // header whose rel="next" is absent on the last page.
-func (s *Site) list(w http.ResponseWriter, r *http.Request, rows []string) {
+// page is the range of n rows that r's page holds.
+func (s *Site) page(r *http.Request, n int) (from, to int) {
 	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	page = max(page, 1)
-	from := min((page-1)*s.pageSize, len(rows))
-	to := min(from+s.pageSize, len(rows))
+	from = min((max(page, 1)-1)*s.pageSize, n)
+	return from, min(from+s.pageSize, n)
+}
+
+func (s *Site) list(w http.ResponseWriter, r *http.Request, rows []string) {
+	from, to := s.page(r, len(rows))
+	page := from/s.pageSize + 1
 	q := r.URL.Query()
 	q.Set("page", "1")
 	links := []string{fmt.Sprintf(`<%s%s?%s>; rel="first"`, s.Site.URL, r.URL.Path, q.Encode())}

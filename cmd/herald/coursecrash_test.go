@@ -114,6 +114,9 @@ func TestI1_I3_SIGKILLDuringSlowDownloadsEveryFileOnceExact(t *testing.T) {
 	if out := cli(t, dataDir, "downloads", "list", "cs101"); !strings.Contains(out, "Algebra/errata.pdf") || !strings.Contains(out, "96.0 KiB") {
 		t.Fatalf("herald downloads list:\n%s", out)
 	}
+	if out, errOut, code := run(t, "downloads", "list", "nope", "--data-dir", dataDir); code == 0 || !strings.Contains(errOut, "no task") {
+		t.Fatalf("downloads list of an unknown task: exit %d\n%s%s", code, out, errOut)
+	}
 	// Once each: nothing else in the directory, no temp file left over.
 	var names []string
 	filepath.WalkDir(kept, func(path string, d os.DirEntry, err error) error {

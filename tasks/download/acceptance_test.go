@@ -42,11 +42,21 @@ func canvasSpec(site *downloadtest.Site, dir string) watch.Spec {
 // its exact bytes; an unchanged run fetches nothing again; a new
 // assignment, announcement and file and a changed file are one notice
 // each and exactly two downloads.
+// It runs on the embedded store and on Redis.
 func TestI1_CourseSiteBaselineDownloadsQuietlyThenOneNoticeAndDownloadPerChange(t *testing.T) {
+	for _, b := range []struct {
+		name string
+		open backend
+	}{{"bolt", onBolt}, {"redis", onRedis}} {
+		t.Run(b.name, func(t *testing.T) { courseSiteContract(t, b.open) })
+	}
+}
+
+func courseSiteContract(t *testing.T, open backend) {
 	now := time.Now()
 	site := twoCourses(now)
 	defer site.Close()
-	h := start(t, canvasSpec(site, "files"), tasks.Policy{}, 72*time.Hour, 24*time.Hour, 2*time.Hour)
+	h := startOn(t, open, canvasSpec(site, "files"), tasks.Policy{}, 72*time.Hour, 24*time.Hour, 2*time.Hour)
 
 	runs, _ := h.m.Runs(context.Background(), taskID, 0)
 	if runs[0].Outcome != tasks.OutcomeBaseline || runs[0].Items != 9 || runs[0].Downloads != 6 {

@@ -17,6 +17,8 @@ import (
 	"github.com/herald-bridge/herald/delivery/inbox"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/bolt"
+	"github.com/herald-bridge/herald/store/redis"
+	"github.com/herald-bridge/herald/store/redis/redistest"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/download"
 	"github.com/herald-bridge/herald/tasks/source"
@@ -35,21 +37,46 @@ const (
 type harness struct {
 	t       testing.TB
 	dataDir string
-	st      *bolt.Store
+	st      store.Store
 	m       *tasks.Manager
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	bound   time.Duration // how long eventually waits (default 20 s)
 }
 
-// start runs herald over spec (a course-site watch) with policy p.
-func start(t testing.TB, spec watch.Spec, p tasks.Policy, remind ...time.Duration) *harness {
-	t.Helper()
-	h := &harness{t: t, dataDir: t.TempDir()}
-	st, err := bolt.Open(filepath.Join(h.dataDir, "herald.db"), bolt.Options{})
+// backend opens the store a harness runs on, in its data dir.
+type backend func(t testing.TB, dataDir string) store.Store
+
+// onBolt is the embedded store.
+func onBolt(t testing.TB, dataDir string) store.Store {
+	st, err := bolt.Open(filepath.Join(dataDir, "herald.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+// onRedis is the test Redis, under a key prefix of this test alone.
+func onRedis(t testing.TB, _ string) store.Store {
+	url, prefix := redistest.Prefix(t)
+	st, err := redis.Open(context.Background(), url, redis.Options{KeyPrefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// start runs herald over spec (a course-site watch) with policy p, on
+// the embedded store.
+func start(t testing.TB, spec watch.Spec, p tasks.Policy, remind ...time.Duration) *harness {
+	return startOn(t, onBolt, spec, p, remind...)
+}
+
+// startOn runs herald on the store open gives.
+func startOn(t testing.TB, open backend, spec watch.Spec, p tasks.Policy, remind ...time.Duration) *harness {
+	t.Helper()
+	h := &harness{t: t, dataDir: t.TempDir()}
+	st := open(t, h.dataDir)
 	h.st = st
 	sink := download.NewSink(download.Options{Dir: filepath.Join(h.dataDir, "downloads"),
 		Plans: download.PlannerFunc(func(ctx context.Context, id string) (download.Plan, error) { return h.m.DownloadPlan(ctx, id) })})

@@ -33,6 +33,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/herald-bridge/herald/store/datadir"
+	"github.com/herald-bridge/herald/store/redis/redistest"
 	"github.com/herald-bridge/herald/webhook/signature"
 )
 
@@ -41,17 +42,7 @@ import (
 const leaseTTL = 15 * time.Second
 
 // replicaRedisURL is the Redis the replica tests share.
-func replicaRedisURL(t *testing.T) string {
-	t.Helper()
-	u := os.Getenv("HERALD_TEST_REDIS_URL")
-	if u == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("HERALD_TEST_REDIS_URL is not set in CI; the replica tests must run there")
-		}
-		t.Skip("HERALD_TEST_REDIS_URL not set")
-	}
-	return u
-}
+func replicaRedisURL(t *testing.T) string { return redistest.URL(t) }
 
 var replicaBuild struct {
 	once sync.Once

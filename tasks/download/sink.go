@@ -118,8 +118,10 @@ func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
 	plan, err := s.o.Plans.DownloadPlan(ctx, d.Message.TaskID)
 	switch {
 	case errors.Is(err, ErrGone):
+		s.forget(d.Key)
 		return delivery.Outcome{Result: delivery.Failed, Reason: "task_gone"}
 	case errors.Is(err, ErrScope):
+		s.forget(d.Key)
 		return delivery.Outcome{Result: delivery.Failed, Reason: "out_of_scope"}
 	case err != nil: // the store or the credential did not answer: later, a bounded number of times
 		if s.failed(d.Key) >= maxAttempts {

@@ -3,6 +3,7 @@ package download_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/download"
 	"github.com/herald-bridge/herald/tasks/download/downloadtest"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
@@ -203,5 +206,37 @@ func TestI7_OneDownloadAtATimePerSiteAndToken(t *testing.T) {
 	}
 	if site.TotalHits() != 24 || site.MostAtOnce() != 1 {
 		t.Fatalf("%d bodies fetched, at most %d at once; want 24, one at a time", site.TotalHits(), site.MostAtOnce())
+	}
+}
+
+// TestI8_DeletedTaskDownloadsNothingMore: once a task is deleted, its
+// downloads still waiting end failed and write nothing.
+func TestI8_DeletedTaskDownloadsNothingMore(t *testing.T) {
+	site := bigCourse(12)
+	defer site.Close()
+	site.Slow(20 * time.Millisecond)
+	h := start(t, watch.Spec{Kind: "canvas", URL: site.Site.URL, Token: downloadtest.Token, Watch: []string{"files"},
+		Download: &watch.Download{Dir: "files"}}, tasks.Policy{})
+	if _, err := h.m.Delete(context.Background(), "", taskID); err != nil {
+		t.Fatal(err)
+	}
+	gone := 0
+	for _, fx := range h.settled() {
+		var m delivery.Message
+		_ = json.Unmarshal(fx.Payload, &m)
+		f, _ := download.FileOf(m)
+		_, err := os.Stat(h.kept(filepath.Join("files", "Big", f.Name)))
+		switch {
+		case fx.State == store.Failed && fx.Error == "task_gone":
+			gone++
+			if err == nil {
+				t.Fatalf("%s was written after its task was deleted", f.Name)
+			}
+		case fx.State != store.Completed:
+			t.Fatalf("download of %s ended %s (%s)", f.Name, fx.State, fx.Error)
+		}
+	}
+	if gone == 0 {
+		t.Fatal("every download finished before the delete: nothing was left to stop")
 	}
 }

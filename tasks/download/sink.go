@@ -115,26 +115,20 @@ func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
 	if err != nil {
 		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_payload"}
 	}
-	plan, err := s.o.Plans.DownloadPlan(ctx, d.Message.TaskID)
-	switch {
-	case errors.Is(err, ErrGone):
-		s.forget(d.Key)
-		return delivery.Outcome{Result: delivery.Failed, Reason: "task_gone"}
-	case errors.Is(err, ErrScope):
-		s.forget(d.Key)
-		return delivery.Outcome{Result: delivery.Failed, Reason: "out_of_scope"}
-	case err != nil: // the store or the credential did not answer: later, a bounded number of times
-		if s.failed(d.Key) >= maxAttempts {
-			s.forget(d.Key)
-			return delivery.Outcome{Result: delivery.Failed, Reason: "no_plan"}
-		}
-		return delivery.Outcome{Result: delivery.RetryAfter, After: time.Minute, Reason: "no_plan"}
+	plan, out, ok := s.plan(ctx, d)
+	if !ok {
+		return out
 	}
 	release, wait := s.enter(plan)
 	if release == nil {
 		return delivery.Outcome{Result: delivery.RetryAfter, After: wait, Reason: "busy"}
 	}
 	defer release()
+	// Its turn may have come after a wait: the approval is checked again
+	// now (I8).
+	if plan, out, ok = s.plan(ctx, d); !ok {
+		return out
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
 	rel, err := s.fetch(ctx, plan, &f, d)
@@ -156,6 +150,26 @@ func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
 		after = min(time.Second<<max(n-1, 0), 5*time.Minute)
 	}
 	return delivery.Outcome{Result: delivery.RetryAfter, After: after, Reason: fl.reason}
+}
+
+// plan asks for the task's download plan; when there is none, ok is
+// false and out is the download's outcome.
+func (s *Sink) plan(ctx context.Context, d delivery.Delivery) (plan Plan, out delivery.Outcome, ok bool) {
+	plan, err := s.o.Plans.DownloadPlan(ctx, d.Message.TaskID)
+	switch {
+	case err == nil:
+		return plan, out, true
+	case errors.Is(err, ErrGone):
+		out = delivery.Outcome{Result: delivery.Failed, Reason: "task_gone"}
+	case errors.Is(err, ErrScope):
+		out = delivery.Outcome{Result: delivery.Failed, Reason: "out_of_scope"}
+	case s.failed(d.Key) >= maxAttempts: // the store or the credential did not answer, again
+		out = delivery.Outcome{Result: delivery.Failed, Reason: "no_plan"}
+	default:
+		return plan, delivery.Outcome{Result: delivery.RetryAfter, After: time.Minute, Reason: "no_plan"}, false
+	}
+	s.forget(d.Key)
+	return plan, out, false
 }
 
 // enter takes plan's session (site and token), waiting behind at most

@@ -68,4 +68,10 @@ func TestI8_ApprovalBindsTheDownloadDirAndResumeRechecksIt(t *testing.T) {
 	if _, err := r.m.DownloadPlan(ctx, "cs101"); !errors.Is(err, download.ErrGone) {
 		t.Fatalf("plan of a deleted task: %v, want ErrGone", err)
 	}
+	// A new task whose dir no root allows is never approved.
+	if err := r.m.SetDeclared(ctx, []Declared{{ID: "cs202", Owner: "console:alice", Schedule: "every 1h",
+		Notify: []string{"inbox:console:alice"},
+		Source: watch.Spec{Kind: "canvas", URL: "https://school.example.edu", Token: "t", Download: &watch.Download{Dir: "/etc"}}}}); !errors.Is(err, ErrScope) {
+		t.Fatalf("approving a download dir outside every root: %v, want a scope refusal", err)
+	}
 }

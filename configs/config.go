@@ -215,6 +215,12 @@ type Policy struct {
 	AllowPrivateNetworks bool              `yaml:"allow_private_networks"`
 	AutoApprove          []AutoApproveRule `yaml:"auto_approve"`
 	Limits               Limits            `yaml:"limits"`
+	// DownloadRoots are absolute directories a task's download.dir may
+	// name; a relative dir lives under <data-dir>/downloads/<task-id>/.
+	DownloadRoots []string `yaml:"download_roots"`
+	// DownloadHosts are the file-storage hosts a course site may redirect
+	// a download to ("*.example.net"); empty: Instructure's storage hosts.
+	DownloadHosts []string `yaml:"download_hosts"`
 }
 
 // AutoApproveRule approves requests from Principals for sources on Hosts.

@@ -564,6 +564,8 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 			return "k3y-example", true
 		case "DING_SECRET":
 			return "SECexample", true
+		case "CANVAS_TOKEN":
+			return "7~example", true
 		}
 		return specEnv(name)
 	}
@@ -574,8 +576,11 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 	if a := cfg.Assistant; !a.Enabled || a.APIKey != "sk-example-key" || a.Timeout.D() != 20*time.Second || a.MaxPerHour != 30 {
 		t.Errorf("assistant = %+v", a)
 	}
-	if len(cfg.Recipients) != 6 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 4 {
+	if len(cfg.Recipients) != 6 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 5 {
 		t.Errorf("recipients %d, inbound %d, tasks %d: an example block did not uncomment", len(cfg.Recipients), len(cfg.Inbound), len(cfg.Tasks))
+	}
+	if cs, _ := cfg.Task("cs101"); cs.Source.Download == nil || cs.Source.Download.Dir != "cs101" || cs.Source.Download.MaxPerRun != 100 {
+		t.Errorf("cs101 source = %+v", cs.Source)
 	}
 	if rel, _ := cfg.Task("releases"); rel.Source.Link != "html_url" {
 		t.Errorf("releases source = %+v", rel.Source)

@@ -240,6 +240,7 @@ func (v *validator) policy() {
 	}
 	v.principals("policy.requesters", p.Requesters, true)
 	v.hosts("policy.allowed_hosts", p.AllowedHosts)
+	v.downloadPolicy()
 	for i, r := range p.AutoApprove {
 		rp := fmt.Sprintf("policy.auto_approve[%d]", i)
 		if len(r.Principals) == 0 || len(r.Hosts) == 0 {
@@ -424,6 +425,7 @@ func (v *validator) source(sp string, t TaskDecl) {
 			v.errf(up, "want an http or https URL")
 		}
 	}
+	v.download(sp, s)
 	if source.NeedsSelector(s.Kind) && s.Selector == "" {
 		v.errf(sp, "selector is required for kind %s", s.Kind)
 	}

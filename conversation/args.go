@@ -91,7 +91,7 @@ func (p *argParser) parse() error {
 		return p.none(1)
 	case "history":
 		return p.history()
-	case "task", "pause", "resume", "delete", "run", "approve":
+	case "task", "pause", "resume", "delete", "run", "approve", "downloads":
 		return p.idOnly()
 	case "reject":
 		id, err := p.id(0)

@@ -21,7 +21,7 @@ var ErrNotCommand = errors.New("conversation: not a command")
 type Command struct {
 	// Name is one of "help", "watch", "remind", "tasks", "task", "pause",
 	// "resume", "delete", "run", "approve", "reject", "inbox", "read",
-	// "mute", "quiet", "lang", "cancel", "history", "forget".
+	// "mute", "quiet", "lang", "cancel", "history", "forget", "downloads".
 	Name     string
 	URL      string          // watch, remind
 	Schedule string          // canonical schedule text; "" if not given
@@ -73,39 +73,41 @@ var aliases = map[string]string{
 	"task": "task", "pause": "pause", "resume": "resume", "delete": "delete", "run": "run",
 	"approve": "approve", "reject": "reject", "inbox": "inbox", "read": "read", "mute": "mute",
 	"quiet": "quiet", "cancel": "cancel", "lang": "lang", "language": "lang",
-	"history": "history", "forget": "forget", "token": "token",
+	"history": "history", "forget": "forget", "token": "token", "downloads": "downloads", "files": "downloads",
 	// Chinese
 	"帮助": "help", "订阅": "watch", "监控": "watch", "关注": "watch", "提醒": "remind",
 	"任务": "tasks", "任务列表": "tasks", "详情": "task", "暂停": "pause", "恢复": "resume",
 	"删除": "delete", "运行": "run", "批准": "approve", "同意": "approve", "拒绝": "reject",
 	"收件箱": "inbox", "已读": "read", "静音": "mute", "免打扰": "quiet", "取消": "cancel", "语言": "lang",
 	"历史": "history", "搜索": "history", "忘记": "forget", "清除历史": "forget", "令牌": "token",
+	"下载": "downloads", "文件": "downloads",
 }
 
 // kindChoice is the kinds as a usage line offers them: rss|ical|….
 var kindChoice = strings.Join(source.Names(), "|")
 
 var usage = map[string][2]string{
-	"help":    {"/help", "/help"},
-	"watch":   {`/watch <url> [every 30m | daily 08:00 [Area/City] | at 2026-12-01 09:00] [as ` + kindChoice + `] [selector <css>] [name "text"]`, `/watch <网址> [每 30 分钟 | 每天 08:00 [Area/City] | at 2026-12-01 09:00] [as ` + kindChoice + `] [selector <css>] [name 「名称」]`},
-	"remind":  {"/remind <url> [before 72h,24h,2h]", "/remind <网址> [before 72h,24h,2h]"},
-	"tasks":   {"/tasks", "/tasks"},
-	"task":    {"/task <id>", "/task <任务编号>"},
-	"pause":   {"/pause <id>", "/pause <任务编号>"},
-	"resume":  {"/resume <id>", "/resume <任务编号>"},
-	"delete":  {"/delete <id>", "/delete <任务编号>"},
-	"run":     {"/run <id>", "/run <任务编号>"},
-	"approve": {"/approve <request-id>", "/approve <申请编号>"},
-	"reject":  {"/reject <request-id> [reason]", "/reject <申请编号> [原因]"},
-	"inbox":   {"/inbox [id]", "/inbox [编号]"},
-	"read":    {"/read <id|all>", "/read <编号|all>"},
-	"lang":    {"/lang en|zh|auto", "/lang en|zh|auto"},
-	"mute":    {"/mute <task-id> <duration, like 2h or 1d | off>", "/mute <任务编号> <时长，如 2h 或 1d | off>"},
-	"quiet":   {"/quiet <HH:MM-HH:MM | off>", "/quiet <HH:MM-HH:MM | off>"},
-	"cancel":  {"/cancel", "/cancel"},
-	"history": {"/history <words> [page N]", "/history <关键词> [page N]"},
-	"forget":  {"/forget", "/forget"},
-	"token":   {"/token <site-url> [off]", "/token <网站网址> [off]"},
+	"help":      {"/help", "/help"},
+	"watch":     {`/watch <url> [every 30m | daily 08:00 [Area/City] | at 2026-12-01 09:00] [as ` + kindChoice + `] [selector <css>] [name "text"]`, `/watch <网址> [每 30 分钟 | 每天 08:00 [Area/City] | at 2026-12-01 09:00] [as ` + kindChoice + `] [selector <css>] [name 「名称」]`},
+	"remind":    {"/remind <url> [before 72h,24h,2h]", "/remind <网址> [before 72h,24h,2h]"},
+	"tasks":     {"/tasks", "/tasks"},
+	"task":      {"/task <id>", "/task <任务编号>"},
+	"pause":     {"/pause <id>", "/pause <任务编号>"},
+	"resume":    {"/resume <id>", "/resume <任务编号>"},
+	"delete":    {"/delete <id>", "/delete <任务编号>"},
+	"run":       {"/run <id>", "/run <任务编号>"},
+	"approve":   {"/approve <request-id>", "/approve <申请编号>"},
+	"reject":    {"/reject <request-id> [reason]", "/reject <申请编号> [原因]"},
+	"inbox":     {"/inbox [id]", "/inbox [编号]"},
+	"read":      {"/read <id|all>", "/read <编号|all>"},
+	"lang":      {"/lang en|zh|auto", "/lang en|zh|auto"},
+	"mute":      {"/mute <task-id> <duration, like 2h or 1d | off>", "/mute <任务编号> <时长，如 2h 或 1d | off>"},
+	"quiet":     {"/quiet <HH:MM-HH:MM | off>", "/quiet <HH:MM-HH:MM | off>"},
+	"cancel":    {"/cancel", "/cancel"},
+	"history":   {"/history <words> [page N]", "/history <关键词> [page N]"},
+	"forget":    {"/forget", "/forget"},
+	"token":     {"/token <site-url> [off]", "/token <网站网址> [off]"},
+	"downloads": {"/downloads <task-id>", "/downloads <任务编号>"},
 }
 
 func usageErr(name, code, en, zh string) *ParseError {

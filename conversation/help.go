@@ -50,6 +50,7 @@ var helpLines = []helpLine{
 	{"/history <words> [page 2] — search our conversation (in a group: the group's)", "/history <关键词> [page 2] — 搜索我们的对话（群里：本群的）",
 		"/history exam notice", "/history 考试"},
 	{"/forget — delete your conversation history", "/forget — 删除你的对话历史", "", ""},
+	{"/downloads <id> — the course files a task keeps", "/downloads <编号> — 任务保存的课程文件", "", ""},
 	{"/cancel — cancel the question in progress", "/cancel — 取消当前对话", "", ""},
 }
 

@@ -88,6 +88,9 @@ func (t *turn) show(id string) []Reply {
 	if g := tk.Grant; g != nil {
 		fmt.Fprintf(&b, t.tr("Approved scope: %s on %s%s, by %s (%s)\n", "批准范围：%s，%s%s，由 %s 批准（%s）\n"),
 			strings.Join(g.Operations, "+"), g.Host, g.PathPrefix, who(g.By, t), g.Basis)
+		if g.Dir != "" {
+			fmt.Fprintf(&b, t.tr("Files kept in: %s\n", "文件保存在：%s\n"), g.Dir)
+		}
 	} else if d := tk.Decision; d != nil && !d.Approved {
 		fmt.Fprintf(&b, t.tr("Rejected by %s", "被 %s 拒绝"), who(d.By, t))
 		if d.Reason != "" {
@@ -108,6 +111,9 @@ func (t *turn) show(id string) []Reply {
 			fmt.Fprintf(&b, "  %s  %s", t.when(r.Start), t.outcome(r.Outcome))
 			if r.Items > 0 || r.New > 0 || r.Changed > 0 {
 				fmt.Fprintf(&b, t.tr(" — %d items, %d new, %d changed", " —— %d 条，新增 %d，变更 %d"), r.Items, r.New, r.Changed)
+			}
+			if r.Downloads > 0 {
+				fmt.Fprintf(&b, t.tr(" — %d file(s) to download", " —— 下载 %d 个文件"), r.Downloads)
 			}
 			if r.Selector != "" {
 				fmt.Fprintf(&b, t.tr(" — entries: %s", " —— 条目：%s"), r.Selector)

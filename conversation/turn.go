@@ -106,6 +106,8 @@ func (t *turn) run() []Reply {
 		return t.forget()
 	case "token":
 		return t.token(cmd)
+	case "downloads":
+		return t.downloads(cmd.ID)
 	case "cancel":
 		if had {
 			return t.reply("Cancelled.", "已取消。")

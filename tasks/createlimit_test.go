@@ -2,22 +2,19 @@ package tasks
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/bolt"
 	heraldredis "github.com/herald-bridge/herald/store/redis"
+	"github.com/herald-bridge/herald/store/redis/redistest"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -57,40 +54,7 @@ func sharedBackends() []sharedBackend {
 
 // redisForTest returns the test Redis (HERALD_TEST_REDIS_URL; required in
 // CI) and a key prefix of this test alone, whose keys go when it ends.
-func redisForTest(t *testing.T) (url, prefix string) {
-	t.Helper()
-	url = os.Getenv("HERALD_TEST_REDIS_URL")
-	if url == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("HERALD_TEST_REDIS_URL is not set in CI")
-		}
-		t.Skip("HERALD_TEST_REDIS_URL not set")
-	}
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	prefix = "herald-test:" + hex.EncodeToString(b) + ":"
-	t.Cleanup(func() {
-		opt, err := goredis.ParseURL(url)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		rdb := goredis.NewClient(opt)
-		defer rdb.Close()
-		ctx := context.Background()
-		for _, pattern := range []string{prefix + "*", "{" + prefix + "}*"} {
-			var keys []string
-			iter := rdb.Scan(ctx, 0, pattern, 500).Iterator()
-			for iter.Next(ctx) {
-				keys = append(keys, iter.Val())
-			}
-			if len(keys) > 0 {
-				rdb.Unlink(ctx, keys...)
-			}
-		}
-	})
-	return url, prefix
-}
+func redisForTest(t *testing.T) (url, prefix string) { return redistest.Prefix(t) }
 
 // replica is one herald process's manager over a shared store.
 func replica(t *testing.T, st store.Store, holder string, clock Clock, maxTasks int) *Manager {

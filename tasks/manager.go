@@ -392,6 +392,10 @@ func (m *Manager) approveInto(t *Task, by, basis string, auto bool, now time.Tim
 	}
 	g.At = now
 	t.Grant = g
+	if err := m.Policy().checkDownloadScope(t); err != nil { // a download dir the policy does not allow is never granted (I8)
+		t.Grant = nil
+		return err
+	}
 	t.Decision = &Decision{By: by, At: now, Approved: true, Auto: auto}
 	t.State = Active
 	t.NextRun = now // first run now: the baseline (I2)

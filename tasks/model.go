@@ -110,24 +110,25 @@ type Grant struct {
 
 // RunRecord is one entry of a task's bounded run history.
 type RunRecord struct {
-	ID       string        `json:"id"`
-	TaskID   string        `json:"task"`
-	Start    time.Time     `json:"start"`
-	Duration time.Duration `json:"duration"`
-	Outcome  string        `json:"outcome"` // ok | baseline | unchanged | suspect | failed | rejected | cancelled | interrupted | deferred
-	Class    watch.Class   `json:"class,omitempty"`
-	Error    string        `json:"error,omitempty"`
-	Attempts int           `json:"attempts,omitempty"`
-	Items    int           `json:"items"`
-	New      int           `json:"new,omitempty"`
-	Changed  int           `json:"changed,omitempty"`
-	Removed  int           `json:"removed,omitempty"`
-	Deadline int           `json:"deadline,omitempty"`
-	Effects  int           `json:"effects,omitempty"`  // effects claimed
-	Deferred int           `json:"deferred,omitempty"` // events left for the next run (I7)
-	Skipped  int           `json:"skipped,omitempty"`  // unreadable parts of the document left out
-	Selector string        `json:"selector,omitempty"` // the html selector picked when the task gives none
-	Reason   string        `json:"reason,omitempty"`
+	ID        string        `json:"id"`
+	TaskID    string        `json:"task"`
+	Start     time.Time     `json:"start"`
+	Duration  time.Duration `json:"duration"`
+	Outcome   string        `json:"outcome"` // ok | baseline | unchanged | suspect | failed | rejected | cancelled | interrupted | deferred
+	Class     watch.Class   `json:"class,omitempty"`
+	Error     string        `json:"error,omitempty"`
+	Attempts  int           `json:"attempts,omitempty"`
+	Items     int           `json:"items"`
+	New       int           `json:"new,omitempty"`
+	Changed   int           `json:"changed,omitempty"`
+	Removed   int           `json:"removed,omitempty"`
+	Deadline  int           `json:"deadline,omitempty"`
+	Effects   int           `json:"effects,omitempty"`   // effects claimed
+	Deferred  int           `json:"deferred,omitempty"`  // events and downloads left for the next run (I7)
+	Downloads int           `json:"downloads,omitempty"` // course files claimed for download
+	Skipped   int           `json:"skipped,omitempty"`   // unreadable parts of the document left out
+	Selector  string        `json:"selector,omitempty"`  // the html selector picked when the task gives none
+	Reason    string        `json:"reason,omitempty"`
 }
 
 // Run outcomes.

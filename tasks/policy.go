@@ -20,6 +20,11 @@ type Policy struct {
 	Limits       Limits
 	// Named lists the named recipients; only admins may target them from chat.
 	Named map[string]bool
+	// DownloadRoots are absolute directories an approval may bind as a
+	// task's download dir; DownloadHosts the file-storage hosts downloads
+	// may be redirected to (empty: download.DefaultHosts).
+	DownloadRoots []string
+	DownloadHosts []string
 }
 
 // AutoApprove approves requests from Principals for Hosts without an admin.
@@ -127,7 +132,7 @@ func grantFor(t *Task, by, basis string) (*Grant, error) {
 	}
 	return &Grant{
 		Owner: t.Owner, Operations: ops, Host: strings.ToLower(u.Host), PathPrefix: prefix,
-		Recipients: slices.Clone(t.Notify), Basis: basis, By: by,
+		Recipients: slices.Clone(t.Notify), Dir: downloadDir(t), Basis: basis, By: by,
 	}, nil
 }
 
@@ -157,6 +162,9 @@ func (p Policy) checkScope(t *Task) error {
 			return userErr(ErrScope, "a recipient was added since approval; it needs a new approval",
 				"批准之后新增了接收方；需要重新批准。")
 		}
+	}
+	if err := p.checkDownloadScope(t); err != nil {
+		return err
 	}
 	if g.Basis == "config" {
 		return nil

@@ -217,6 +217,7 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 	opts := t.diffOptions(limits)
 	now := m.clock.Now()
 	var diff watch.Diff
+	var listed []watch.Item // what the source listed, when it was read
 	if kind == wakeRemind {
 		diff = watch.Reminders(prev, now, opts)
 	} else {
@@ -241,6 +242,9 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 			diff.Next.Validators = res.Validators
 		}
 		rec.Items, rec.Skipped, rec.Selector = len(res.Items), res.Skipped, res.Selector
+		if !res.NotModified && !diff.Suspect {
+			listed = res.Items
+		}
 		if res.NotModified && prev != nil {
 			rec.Items = len(prev.Items)
 		}
@@ -253,6 +257,13 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 		rec.Outcome, rec.Error = OutcomeFailed, err.Error()
 		return m.finish(ctx, fence, t, rec, kind)
 	}
+	downloads, later, err := m.downloadEffects(ctx, t, listed, now, limits)
+	if err != nil {
+		rec.Outcome, rec.Class, rec.Error = OutcomeFailed, watch.Transient, err.Error()
+		return m.finish(ctx, fence, t, rec, kind)
+	}
+	effects = append(effects, downloads...)
+	rec.Downloads, rec.Deferred = len(downloads), rec.Deferred+later
 	switch {
 	case diff.Suspect:
 		rec.Outcome = OutcomeSuspect

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/store/credentials"
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/download"
 	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
 	hook "github.com/herald-bridge/herald/webhook"
@@ -51,8 +53,10 @@ func (s *service) assemble(ctx context.Context) error {
 
 	// Delivery first: the manager hands admissions straight to its free
 	// workers. Its hooks reach the manager only once both exist.
+	// A task's course files go to its directory through their own sink.
+	files := download.NewSink(download.Options{Dir: filepath.Join(s.dataDir, "downloads"), Plans: download.PlannerFunc(s.downloadPlan)})
 	dispatch, err := delivery.NewDispatcher(delivery.Options{
-		Ledger: s.store.Ledger(), Router: s.table, Holds: s.prefs, Worker: s.holder,
+		Ledger: s.store.Ledger(), Router: download.Router{Next: s.table, Sink: files}, Holds: s.prefs, Worker: s.holder,
 		Log: s.log.With().Str("component", "delivery").Logger(), Metrics: delivery.NewMetrics(s.registry),
 		Hooks: delivery.Hooks{
 			Unreachable: func(ctx context.Context, taskID, recipient, reason string) {
@@ -269,6 +273,7 @@ func policyOf(cfg *configs.Config) tasks.Policy {
 	p := tasks.Policy{
 		Admins: cfg.Policy.Admins, Requesters: cfg.Policy.Requesters, AllowedHosts: cfg.Policy.AllowedHosts,
 		AllowPrivate: cfg.Policy.AllowPrivateNetworks, Named: map[string]bool{},
+		DownloadRoots: cfg.Policy.DownloadRoots, DownloadHosts: cfg.Policy.DownloadHosts,
 		Limits: tasks.Limits{MaxTasks: cfg.Policy.Limits.MaxTasks, HistoryRuns: cfg.Policy.Limits.HistoryRuns, MaxItemsPerRun: cfg.Policy.Limits.MaxItemsPerRun,
 			Concurrency: cfg.Policy.Limits.ConcurrentRuns},
 	}

@@ -177,16 +177,9 @@ func cmdTasks(e *env, args []string) int {
 }
 
 func cmdRequests(e *env, args []string) int {
-	au, sum := summaryOf("requests")
-	fs := e.flags("requests")
-	pos, code, ok := e.parse(fs, "requests", au, sum, args)
+	pos, code, ok := e.parseSub(e.flags("requests"), "requests", args, "approve", "reject")
 	if !ok {
 		return code
-	}
-	if len(pos) > 0 {
-		if code, ok := subcommand(e, "requests", pos[0], "approve", "reject"); !ok {
-			return code
-		}
 	}
 	if len(pos) < 2 {
 		return usageErr(e, "requests", "want approve ID or reject ID [REASON]")

@@ -272,16 +272,7 @@ func (s *crashSender) acceptedIDs() map[string]bool {
 // routed to one webhook recipient, which drops repeats by webhook-id
 // (idempotent: true) or does not.
 func crashConfig(addr, receiverURL string, idempotent bool) string {
-	return fmt.Sprintf(`server:
-  listen: %s
-timezone: UTC
-channels:
-  telegram: {enabled: false}
-  feishu: {enabled: false}
-policy:
-  admins: ["console:admin"]
-  allow_private_networks: true
-recipients:
+	return localService(addr) + fmt.Sprintf(`recipients:
   sink:
     webhook: {url: %q, secret: %q, idempotent: %t}
 inbound:
@@ -289,7 +280,7 @@ inbound:
     format: standard
     secret: "${%s}"
     route: [sink]
-`, addr, receiverURL+"/herald", recipientSecret, idempotent, hookSecretEnv)
+`, receiverURL+"/herald", recipientSecret, idempotent, hookSecretEnv)
 }
 
 // readyOwner waits for /readyz to answer 200 and returns its "owner".

@@ -648,3 +648,20 @@ func waitBaseline(t *testing.T, dataDir, id string) {
 	t.Helper()
 	eventually(t, id+" has run", func() bool { return listTasks(t, dataDir)[id].LastOutcome != "" })
 }
+
+// localService is the start of a test service's config: listening on
+// addr, chat channels off, console:admin the admin, loopback sources and
+// recipients allowed. It ends inside policy, so a caller may add policy
+// keys before its own sections.
+func localService(addr string) string {
+	return fmt.Sprintf(`server:
+  listen: %s
+timezone: UTC
+channels:
+  telegram: {enabled: false}
+  feishu: {enabled: false}
+policy:
+  admins: ["console:admin"]
+  allow_private_networks: true
+`, addr)
+}

@@ -57,6 +57,7 @@ func commands() []command {
 		{"inbox", "list PRINCIPAL | read PRINCIPAL ID|all | token PRINCIPAL", "read inboxes; issue an inbox API token", cmdInbox},
 		{"console", "login [--as NAME] [--valid 10m] | logout --all", "sign in to the browser console (GET /console); end its sessions", cmdConsole},
 		{"history", "search PRINCIPAL WORDS [--page N] | list PRINCIPAL [--limit N]", "read a person's or a group chat's conversation history (admins)", cmdHistory},
+		{"downloads", "list TASK", "list the course files a task keeps (name, course, size, when)", cmdDownloads},
 		{"send-test", "RECIPIENT", "send one test push through the whole path and print its outcome", cmdSendTest},
 		{"agent", "token NAME [--out FILE] | revoke NAME | list", "issue, revoke and list agent tokens (principal agent:NAME)", cmdAgent},
 		{"mcp", "--token-file FILE [--service URL]", "serve MCP on stdio for an agent holding an agent token", cmdMCP},
@@ -246,6 +247,22 @@ func subcommand(e *env, cmd, sub string, subs ...string) (int, bool) {
 		return exitOK, true
 	}
 	return usageErr(e, cmd, fmt.Sprintf("unknown subcommand %q; the subcommands are %s", sub, strings.Join(subs, ", "))), false
+}
+
+// parseSub parses the flags and arguments of a command whose first
+// argument, when given, must be one of subs.
+func (e *env) parseSub(fs *flag.FlagSet, cmd string, args []string, subs ...string) ([]string, int, bool) {
+	au, sum := summaryOf(cmd)
+	pos, code, ok := e.parse(fs, cmd, au, sum, args)
+	if !ok {
+		return nil, code, false
+	}
+	if len(pos) > 0 {
+		if code, ok := subcommand(e, cmd, pos[0], subs...); !ok {
+			return nil, code, false
+		}
+	}
+	return pos, exitOK, true
 }
 
 func summaryOf(cmd string) (string, string) {

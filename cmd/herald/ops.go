@@ -54,6 +54,7 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 		{"export", withInput(o.exportTasks)},
 		{"import", withInput(o.importTasks)},
 		{"backup", withInput(o.backup)},
+		{"downloads.list", withInput(o.listDownloads)},
 	} {
 		a.Register(op.name, op.do)
 	}

@@ -33,6 +33,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/herald-bridge/herald/store/datadir"
+	"github.com/herald-bridge/herald/store/redis/redistest"
 	"github.com/herald-bridge/herald/webhook/signature"
 )
 
@@ -41,17 +42,7 @@ import (
 const leaseTTL = 15 * time.Second
 
 // replicaRedisURL is the Redis the replica tests share.
-func replicaRedisURL(t *testing.T) string {
-	t.Helper()
-	u := os.Getenv("HERALD_TEST_REDIS_URL")
-	if u == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("HERALD_TEST_REDIS_URL is not set in CI; the replica tests must run there")
-		}
-		t.Skip("HERALD_TEST_REDIS_URL not set")
-	}
-	return u
-}
+func replicaRedisURL(t *testing.T) string { return redistest.URL(t) }
 
 var replicaBuild struct {
 	once sync.Once
@@ -388,18 +379,9 @@ type replica struct {
 	exited  chan struct{}
 }
 
-const replicaConfig = `server:
-  listen: 127.0.0.1:0
-store:
+var replicaConfig = localService("127.0.0.1:0") + `store:
   driver: redis
   redis: {url: %q, key_prefix: %q}
-timezone: UTC
-channels:
-  telegram: {enabled: false}
-  feishu: {enabled: false}
-policy:
-  admins: ["console:admin"]
-  allow_private_networks: true
 recipients:
   sink:
     # The receiver holds requests while a test kills the owner; a busy

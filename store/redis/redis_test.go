@@ -2,80 +2,29 @@ package redis
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/herald-bridge/herald/store"
+	"github.com/herald-bridge/herald/store/redis/redistest"
 	"github.com/herald-bridge/herald/store/storetest"
 )
 
-// testURL returns the Redis server the tests use. Without one the tests
-// skip locally and fail in CI, so a misconfigured pipeline cannot pass by
-// skipping.
-func testURL(t testing.TB) string {
-	t.Helper()
-	url := os.Getenv("HERALD_TEST_REDIS_URL")
-	if url == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("HERALD_TEST_REDIS_URL is not set in CI")
-		}
-		t.Skip("HERALD_TEST_REDIS_URL not set")
-	}
-	return url
-}
+// testURL returns the Redis server the tests use (redistest.URL).
+func testURL(t testing.TB) string { return redistest.URL(t) }
 
 // newPrefix returns a key prefix no other test run uses, and removes every
 // key under it when the test ends.
 func newPrefix(t testing.TB) string {
 	t.Helper()
-	url := testURL(t)
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	prefix := "herald-test:" + hex.EncodeToString(b) + ":"
-	t.Cleanup(func() { deleteKeys(t, url, prefix) })
+	_, prefix := redistest.Prefix(t)
 	return prefix
-}
-
-func deleteKeys(t testing.TB, url, prefix string) {
-	t.Helper()
-	opt, err := goredis.ParseURL(url)
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	rdb := goredis.NewClient(opt)
-	defer rdb.Close()
-	ctx := context.Background()
-	for _, pattern := range []string{prefix + "*", "{" + prefix + "}*"} {
-		iter := rdb.Scan(ctx, 0, pattern, 500).Iterator()
-		var batch []string
-		for iter.Next(ctx) {
-			batch = append(batch, iter.Val())
-			if len(batch) == 500 {
-				rdb.Unlink(ctx, batch...)
-				batch = batch[:0]
-			}
-		}
-		if len(batch) > 0 {
-			rdb.Unlink(ctx, batch...)
-		}
-		if err := iter.Err(); err != nil {
-			t.Errorf("cleanup %s: %v", pattern, err)
-		}
-	}
 }
 
 // openPrefix opens a store on prefix and closes it when the test ends.

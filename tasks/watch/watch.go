@@ -32,6 +32,18 @@ type Spec struct {
 	// credential store for it at each run, so the token itself is never
 	// in the spec or the task record (I10).
 	TokenFrom string `json:"token_from,omitempty"`
+	// Download, when set, keeps the listed course files in a directory
+	// (README, Learning platforms: downloads).
+	Download *Download `json:"download,omitempty"`
+}
+
+// Download says which course files a learning-platform task keeps, and
+// where: Dir is relative to the task's own download directory, or an
+// absolute path under a root the policy lists.
+type Download struct {
+	Dir       string   `json:"dir"`
+	Types     []string `json:"types,omitempty"`       // file extensions ("pdf") or media types; empty: every file
+	MaxPerRun int      `json:"max_per_run,omitempty"` // downloads claimed per run (0: the per-run bound)
 }
 
 // Item is one thing a source lists.
@@ -47,6 +59,25 @@ type Item struct {
 	// calendar event's UID), empty for single items. A series continuing
 	// into view is not news (Compute).
 	Series string `json:"series,omitempty"`
+	// File describes the course file this item is, for a task that keeps
+	// files; it is never stored in a snapshot.
+	File *File `json:"-"`
+}
+
+// File is a course file as its site lists it. Meta and URL are where it
+// is fetched from; neither is part of the item's digest.
+type File struct {
+	ID          string // the site's file id
+	Name        string // as the site names it; sanitised before it is written
+	Course      string // the course's name
+	Size        int64
+	Modified    string // the site's modified time, as it gives it
+	ContentType string
+	// Meta is a URL re-read just before the download for a fresh signed
+	// URL (canvas); empty when URL is used as it is.
+	Meta string
+	// URL is the file's own URL (moodle: the token is added when fetched).
+	URL string
 }
 
 // Conditional carries the validators of the previous fetch.

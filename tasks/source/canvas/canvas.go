@@ -9,8 +9,6 @@ package canvas
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 	"net/url"
 	"slices"
@@ -137,7 +135,7 @@ func run(ctx context.Context, g kind.Getter, in kind.Input) ([]watch.Item, error
 				return nil, err
 			}
 			for _, r := range rows {
-				items = append(items, file(host, co, r))
+				items = append(items, file(site, co, r))
 			}
 		}
 	}
@@ -252,16 +250,6 @@ func nextLink(doc *kind.Document) (*url.URL, error) {
 	return nil, nil
 }
 
-// digest hashes the fields a person cares about, in order.
-func digest(fields ...string) string {
-	h := sha256.New()
-	for _, f := range fields {
-		h.Write([]byte(f))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
-}
-
 func when(s string) time.Time {
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
@@ -284,7 +272,7 @@ func assignment(host string, co course, r gjson.Result) watch.Item {
 		URL:   r.Get("html_url").String(),
 		Due:   when(r.Get("due_at").String()),
 		Done:  done,
-		Digest: digest(r.Get("name").String(), r.Get("due_at").String(), r.Get("lock_at").String(),
+		Digest: kind.Digest(r.Get("name").String(), r.Get("due_at").String(), r.Get("lock_at").String(),
 			r.Get("unlock_at").String(), r.Get("points_possible").String(), state, boolText(excused)),
 	}
 }
@@ -298,21 +286,25 @@ func announcement(host, courseName string, r gjson.Result) watch.Item {
 		ID:     "canvas:" + host + ":announcement:" + r.Get("id").String(),
 		Title:  title,
 		URL:    r.Get("html_url").String(),
-		Digest: digest(r.Get("title").String(), r.Get("message").String()),
+		Digest: kind.Digest(r.Get("title").String(), r.Get("message").String()),
 	}
 }
 
-// file: the digest leaves out url, whose verifier changes on every listing.
-func file(host string, co course, r gjson.Result) watch.Item {
+// file: the digest leaves out url, whose verifier changes on every listing;
+// the file's metadata URL is re-read for a fresh one before a download.
+func file(site *url.URL, co course, r gjson.Result) watch.Item {
+	id := r.Get("id").String()
 	name := r.Get("display_name").String()
 	modified := r.Get("modified_at").String()
 	if modified == "" {
 		modified = r.Get("updated_at").String()
 	}
 	return watch.Item{
-		ID:     "canvas:" + host + ":file:" + r.Get("id").String(),
+		ID:     "canvas:" + strings.ToLower(site.Host) + ":file:" + id,
 		Title:  co.name + ": " + name,
-		Digest: digest(name, r.Get("size").String(), modified),
+		Digest: kind.Digest(name, r.Get("size").String(), modified),
+		File: &watch.File{ID: id, Name: name, Course: co.name, Size: r.Get("size").Int(), Modified: modified,
+			ContentType: r.Get("content-type").String(), Meta: site.JoinPath("/api/v1/files", id).String()},
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-bridge/herald/tasks/download/downloadtest"
 	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
@@ -47,15 +48,12 @@ func (f *fakeCanvas) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.requests++
 	f.perPage = append(f.perPage, r.URL.Query().Get("per_page"))
 	if r.Header.Get("Authorization") != "Bearer "+token || f.revoked {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="canvas-lms"`)
-		w.WriteHeader(http.StatusUnauthorized)
-		fmt.Fprint(w, `{"errors":[{"message":"Invalid access token."}]}`)
+		downloadtest.InvalidToken(w)
 		return
 	}
 	if f.throttle > 0 {
 		f.throttle--
-		w.WriteHeader(http.StatusForbidden)
-		fmt.Fprint(w, "403 Forbidden (Rate Limit Exceeded)")
+		downloadtest.RateLimited(w)
 		return
 	}
 	if f.failPath != "" && r.URL.Path == f.failPath && r.URL.Query().Get("page") == "2" {

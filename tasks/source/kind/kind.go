@@ -6,6 +6,8 @@ package kind
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"net/url"
 	"time"
@@ -93,4 +95,15 @@ type Document struct {
 	Skipped int
 	// Selector is set by a Parse that picked its own CSS selector.
 	Selector string
+}
+
+// Digest hashes the fields of an item a person cares about, in order: an
+// item's digest for the kinds that build it from several fields.
+func Digest(fields ...string) string {
+	h := sha256.New()
+	for _, f := range fields {
+		h.Write([]byte(f))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }

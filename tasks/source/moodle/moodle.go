@@ -1,15 +1,13 @@
 // Package moodle is the moodle source kind: a Moodle site read through its
 // web-service REST endpoint with a web-service token sent in the form body
 // (never in the URL, which may be logged). One run lists the enrolled
-// courses, their assignments and the calendar's action events, each an
-// item whose identity is moodle:<host>:<type>:<id> (README, Learning
-// platforms).
+// courses, their assignments, the calendar's action events and, when
+// asked for, the course files, each an item whose identity is
+// moodle:<host>:<type>:<id> (README, Learning platforms).
 package moodle
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 	"net/url"
 	"slices"
@@ -26,10 +24,11 @@ import (
 // Name is the kind's name.
 const Name = "moodle"
 
-// What a moodle watch can list; an empty watch list means both.
+// What a moodle watch can list; an empty watch list means the first two.
 const (
 	Assignments = "assignments"
 	Events      = "events"
+	Files       = "files"
 )
 
 // endpoint is the web-service path under the site.
@@ -126,10 +125,19 @@ func run(ctx context.Context, g kind.Getter, in kind.Input) ([]watch.Item, error
 					Title: cname + ": " + a.Get("name").String(),
 					URL:   c.site.String() + "/mod/assign/view.php?id=" + a.Get("cmid").String(),
 					Due:   unix(a.Get("duedate").Int()),
-					Digest: digest(a.Get("name").String(), a.Get("duedate").String(), a.Get("cutoffdate").String(),
+					Digest: kind.Digest(a.Get("name").String(), a.Get("duedate").String(), a.Get("cutoffdate").String(),
 						a.Get("allowsubmissionsfromdate").String(), a.Get("grade").String()),
 				})
 			}
+		}
+	}
+	if slices.Contains(want, Files) {
+		for _, id := range ids {
+			got, err := c.files(ctx, host, id, names[id])
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, got...)
 		}
 	}
 	if slices.Contains(want, Events) {
@@ -157,7 +165,7 @@ func run(ctx context.Context, g kind.Getter, in kind.Input) ([]watch.Item, error
 				URL:    e.Get("url").String(),
 				Due:    unix(e.Get("timesort").Int()),
 				Done:   done,
-				Digest: digest(e.Get("name").String(), e.Get("timesort").String(), strconv.FormatBool(done)),
+				Digest: kind.Digest(e.Get("name").String(), e.Get("timesort").String(), strconv.FormatBool(done)),
 			})
 		}
 	}
@@ -177,13 +185,4 @@ func unix(s int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(s, 0).UTC()
-}
-
-func digest(fields ...string) string {
-	h := sha256.New()
-	for _, f := range fields {
-		h.Write([]byte(f))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
 }

@@ -296,7 +296,7 @@ func (m *Manager) Submit(ctx context.Context, s Submission) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := m.createWithinLimit(ctx, t, p.Limits.MaxTasks, t.CreatedAt); err != nil {
+	if err := m.createWithinLimit(ctx, t, p.Limits, t.CreatedAt); err != nil {
 		return nil, err
 	}
 	m.signal(t.ID, "requested")

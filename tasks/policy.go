@@ -35,15 +35,30 @@ type AutoApprove struct {
 
 // Limits are the I7 bounds.
 type Limits struct {
-	MaxTasks       int
-	HistoryRuns    int
-	MaxItemsPerRun int
-	Concurrency    int // runs at once, all sources
+	MaxTasks         int // live tasks in all, config-declared ones included
+	MaxTasksPerOwner int // live chat tasks of one owner principal
+	HistoryRuns      int
+	MaxItemsPerRun   int
+	Concurrency      int // runs at once, all sources
+	// PerHostRuns and PerHostPerMinute cap the checks one source host
+	// sees, across every task that reads it: at once, and started per
+	// minute.
+	PerHostRuns      int
+	PerHostPerMinute int
 }
 
 func (l Limits) withDefaults() Limits {
 	if l.MaxTasks <= 0 {
-		l.MaxTasks = 50
+		l.MaxTasks = 10000
+	}
+	if l.MaxTasksPerOwner <= 0 {
+		l.MaxTasksPerOwner = 50
+	}
+	if l.PerHostRuns <= 0 {
+		l.PerHostRuns = 4
+	}
+	if l.PerHostPerMinute <= 0 {
+		l.PerHostPerMinute = 600
 	}
 	if l.HistoryRuns <= 0 {
 		l.HistoryRuns = 30

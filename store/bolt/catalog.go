@@ -97,6 +97,40 @@ func (c *catalog) Put(ctx context.Context, f store.Fence, id string, expect uint
 	return expect + 1, nil
 }
 
+// PutAll writes puts in one transaction, one disk sync for all, each
+// under Put's checks. A put whose stored revision differs is left out:
+// its revision in the result is 0. A stale fence refuses them all.
+func (c *catalog) PutAll(ctx context.Context, f store.Fence, puts []store.CatalogPut) ([]uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	revs := make([]uint64, len(puts))
+	err := (*Store)(c).update(func(tx *bbolt.Tx) error {
+		clear(revs)
+		if err := checkFence(tx, f); err != nil {
+			return err
+		}
+		b := tx.Bucket(bktCatalog)
+		for i, p := range puts {
+			if revision(tx, p.ID) != p.Expect {
+				continue
+			}
+			v := make([]byte, 8+len(p.Value))
+			binary.BigEndian.PutUint64(v, p.Expect+1)
+			copy(v[8:], p.Value)
+			if err := b.Put([]byte(p.ID), v); err != nil {
+				return err
+			}
+			revs[i] = p.Expect + 1
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bolt: catalog put %d records: %w", len(puts), err)
+	}
+	return revs, nil
+}
+
 func (c *catalog) Delete(ctx context.Context, f store.Fence, id string, expect uint64) error {
 	if err := ctx.Err(); err != nil {
 		return err

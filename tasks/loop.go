@@ -199,10 +199,10 @@ func (p *planner) plan(task string, check, remind time.Time) {
 
 func (p *planner) drop(task string) { p.gen[task]++ }
 
-// due pops every live entry due at now.
-func (p *planner) due(now time.Time) []wakeup {
+// due pops the live entries due at now, at most limit.
+func (p *planner) due(now time.Time, limit int) []wakeup {
 	var out []wakeup
-	for p.h.Len() > 0 {
+	for p.h.Len() > 0 && len(out) < limit {
 		w := p.h[0]
 		if w.gen != p.gen[w.task] {
 			heap.Pop(&p.h)
@@ -231,22 +231,20 @@ func (p *planner) next() (time.Time, bool) {
 }
 
 func (m *Manager) loop(ctx context.Context) {
-	p := &planner{gen: map[string]uint64{}}
-	all, err := m.all(ctx)
-	if err != nil {
-		m.log.Error().Err(err).Msg("cannot read the task catalog")
-	}
-	for _, t := range all {
-		m.planTask(ctx, p, t)
-	}
+	pool := m.startPool(ctx)
+	defer pool.wg.Wait()
+	var p *planner
 	for {
 		m.dirtyMu.Lock()
-		dirty := m.dirty
-		m.dirty = map[string]bool{}
+		dirty, full := m.dirty, m.planAllDue || p == nil
+		m.dirty, m.planAllDue = map[string]bool{}, false
 		m.dirtyMu.Unlock()
+		if full {
+			p = m.planAll(ctx)
+		}
 		for id := range dirty {
-			if m.isRunning(id) {
-				continue // re-planned when the run ends
+			if full || m.isRunning(id) {
+				continue // planned above, or re-planned when the run ends
 			}
 			t, err := m.Get(ctx, id)
 			if err != nil {
@@ -255,12 +253,23 @@ func (m *Manager) loop(ctx context.Context) {
 			}
 			m.planTask(ctx, p, t)
 		}
-		for _, w := range p.due(m.clock.Now()) {
-			m.startRun(ctx, w.task, w.kind, true)
+		now := m.clock.Now()
+		for _, w := range p.due(now, pool.room()) {
+			if !m.enqueue(ctx, pool, w.task, w.kind) {
+				// No room after all: still due.
+				if w.kind == wakeRemind {
+					p.plan(w.task, time.Time{}, w.at)
+				} else {
+					p.plan(w.task, w.at, time.Time{})
+				}
+			}
 		}
+		// One timer for the next wake-up. While the queue is full the
+		// next wake-up may already be due: then the end of a run (which
+		// touches its task) is what wakes the loop.
 		var timer <-chan time.Time
-		if at, ok := p.next(); ok {
-			timer = m.clock.After(at.Sub(m.clock.Now()))
+		if at, ok := p.next(); ok && (at.After(now) || pool.room() > 0) {
+			timer = m.clock.After(at.Sub(now))
 		}
 		select {
 		case <-ctx.Done():
@@ -271,10 +280,25 @@ func (m *Manager) loop(ctx context.Context) {
 	}
 }
 
+// planAll plans every task this replica owns from the catalog.
+func (m *Manager) planAll(ctx context.Context) *planner {
+	p := &planner{gen: map[string]uint64{}}
+	all, err := m.all(ctx)
+	if err != nil {
+		m.log.Error().Err(err).Msg("cannot read the task catalog")
+	}
+	for _, t := range all {
+		if !m.isRunning(t.ID) {
+			m.planTask(ctx, p, t)
+		}
+	}
+	return p
+}
+
 // planTask computes a task's next check and reminder wake-ups. An overdue
 // check (herald was down) is planned once, now (I4).
 func (m *Manager) planTask(ctx context.Context, p *planner, t *Task) {
-	if t.State != Active {
+	if t.State != Active || m.fenceFor(t.ID).IsZero() {
 		p.drop(t.ID)
 		return
 	}

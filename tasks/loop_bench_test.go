@@ -36,7 +36,7 @@ func BenchmarkNextWake100k(b *testing.B) {
 			}
 			p.plan(ids[i], next, time.Time{})
 		}
-		if len(p.due(now.Add(31*time.Minute))) == 0 {
+		if len(p.due(now.Add(31*time.Minute), n)) == 0 {
 			b.Fatal("nothing due")
 		}
 	}

@@ -151,9 +151,10 @@ type Manager struct {
 	ownerCancel context.CancelFunc
 	subs        []chan Change
 
-	wake    chan struct{}
-	dirtyMu sync.Mutex
-	dirty   map[string]bool
+	wake       chan struct{}
+	dirtyMu    sync.Mutex
+	dirty      map[string]bool
+	planAllDue bool // the loop reads the whole catalog again (replanAll)
 
 	// createMu makes counting live tasks and creating one a single step
 	// within this replica; CreateLease does across replicas (I7).
@@ -163,6 +164,7 @@ type Manager struct {
 	running  map[string]*runSlot
 	sessions map[string]chan struct{} // one slot per source session (I7)
 	runs     *slots                   // the global cap on runs at once (I7)
+	hosts    *hostGate                // the per-host politeness cap
 }
 
 // New returns a Manager; call Run to start scheduling.
@@ -175,7 +177,7 @@ func New(o Options) (*Manager, error) {
 		o: o, store: o.Store, clock: o.Clock, log: o.Log, policy: o.Policy,
 		wake: make(chan struct{}, 1), dirty: map[string]bool{},
 		running: map[string]*runSlot{}, sessions: map[string]chan struct{}{},
-		runs: newSlots(o.Policy.Limits.Concurrency),
+		runs: newSlots(o.Policy.Limits.Concurrency), hosts: newHostGate(),
 	}, nil
 }
 

@@ -53,11 +53,7 @@ func (m *Manager) startRun(ctx context.Context, id string, kind wakeKind, schedu
 	go func() {
 		defer cancel(nil)
 		s.rec = m.run(rctx, id, kind, scheduled)
-		m.runMu.Lock()
-		delete(m.running, id)
-		m.runMu.Unlock()
-		close(s.done)
-		m.touch(id) // re-plan
+		m.endRun(id, s)
 	}()
 	return s
 }
@@ -173,10 +169,8 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 		rec.Outcome, rec.Reason = OutcomeRejected, "task is "+stateWord(t.State)
 		return rec
 	}
-	m.mu.Lock()
-	fence := m.fence
-	limits := m.policy.Limits
-	m.mu.Unlock()
+	fence := m.fenceFor(t.ID)
+	limits := m.Policy().Limits
 	if fence.IsZero() {
 		rec.Outcome, rec.Reason = OutcomeRejected, "not the scheduling owner"
 		return rec
@@ -193,6 +187,12 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 		rec.Outcome, rec.Class = OutcomeCancelled, watch.Cancelled
 		return m.finish(ctx, fence, t, rec, kind)
 	}
+	leave, err := m.enterHost(ctx, t.Source.URL, limits)
+	if err != nil {
+		rec.Outcome, rec.Class = OutcomeCancelled, watch.Cancelled
+		return m.finish(ctx, fence, t, rec, kind)
+	}
+	defer leave()
 	if err := m.runs.acquire(ctx); err != nil {
 		rec.Outcome, rec.Class = OutcomeCancelled, watch.Cancelled
 		return m.finish(ctx, fence, t, rec, kind)

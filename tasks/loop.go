@@ -233,18 +233,19 @@ func (p *planner) next() (time.Time, bool) {
 func (m *Manager) loop(ctx context.Context) {
 	pool := m.startPool(ctx)
 	defer pool.wg.Wait()
-	var p *planner
+	p := &planner{gen: map[string]uint64{}}
+	m.planAll(ctx, p)
 	for {
-		m.dirtyMu.Lock()
-		dirty, full := m.dirty, m.planAllDue || p == nil
-		m.dirty, m.planAllDue = map[string]bool{}, false
-		m.dirtyMu.Unlock()
-		if full {
-			p = m.planAll(ctx)
+		if m.replanDue() {
+			m.planAll(ctx, p)
 		}
+		m.dirtyMu.Lock()
+		dirty := m.dirty
+		m.dirty = map[string]bool{}
+		m.dirtyMu.Unlock()
 		for id := range dirty {
-			if full || m.isRunning(id) {
-				continue // planned above, or re-planned when the run ends
+			if m.isRunning(id) {
+				continue // re-planned when the run ends
 			}
 			t, err := m.Get(ctx, id)
 			if err != nil {
@@ -255,7 +256,11 @@ func (m *Manager) loop(ctx context.Context) {
 		}
 		now := m.clock.Now()
 		for _, w := range p.due(now, pool.room()) {
-			if !m.enqueue(ctx, pool, w.task, w.kind) {
+			rctx := m.runContext(w.task)
+			if rctx == nil {
+				continue // no longer this replica's
+			}
+			if !m.enqueue(rctx, pool, w.task, w.kind) {
 				// No room after all: still due.
 				if w.kind == wakeRemind {
 					p.plan(w.task, time.Time{}, w.at)
@@ -280,9 +285,8 @@ func (m *Manager) loop(ctx context.Context) {
 	}
 }
 
-// planAll plans every task this replica owns from the catalog.
-func (m *Manager) planAll(ctx context.Context) *planner {
-	p := &planner{gen: map[string]uint64{}}
+// planAll plans every task this replica owns and drops the rest.
+func (m *Manager) planAll(ctx context.Context, p *planner) {
 	all, err := m.all(ctx)
 	if err != nil {
 		m.log.Error().Err(err).Msg("cannot read the task catalog")
@@ -292,13 +296,12 @@ func (m *Manager) planAll(ctx context.Context) *planner {
 			m.planTask(ctx, p, t)
 		}
 	}
-	return p
 }
 
 // planTask computes a task's next check and reminder wake-ups. An overdue
 // check (herald was down) is planned once, now (I4).
 func (m *Manager) planTask(ctx context.Context, p *planner, t *Task) {
-	if t.State != Active || m.fenceFor(t.ID).IsZero() {
+	if t.State != Active || !m.mine(t.ID) {
 		p.drop(t.ID)
 		return
 	}

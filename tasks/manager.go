@@ -150,11 +150,12 @@ type Manager struct {
 	// ownerCancel ends ownerCtx when a commit shows the epoch is stale.
 	ownerCancel context.CancelFunc
 	subs        []chan Change
+	// replanAll: the tasks this replica owns changed (replanDue).
+	replanAll bool
 
-	wake       chan struct{}
-	dirtyMu    sync.Mutex
-	dirty      map[string]bool
-	planAllDue bool // the loop reads the whole catalog again (replanAll)
+	wake    chan struct{}
+	dirtyMu sync.Mutex
+	dirty   map[string]bool
 
 	// createMu makes counting live tasks and creating one a single step
 	// within this replica; CreateLease does across replicas (I7).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -35,8 +34,9 @@ type runPool struct {
 	wg sync.WaitGroup
 }
 
-// startPool starts the workers; they stop when ctx ends, and runs still
-// waiting then are dropped unrun: their checks stay owed (I4).
+// startPool starts the workers; they stop when ctx ends. A run whose own
+// context ended while it waited (a stop, or its task is no longer this
+// replica's) is dropped unrun: its check stays owed (I4).
 func (m *Manager) startPool(ctx context.Context) *runPool {
 	p := &runPool{q: make(chan queued, runQueueSize)}
 	for range runWorkers {
@@ -47,7 +47,7 @@ func (m *Manager) startPool(ctx context.Context) *runPool {
 					p.drain(m)
 					return
 				case j := <-p.q:
-					if ctx.Err() != nil {
+					if j.ctx.Err() != nil { // stopped, or its task is no longer this replica's
 						m.dropRun(j)
 						continue
 					}
@@ -78,6 +78,7 @@ func (p *runPool) drain(m *Manager) {
 // or waiting (one run at a time per task); it reports false when the
 // queue is full.
 func (m *Manager) enqueue(ctx context.Context, p *runPool, id string, kind wakeKind) bool {
+	// ctx is the context runs of the task start under (runContext).
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
 	if _, ok := m.running[id]; ok {
@@ -116,28 +117,6 @@ func (m *Manager) endRun(id string, s *runSlot) {
 	m.runMu.Unlock()
 	close(s.done)
 	m.touch(id) // re-plan; also tells the loop the queue has room
-}
-
-// fenceFor is the one place the scheduler asks which tasks are this
-// replica's: the loop plans only tasks it returns a fence for, and a run
-// starts and commits only under the fence it returns (I5). With one
-// scheduling lease every task is this replica's while it holds the lease.
-func (m *Manager) fenceFor(taskID string) store.Fence {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.fence
-}
-
-// replanAll asks the loop to read the whole catalog again, as when the
-// set of tasks this replica owns changed.
-func (m *Manager) replanAll() {
-	m.dirtyMu.Lock()
-	m.planAllDue = true
-	m.dirtyMu.Unlock()
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
 }
 
 // runningCount is how many runs are going or waiting in the queue.

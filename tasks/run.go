@@ -93,9 +93,7 @@ func (m *Manager) RunNow(ctx context.Context, who, id string) (RunRecord, error)
 			return RunRecord{}, err
 		}
 	}
-	m.mu.Lock()
-	owner := m.ownerCtx
-	m.mu.Unlock()
+	owner := m.runContext(t.ID)
 	if owner == nil {
 		return RunRecord{}, userErr(ErrNotOwner, "this herald does not own scheduling right now; try again shortly",
 			"现在无法运行，请稍后再试。")
@@ -531,9 +529,7 @@ func (m *Manager) Rebaseline(ctx context.Context, who, id string) (*Task, error)
 		return nil, userErr(ErrState, "task %s is %s", "任务 %s 当前为“%s”，不能这样做。", t.ID, StateText(t.State))
 	}
 	// A snapshot is written only under the scheduling owner's fence (I5).
-	m.mu.Lock()
-	fence := m.fence
-	m.mu.Unlock()
+	fence := m.fenceFor(t.ID)
 	if fence.IsZero() {
 		return nil, userErr(ErrNotOwner, "this herald does not own scheduling right now; try again shortly",
 			"现在无法处理，请稍后再试。")

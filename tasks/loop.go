@@ -232,7 +232,12 @@ func (p *planner) next() (time.Time, bool) {
 
 func (m *Manager) loop(ctx context.Context) {
 	pool := m.startPool(ctx)
-	defer pool.wg.Wait()
+	defer func() {
+		pool.wg.Wait()
+		// Confirmations begun go out with what they have; tasks still
+		// owed their baseline are expected again at the next start.
+		m.sendWatching(ctx, m.watching.flush())
+	}()
 	p := &planner{gen: map[string]uint64{}}
 	m.planAll(ctx, p)
 	for {
@@ -291,11 +296,16 @@ func (m *Manager) planAll(ctx context.Context, p *planner) {
 	if err != nil {
 		m.log.Error().Err(err).Msg("cannot read the task catalog")
 	}
+	var firsts []*Task
 	for _, t := range all {
 		if !m.isRunning(t.ID) {
 			m.planTask(ctx, p, t)
 		}
+		if t.State == Active && t.LastRunEnd.IsZero() && m.mine(t.ID) {
+			firsts = append(firsts, t)
+		}
 	}
+	m.watching.expect(firsts)
 }
 
 // planTask computes a task's next check and reminder wake-ups. An overdue
@@ -303,6 +313,7 @@ func (m *Manager) planAll(ctx context.Context, p *planner) {
 func (m *Manager) planTask(ctx context.Context, p *planner, t *Task) {
 	if t.State != Active || !m.mine(t.ID) {
 		p.drop(t.ID)
+		m.baselineDone(ctx, t, false, 0) // paused or gone before its first run
 		return
 	}
 	now := m.clock.Now()

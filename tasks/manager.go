@@ -166,6 +166,7 @@ type Manager struct {
 	sessions map[string]chan struct{} // one slot per source session (I7)
 	runs     *slots                   // the global cap on runs at once (I7)
 	hosts    *hostGate                // the per-host politeness cap
+	watching *watching                // collapsed baseline confirmations
 }
 
 // New returns a Manager; call Run to start scheduling.
@@ -178,7 +179,7 @@ func New(o Options) (*Manager, error) {
 		o: o, store: o.Store, clock: o.Clock, log: o.Log, policy: o.Policy,
 		wake: make(chan struct{}, 1), dirty: map[string]bool{},
 		running: map[string]*runSlot{}, sessions: map[string]chan struct{}{},
-		runs: newSlots(o.Policy.Limits.Concurrency), hosts: newHostGate(),
+		runs: newSlots(o.Policy.Limits.Concurrency), hosts: newHostGate(), watching: newWatching(),
 	}, nil
 }
 

@@ -274,10 +274,9 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 		}
 	case diff.Baseline:
 		rec.Outcome = OutcomeBaseline
-		title, text := m.say(ctx, t, noticeBaseline, t.displayName(), len(diff.Next.Items))
-		fx, err := noticeEffect(t, "baseline|"+t.Source.URL, title, text, now)
-		if err == nil {
-			effects = append(effects, fx)
+		if !m.watching.collapsed(t.ID) { // else one message for many (watching.go)
+			title, text := m.say(ctx, t, noticeBaseline, t.displayName(), len(diff.Next.Items))
+			effects = append(effects, noticesTo(t, t.Notify, "baseline|"+t.Source.URL, title, text, now)...)
 		}
 	case len(diff.Events) == 0:
 		rec.Outcome = OutcomeUnchanged
@@ -322,6 +321,9 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 	rec.Effects = len(res.Claimed)
 	if len(res.Claimed) > 0 {
 		m.wakeDelivery()
+	}
+	if diff.Baseline {
+		m.baselineDone(ctx, t, true, len(diff.Next.Items))
 	}
 	return m.finish(ctx, fence, t, rec, kind)
 }
@@ -372,6 +374,9 @@ func (m *Manager) finish(ctx context.Context, fence store.Fence, t *Task, rec Ru
 	end := m.clock.Now()
 	rec.Duration = end.Sub(rec.Start)
 	wctx := context.WithoutCancel(ctx)
+	if kind == wakeCheck && rec.Outcome != OutcomeBaseline {
+		m.baselineDone(wctx, t, false, 0) // no longer expected
+	}
 	failed := rec.Outcome == OutcomeFailed
 	// Only a check reads the source; a reminder wake says nothing about
 	// the source's health or a pending mass change.

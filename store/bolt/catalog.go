@@ -65,6 +65,34 @@ func (c *catalog) List(ctx context.Context) ([]store.Record, error) {
 	return out, nil
 }
 
+// Page returns at most limit records with ids after after, in id order:
+// a page costs its records, not the catalog.
+func (c *catalog) Page(ctx context.Context, after string, limit int) ([]store.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []store.Record
+	err := (*Store)(c).view(func(tx *bbolt.Tx) error {
+		cur := tx.Bucket(bktCatalog).Cursor()
+		k, v := cur.Seek([]byte(after))
+		if k != nil && string(k) == after {
+			k, v = cur.Next()
+		}
+		for ; k != nil && len(out) < limit; k, v = cur.Next() {
+			rec, err := decodeRecord(string(k), v)
+			if err != nil {
+				return err
+			}
+			out = append(out, rec)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bolt: catalog page: %w", err)
+	}
+	return out, nil
+}
+
 // revision returns the stored revision of id (0: absent).
 func revision(tx *bbolt.Tx, id string) uint64 {
 	v := tx.Bucket(bktCatalog).Get([]byte(id))

@@ -112,9 +112,12 @@ func (d Declared) applyTo(t *Task) {
 func (m *Manager) editDeclared(ctx context.Context, d Declared, now time.Time) error {
 	sourceChanged := false
 	_, err := m.update(ctx, d.ID, func(t *Task) error {
-		oldSchedule, oldSource := t.Schedule, t.Source
+		oldSchedule, oldSource, oldRemind := t.Schedule, t.Source, t.RemindBefore
 		d.applyTo(t)
 		sourceChanged = !reflect.DeepEqual(oldSource, t.Source)
+		if sourceChanged || !slices.Equal(oldRemind, t.RemindBefore) {
+			t.NextRemind = nil // planned from the snapshot again
+		}
 		if t.Schedule != oldSchedule && t.State != Deleted {
 			if err := m.replan(t, now); err != nil {
 				return err

@@ -339,7 +339,11 @@ func (m *Manager) planTask(ctx context.Context, p *planner, t *Task) {
 		check = now
 	}
 	var remind time.Time
-	if len(t.RemindBefore) > 0 {
+	switch {
+	case len(t.RemindBefore) == 0:
+	case t.NextRemind != nil: // known without reading the snapshot
+		remind = *t.NextRemind
+	default:
 		if b, err := m.store.Snapshots().Get(ctx, t.ID); err == nil {
 			if snap, err := watch.DecodeSnapshot(b); err == nil && snap != nil {
 				if at, ok := watch.NextWake(snap, now, t.diffOptions(m.Policy().Limits)); ok {

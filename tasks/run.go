@@ -322,6 +322,14 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 	if len(res.Claimed) > 0 {
 		m.wakeDelivery()
 	}
+	if len(t.RemindBefore) > 0 {
+		kept := prev
+		if snap != nil {
+			kept = diff.Next
+		}
+		at, _ := watch.NextWake(kept, m.clock.Now(), opts)
+		rec.remindAt = &at
+	}
 	if diff.Baseline {
 		m.baselineDone(ctx, t, true, len(diff.Next.Items))
 	}
@@ -389,6 +397,9 @@ func (m *Manager) finish(ctx context.Context, fence store.Fence, t *Task, rec Ru
 		notify = false
 		cur.LastOutcome = rec.Outcome
 		cur.LastError = ""
+		if rec.remindAt != nil {
+			cur.NextRemind = rec.remindAt
+		}
 		if failed {
 			cur.LastError = string(rec.Class)
 		}
@@ -556,5 +567,5 @@ func (m *Manager) Rebaseline(ctx context.Context, who, id string) (*Task, error)
 	if _, err := m.store.Ledger().Commit(ctx, store.RunCommit{Fence: fence, TaskID: t.ID, TaskRevision: t.Revision, Snapshot: b}); err != nil {
 		return nil, fmt.Errorf("rebaseline: %w", err)
 	}
-	return m.update(ctx, t.ID, func(cur *Task) error { cur.Suspect = false; return nil })
+	return m.update(ctx, t.ID, func(cur *Task) error { cur.Suspect, cur.NextRemind = false, nil; return nil })
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
@@ -225,5 +226,58 @@ func TestI7_UnchangedSourceCostsA304(t *testing.T) {
 	}
 	if full.Load() != 1 || notModified.Load() != 4 {
 		t.Fatalf("the source answered %d full documents and %d 304s, want 1 and 4", full.Load(), notModified.Load())
+	}
+}
+
+// countingSnapshots counts snapshot reads of the store it wraps.
+type countingSnapshots struct {
+	store.Snapshots
+	reads atomic.Int32
+}
+
+func (c *countingSnapshots) Get(ctx context.Context, id string) ([]byte, error) {
+	c.reads.Add(1)
+	return c.Snapshots.Get(ctx, id)
+}
+
+type snapshotCounter struct {
+	store.Store
+	snaps *countingSnapshots
+}
+
+func (s snapshotCounter) Snapshots() store.Snapshots { return s.snaps }
+
+// Planning a reminder task after a start reads no snapshot: the next
+// reminder instant is kept with the task when its run commits (I4: a
+// start reads what it needs, not every snapshot).
+func TestI4_PlanningRemindersReadsNoSnapshot(t *testing.T) {
+	r := newRig(t)
+	r.own()
+	ctx := context.Background()
+	tk, err := r.m.Submit(ctx, Submission{Principal: "console:admin", URL: "https://news.example.edu/cal.ics",
+		Schedule: "every 100h", Notify: []string{"inbox:console:alice"}, RemindBefore: []time.Duration{24 * time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := t0.Add(72 * time.Hour)
+	r.src.push([]watch.Item{{ID: "hw", Title: "Homework", URL: "https://news.example.edu/hw", Digest: "d", Due: due}}, nil)
+	r.run(tk.ID) // baseline
+	cur, err := r.m.Get(ctx, tk.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur.NextRemind == nil || !cur.NextRemind.Equal(due.Add(-24*time.Hour)) {
+		t.Fatalf("next reminder kept with the task: %v, want %v", cur.NextRemind, due.Add(-24*time.Hour))
+	}
+	counted := snapshotCounter{Store: r.store, snaps: &countingSnapshots{Snapshots: r.store.Snapshots()}}
+	m := r.m
+	m.store = counted
+	p := &planner{gen: map[string]uint64{}}
+	m.planTask(ctx, p, cur)
+	if n := counted.snaps.reads.Load(); n != 0 {
+		t.Fatalf("planning read %d snapshots, want none", n)
+	}
+	if at, ok := p.next(); !ok || !at.Equal(due.Add(-24*time.Hour)) {
+		t.Fatalf("planned wake %v, want the reminder at %v", at, due.Add(-24*time.Hour))
 	}
 }

@@ -48,6 +48,7 @@ func main() {
 type feeds struct {
 	addrs         []string
 	full, revalid atomic.Int64
+	first         atomic.Int64 // unix nanoseconds of the first request
 }
 
 const feedDoc = `<?xml version="1.0"?><rss version="2.0"><channel><title>bench</title>
@@ -58,6 +59,7 @@ const feedDoc = `<?xml version="1.0"?><rss version="2.0"><channel><title>bench</
 func startFeeds(n int) (*feeds, error) {
 	f := &feeds{}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.first.CompareAndSwap(0, time.Now().UnixNano())
 		if r.Header.Get("If-None-Match") == `"b1"` {
 			f.revalid.Add(1)
 			w.WriteHeader(http.StatusNotModified)
@@ -250,6 +252,10 @@ func run(n, ports int, bin, dir, listen string, stopAfter, baselineWait, idle ti
 		return err
 	}
 	report("first start → /healthz: %.2f s (RSS %.0f MiB)", up.Seconds(), rss(h.cmd.Process.Pid))
+	for f.first.Load() == 0 && time.Since(start) < 10*time.Minute {
+		time.Sleep(20 * time.Millisecond)
+	}
+	report("first start → first check (owning scheduling, every task planned): %.2f s", time.Duration(f.first.Load()-start.UnixNano()).Seconds())
 	time.Sleep(stopAfter)
 	fetched := f.seen()
 	report("baselines fetched in the first %s after /healthz: %d (%.0f/s), RSS %.0f MiB", stopAfter, fetched, float64(fetched)/stopAfter.Seconds(), rss(h.cmd.Process.Pid))

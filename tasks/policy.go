@@ -48,26 +48,16 @@ type Limits struct {
 }
 
 func (l Limits) withDefaults() Limits {
-	if l.MaxTasks <= 0 {
-		l.MaxTasks = 10000
-	}
-	if l.MaxTasksPerOwner <= 0 {
-		l.MaxTasksPerOwner = 50
-	}
-	if l.PerHostRuns <= 0 {
-		l.PerHostRuns = 4
-	}
-	if l.PerHostPerMinute <= 0 {
-		l.PerHostPerMinute = 600
-	}
-	if l.HistoryRuns <= 0 {
-		l.HistoryRuns = 30
-	}
-	if l.MaxItemsPerRun <= 0 {
-		l.MaxItemsPerRun = 100
-	}
-	if l.Concurrency <= 0 {
-		l.Concurrency = 4
+	for _, d := range []struct {
+		v   *int
+		def int
+	}{
+		{&l.MaxTasks, 10000}, {&l.MaxTasksPerOwner, 50}, {&l.HistoryRuns, 30}, {&l.MaxItemsPerRun, 100},
+		{&l.Concurrency, 4}, {&l.PerHostRuns, 4}, {&l.PerHostPerMinute, 600},
+	} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
 	}
 	return l
 }

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"context"
+	"math"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -45,24 +46,7 @@ func (c *catalog) Get(ctx context.Context, id string) (store.Record, error) {
 }
 
 func (c *catalog) List(ctx context.Context) ([]store.Record, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var out []store.Record
-	err := (*Store)(c).view(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bktCatalog).ForEach(func(k, v []byte) error {
-			rec, err := decodeRecord(string(k), v)
-			if err != nil {
-				return err
-			}
-			out = append(out, rec)
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bolt: catalog list: %w", err)
-	}
-	return out, nil
+	return c.Page(ctx, "", math.MaxInt)
 }
 
 // Page returns at most limit records with ids after after, in id order:

@@ -290,8 +290,14 @@ func (m *Manager) loop(ctx context.Context) {
 	}
 }
 
-// planAll plans every task this replica owns and drops the rest.
+// planAll plans every task this replica owns and drops the rest. The
+// changes signalled before it are in what it reads: they are forgotten
+// first, so that a start after many changes (a file of new tasks) reads
+// the catalog once, not once more per task.
 func (m *Manager) planAll(ctx context.Context, p *planner) {
+	m.dirtyMu.Lock()
+	m.dirty = map[string]bool{}
+	m.dirtyMu.Unlock()
 	all, err := m.all(ctx)
 	if err != nil {
 		m.log.Error().Err(err).Msg("cannot read the task catalog")

@@ -84,14 +84,13 @@ func (m *Manager) enqueue(ctx context.Context, p *runPool, id string, kind wakeK
 	if _, ok := m.running[id]; ok {
 		return true
 	}
-	rctx, cancel := context.WithCancelCause(ctx)
-	s := &runSlot{done: make(chan struct{}), cancel: cancel}
+	s, rctx := newRunSlot(ctx)
 	select {
 	case p.q <- queued{id: id, kind: kind, ctx: rctx, slot: s}:
 		m.running[id] = s
 		return true
 	default:
-		cancel(nil)
+		s.cancel(nil)
 		return false
 	}
 }

@@ -47,15 +47,20 @@ func (m *Manager) startRun(ctx context.Context, id string, kind wakeKind, schedu
 	if s, ok := m.running[id]; ok {
 		return s
 	}
-	rctx, cancel := context.WithCancelCause(ctx)
-	s := &runSlot{done: make(chan struct{}), cancel: cancel}
+	s, rctx := newRunSlot(ctx)
 	m.running[id] = s
 	go func() {
-		defer cancel(nil)
+		defer s.cancel(nil)
 		s.rec = m.run(rctx, id, kind, scheduled)
 		m.endRun(id, s)
 	}()
 	return s
+}
+
+// newRunSlot is a new run's slot and the context the run goes under.
+func newRunSlot(ctx context.Context) (*runSlot, context.Context) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	return &runSlot{done: make(chan struct{}), cancel: cancel}, rctx
 }
 
 func (m *Manager) waitRuns() {

@@ -281,3 +281,29 @@ func TestI4_PlanningRemindersReadsNoSnapshot(t *testing.T) {
 		t.Fatalf("planned wake %v, want the reminder at %v", at, due.Add(-24*time.Hour))
 	}
 }
+
+// policy.limits.per_host.per_minute spaces the checks one host sees: with
+// one a minute, a second check of that host must wait about a minute (a
+// caller that cannot wait that long is refused at once, not made to
+// wait), while another host is not held up (I7).
+func TestI7_PerHostRateSpacesChecks(t *testing.T) {
+	r := newRig(t)
+	l := r.m.Policy().Limits
+	l.PerHostPerMinute = 1
+	ctx := context.Background()
+	leave, err := r.m.enterHost(ctx, "https://feeds.example.edu/a.xml", l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leave()
+	soon, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := r.m.enterHost(soon, "https://FEEDS.example.edu/b.xml", l); err == nil {
+		t.Fatal("a second check of the same host within the minute went ahead")
+	}
+	leave, err = r.m.enterHost(soon, "https://other.example.edu/a.xml", l)
+	if err != nil {
+		t.Fatalf("another host was held up: %v", err)
+	}
+	leave()
+}

@@ -87,6 +87,9 @@ func (w *watching) done(t *Task, baseline bool, items int) map[string]watchNote 
 		return nil
 	}
 	delete(w.tasks, t.ID)
+	if len(w.tasks) == 0 {
+		w.tasks = map[string][]string{} // a map keeps its size: let the start-up's go
+	}
 	var ready map[string]watchNote
 	for _, r := range rs {
 		n := w.notes[r]

@@ -66,11 +66,7 @@ func (m *Manager) SetDeclared(ctx context.Context, decls []Declared) error {
 			puts = append(puts, store.CatalogPut{ID: t.ID, Value: b})
 			continue
 		}
-		probe := *cur
-		d.applyTo(&probe)
-		same, _ := json.Marshal(cur)
-		changed, _ := json.Marshal(&probe)
-		if string(same) == string(changed) && cur.State != Deleted {
+		if d.matches(cur) && cur.State != Deleted {
 			continue
 		}
 		edits = append(edits, d)
@@ -106,6 +102,18 @@ func (m *Manager) SetDeclared(ctx context.Context, decls []Declared) error {
 func (d Declared) applyTo(t *Task) {
 	t.Name, t.Source, t.Schedule, t.RemindBefore = d.Name, d.Source, d.Schedule, d.RemindBefore
 	t.Notify, t.Include, t.Exclude, t.Owner = slices.Clone(d.Notify), d.Include, d.Exclude, d.Owner
+}
+
+// matches reports whether t already has every field the file declares.
+func (d Declared) matches(t *Task) bool {
+	if t.Name != d.Name || t.Schedule != d.Schedule || t.Owner != d.Owner || !slices.Equal(t.RemindBefore, d.RemindBefore) ||
+		!slices.Equal(t.Notify, d.Notify) || !slices.Equal(t.Include, d.Include) || !slices.Equal(t.Exclude, d.Exclude) {
+		return false
+	}
+	// As stored: an empty header map is no header map.
+	a, _ := json.Marshal(t.Source)
+	b, _ := json.Marshal(d.Source)
+	return string(a) == string(b)
 }
 
 // editDeclared applies an edited declaration to its stored task.

@@ -29,7 +29,7 @@ type watchNote struct {
 	left    int // tasks of this recipient still to run
 	sources int
 	items   int
-	lang    string
+	lang    string // the first task's owner's language
 	name    string // the first task's, for a message about one
 }
 
@@ -79,7 +79,7 @@ func (w *watching) collapsed(id string) bool {
 // done records that task id ran (its baseline committed with items, or
 // not: baseline false). It returns the recipients whose messages are
 // complete, each taken out.
-func (w *watching) done(t *Task, baseline bool, items int) map[string]watchNote {
+func (w *watching) done(t *Task, baseline bool, items int, lang func() string) map[string]watchNote {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	rs, ok := w.tasks[t.ID]
@@ -98,7 +98,7 @@ func (w *watching) done(t *Task, baseline bool, items int) map[string]watchNote 
 			n.sources++
 			n.items += items
 			if n.sources == 1 {
-				n.lang, n.name = t.Lang, t.displayName()
+				n.lang, n.name = lang(), t.displayName()
 			}
 		}
 		if n.left == 0 {
@@ -128,7 +128,7 @@ func (w *watching) flush() map[string]watchNote {
 // baselineDone reports a task's first run to the collapsed confirmations
 // and sends those now complete.
 func (m *Manager) baselineDone(ctx context.Context, t *Task, baseline bool, items int) {
-	m.sendWatching(ctx, m.watching.done(t, baseline, items))
+	m.sendWatching(ctx, m.watching.done(t, baseline, items, func() string { return m.ownerLang(ctx, t) }))
 }
 
 // sendWatching admits one "now watching" message per recipient. Its key

@@ -2,10 +2,10 @@ package bolt
 
 import (
 	"context"
-	"math"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"go.etcd.io/bbolt"

@@ -19,7 +19,7 @@ export HERALD_TEST_REDIS_URL := redis://127.0.0.1:6379/0
 endif
 endif
 
-.PHONY: all build run test vet fmt-check unit bench fuzz-smoke clean
+.PHONY: all build run test vet fmt-check unit bench scale fuzz-smoke clean
 
 all: build
 
@@ -49,6 +49,13 @@ unit:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2x ./store/... ./tasks/... ./delivery/... ./webhook/...
+
+# One process with SCALE_TASKS config-declared tasks on the embedded store,
+# feeds on loopback: start, a stop during the baselines, a restart, a quiet
+# minute (README, Scale). Bounded: about ten minutes at 100,000 tasks.
+SCALE_TASKS ?= 100000
+scale: build
+	$(GO) run ./bench/scale -n $(SCALE_TASKS) -bin $(BIN)
 
 # Each fuzz target for FUZZTIME; corpora that found bugs live in testdata/fuzz.
 fuzz-smoke:

@@ -27,7 +27,14 @@ const (
 	DefaultTelegramAPIURL = "https://api.telegram.org"
 	DefaultFeishuBaseURL  = "https://open.feishu.cn"
 	DefaultLanguage       = "en"
-	DefaultMaxTasks       = 50
+	DefaultMaxTasks       = 10000
+	MaxMaxTasks           = 1000000
+	DefaultMaxPerOwner    = 50
+	MaxMaxPerOwner        = 1000
+	DefaultPerHostRuns    = 4
+	MaxPerHostRuns        = 64
+	DefaultPerHostMinute  = 600
+	MaxPerHostMinute      = 60000
 	DefaultHistoryRuns    = 30
 	DefaultMaxItemsPerRun = 100
 	DefaultConcurrentRuns = 4
@@ -229,11 +236,15 @@ type AutoApproveRule struct {
 	Hosts      []string `yaml:"hosts"`
 }
 
-// Limits are the I7 bounds: defaults, configurable down, never unbounded.
+// Limits are the I7 bounds: defaults, configurable, never unbounded.
 type Limits struct {
-	MaxTasks       int `yaml:"max_tasks"`
-	HistoryRuns    int `yaml:"history_runs"`
-	MaxItemsPerRun int `yaml:"max_items_per_run"`
+	// MaxTasksPerOwner caps the tasks one principal owns (default 50, at
+	// most 1,000); MaxTasks caps all tasks, config-declared ones included
+	// (default 10,000, at most 1,000,000).
+	MaxTasksPerOwner int `yaml:"max_tasks_per_owner"`
+	MaxTasks         int `yaml:"max_tasks"`
+	HistoryRuns      int `yaml:"history_runs"`
+	MaxItemsPerRun   int `yaml:"max_items_per_run"`
 	// ConcurrentRuns caps the checks running at once across all sources
 	// (default 4, at most MaxConcurrentRuns); a reload applies it.
 	ConcurrentRuns int `yaml:"concurrent_runs"`
@@ -241,6 +252,16 @@ type Limits struct {
 	// most MaxInboxItems); beyond it read items are dropped first, and
 	// the owner is told once when unread ones must go. A reload applies it.
 	InboxItems int `yaml:"inbox_items"`
+	// PerHost is the politeness cap per source host, across every task
+	// that reads it.
+	PerHost PerHost `yaml:"per_host"`
+}
+
+// PerHost caps the checks one source host sees: at most Concurrency at
+// once and PerMinute started per minute.
+type PerHost struct {
+	Concurrency int `yaml:"concurrency"`
+	PerMinute   int `yaml:"per_minute"`
 }
 
 // Hook is an inbound webhook served at /hooks/<name>.
@@ -332,6 +353,15 @@ func (c *Config) applyDefaults() {
 	l := &c.Policy.Limits
 	if l.MaxTasks == 0 {
 		l.MaxTasks = DefaultMaxTasks
+	}
+	if l.MaxTasksPerOwner == 0 {
+		l.MaxTasksPerOwner = DefaultMaxPerOwner
+	}
+	if l.PerHost.Concurrency == 0 {
+		l.PerHost.Concurrency = DefaultPerHostRuns
+	}
+	if l.PerHost.PerMinute == 0 {
+		l.PerHost.PerMinute = DefaultPerHostMinute
 	}
 	if l.HistoryRuns == 0 {
 		l.HistoryRuns = DefaultHistoryRuns

@@ -479,7 +479,7 @@ func TestLoad_EmptyFileIsAllDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := cfg.Policy.Limits
-	if l.MaxTasks != 50 || l.HistoryRuns != 30 || l.MaxItemsPerRun != 100 || l.ConcurrentRuns != 4 || cfg.Language != "en" || cfg.Location != time.UTC {
+	if l.MaxTasks != 10000 || l.MaxTasksPerOwner != 50 || l.PerHost.Concurrency != 4 || l.PerHost.PerMinute != 600 || l.HistoryRuns != 30 || l.MaxItemsPerRun != 100 || l.ConcurrentRuns != 4 || cfg.Language != "en" || cfg.Location != time.UTC {
 		t.Errorf("defaults = %+v", cfg)
 	}
 }
@@ -493,12 +493,18 @@ func TestI7_LimitsConfigurableDownNeverUnbounded(t *testing.T) {
 	if err != nil || cfg.Policy.Limits.ConcurrentRuns != 16 {
 		t.Fatalf("raising concurrent runs: %v", err)
 	}
-	_, err = loadString(t, "policy:\n  limits:\n    max_tasks: 500\n    history_runs: -1\n    concurrent_runs: 1000\n    inbox_items: 200000\n", noEnv)
+	cfg, err = loadString(t, "policy:\n  limits: {max_tasks: 1000000, max_tasks_per_owner: 1000}\n", noEnv)
+	if err != nil || cfg.Policy.Limits.MaxTasks != 1000000 || cfg.Policy.Limits.MaxTasksPerOwner != 1000 {
+		t.Fatalf("raising the task bounds to their ceilings: %v", err)
+	}
+	_, err = loadString(t, "policy:\n  limits:\n    max_tasks: 1000001\n    history_runs: -1\n    concurrent_runs: 1000\n    max_tasks_per_owner: 1001\n    per_host: {concurrency: 0, per_minute: 60001}\n    inbox_items: 200000\n", noEnv)
 	checkProblems(t, "herald.yaml", err, []want{
-		{3, "policy.limits.max_tasks: must be between 1 and 50"},
+		{3, "policy.limits.max_tasks: must be between 1 and 1000000"},
 		{4, "policy.limits.history_runs: must be between 1 and 30"},
 		{5, "policy.limits.concurrent_runs: must be between 1 and 64"},
-		{6, "policy.limits.inbox_items: must be between 1 and 100000"},
+		{6, "policy.limits.max_tasks_per_owner: must be between 1 and 1000"},
+		{7, "policy.limits.per_host.per_minute: must be between 1 and 60000"},
+		{8, "policy.limits.inbox_items: must be between 1 and 100000"},
 	})
 }
 
@@ -520,6 +526,21 @@ func TestI7_InboxItemsIsADocumentedBoundedSetting(t *testing.T) {
 	}
 	_, err = loadString(t, "language: en\npolicy:\n  limits:\n    inbox_items: -3\n", noEnv)
 	checkProblems(t, "herald.yaml", err, []want{{4, "policy.limits.inbox_items: must be between 1 and 100000"}})
+}
+
+// Config-declared tasks count toward the total: a file declaring more
+// tasks than max_tasks is refused at the bound's line (I7).
+func TestI7_DeclaredTasksCountTowardTheTotal(t *testing.T) {
+	task := func(id string) string {
+		return "  - {id: " + id + ", source: {kind: rss, url: \"https://news.example.edu/" + id + ".xml\"}, schedule: every 1h, notify: [\"inbox:console:admin\"]}\n"
+	}
+	_, err := loadString(t, "policy:\n  admins: [\"console:admin\"]\n  limits: {max_tasks: 2}\ntasks:\n"+task("a")+task("b")+task("c"), noEnv)
+	checkProblems(t, "herald.yaml", err, []want{
+		{3, "policy.limits.max_tasks: the file declares 3 tasks, more than max_tasks (2) allows in all"},
+	})
+	if _, err := loadString(t, "policy:\n  admins: [\"console:admin\"]\n  limits: {max_tasks: 3}\ntasks:\n"+task("a")+task("b")+task("c"), noEnv); err != nil {
+		t.Fatalf("three tasks within max_tasks 3: %v", err)
+	}
 }
 
 func BenchmarkLoadSpecExample(b *testing.B) {

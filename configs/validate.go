@@ -249,7 +249,14 @@ func (v *validator) policy() {
 		v.principals(rp+".principals", r.Principals, true)
 		v.hosts(rp+".hosts", r.Hosts)
 	}
-	v.limit("policy.limits.max_tasks", p.Limits.MaxTasks, DefaultMaxTasks)
+	v.limit("policy.limits.max_tasks", p.Limits.MaxTasks, MaxMaxTasks)
+	v.limit("policy.limits.max_tasks_per_owner", p.Limits.MaxTasksPerOwner, MaxMaxPerOwner)
+	if n := len(v.cfg.Tasks); n > p.Limits.MaxTasks && p.Limits.MaxTasks > 0 {
+		// Config-declared tasks count toward the total (I7).
+		v.errf("policy.limits.max_tasks", "the file declares %d tasks, more than max_tasks (%d) allows in all", n, p.Limits.MaxTasks)
+	}
+	v.limit("policy.limits.per_host.concurrency", p.Limits.PerHost.Concurrency, MaxPerHostRuns)
+	v.limit("policy.limits.per_host.per_minute", p.Limits.PerHost.PerMinute, MaxPerHostMinute)
 	v.limit("policy.limits.history_runs", p.Limits.HistoryRuns, DefaultHistoryRuns)
 	v.limit("policy.limits.max_items_per_run", p.Limits.MaxItemsPerRun, DefaultMaxItemsPerRun)
 	// Not a cap on what one task may do but on how much herald does at

@@ -77,6 +77,13 @@ type Catalog interface {
 	Delete(ctx context.Context, f Fence, id string, expect uint64) error
 }
 
+// CatalogPut is one write of a batch: Catalog.Put's arguments.
+type CatalogPut struct {
+	ID     string
+	Expect uint64
+	Value  []byte
+}
+
 // Snapshots holds one opaque snapshot per task. Writes happen only inside
 // Ledger.Commit so that "seen" and the run's claims commit together.
 type Snapshots interface {

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -9,15 +10,37 @@ import (
 	"github.com/herald-bridge/herald/store"
 )
 
-func (m *Manager) countLive(ctx context.Context) (int, error) {
-	all, err := m.all(ctx)
+// liveCount is how many live tasks there are in all and how many chat
+// tasks owner has: what the I7 bounds count.
+type liveCount struct{ total, owner int }
+
+// countFields is the part of a task record the bounds look at; decoding
+// only it keeps a count over many tasks cheap.
+type countFields struct {
+	Owner  string `json:"owner"`
+	Origin string `json:"origin"`
+	State  State  `json:"state"`
+}
+
+func (m *Manager) countLive(ctx context.Context, owner string) (liveCount, error) {
+	recs, err := m.store.Catalog().List(ctx)
 	if err != nil {
-		return 0, err
+		return liveCount{}, fmt.Errorf("count tasks: %w", err)
 	}
-	n := 0
-	for _, t := range all {
-		if t.State != Deleted && t.State != Rejected {
-			n++
+	var n liveCount
+	for _, r := range recs {
+		var f countFields
+		if err := json.Unmarshal(r.Value, &f); err != nil {
+			continue // unreadable: skipped as everywhere else
+		}
+		if f.State == Deleted || f.State == Rejected {
+			continue
+		}
+		n.total++
+		// Config-declared tasks are the file's: they count toward the
+		// total, not toward their owner's own bound.
+		if f.Owner == owner && f.Origin != OriginConfig {
+			n.owner++
 		}
 	}
 	return n, nil
@@ -54,7 +77,7 @@ var createWaits = []time.Duration{
 // this count is another replica's count, which only CreateLease orders.
 // Updates of existing tasks stay unfenced revision compare-and-swaps: none
 // of them turns a task that is not counted into one that is.
-func (m *Manager) createWithinLimit(ctx context.Context, t *Task, limit int, now time.Time) error {
+func (m *Manager) createWithinLimit(ctx context.Context, t *Task, limits Limits, now time.Time) error {
 	// Acquire renews a lease its holder already holds, so the lease alone
 	// does not order this replica's own requests: createMu does.
 	m.createMu.Lock()
@@ -64,7 +87,7 @@ func (m *Manager) createWithinLimit(ctx context.Context, t *Task, limit int, now
 		if err != nil {
 			return err
 		}
-		err = m.countAndCreate(ctx, store.Fence{Lease: lease.Name, Epoch: lease.Epoch}, t, limit, now)
+		err = m.countAndCreate(ctx, store.Fence{Lease: lease.Name, Epoch: lease.Epoch}, t, limits, now)
 		m.releaseCreateLease(ctx, lease)
 		if errors.Is(err, store.ErrStaleEpoch) {
 			continue // another replica took the lease over meanwhile: count again
@@ -74,16 +97,28 @@ func (m *Manager) createWithinLimit(ctx context.Context, t *Task, limit int, now
 	return busyErr()
 }
 
-func (m *Manager) countAndCreate(ctx context.Context, f store.Fence, t *Task, limit int, now time.Time) error {
-	n, err := m.countLive(ctx)
+func (m *Manager) countAndCreate(ctx context.Context, f store.Fence, t *Task, limits Limits, now time.Time) error {
+	n, err := m.countLive(ctx, t.Owner)
 	if err != nil {
 		return err
 	}
-	if n >= limit {
-		return userErr(ErrLimit, "herald has reached its task limit (%d); delete one first",
-			"任务数量已达上限（%d 个）；请先删除一个任务。", n)
+	if err := limitErr(n, limits); err != nil {
+		return err
 	}
 	return m.create(ctx, f, t, now)
+}
+
+// limitErr says which bound a new task would pass, with the numbers, or nil.
+func limitErr(n liveCount, l Limits) error {
+	if n.owner >= l.MaxTasksPerOwner {
+		return userErr(ErrLimit, "your tasks are at the limit for one person: %d of %d; delete one first",
+			"你的任务数已达每人上限：%d / %d 个；请先删除一个。", n.owner, l.MaxTasksPerOwner)
+	}
+	if n.total >= l.MaxTasks {
+		return userErr(ErrLimit, "herald's tasks are at their limit in all: %d of %d; ask an admin to delete some first",
+			"任务总数已达上限：%d / %d 个；请联系管理员先删除一些。", n.total, l.MaxTasks)
+	}
+	return nil
 }
 
 // takeCreateLease takes CreateLease, waiting while another replica holds it.

@@ -106,7 +106,7 @@ func TestI7_TaskLimitHoldsAcrossReplicas(t *testing.T) {
 					t.Errorf("a refused request got %v, want ErrLimit", err)
 				}
 			}
-			live, err := replicas[0].countLive(ctx)
+			live, err := replicas[0].liveTasks(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -175,7 +175,7 @@ func TestI7_StalledCreatorPastItsLeaseCannotExceedLimit(t *testing.T) {
 			if err := <-done; !errors.Is(err, ErrLimit) {
 				t.Fatalf("the stalled replica's request got %v, want ErrLimit", err)
 			}
-			if live, err := bm.countLive(ctx); err != nil || live != 2 {
+			if live, err := bm.liveTasks(ctx); err != nil || live != 2 {
 				t.Fatalf("%d live tasks (%v), limit 2", live, err)
 			}
 		})
@@ -213,7 +213,7 @@ wait:
 	if ue.Msg == "" || ue.Zh == "" {
 		t.Fatalf("busy error texts %q / %q", ue.Msg, ue.Zh)
 	}
-	if live, err := r.m.countLive(ctx); err != nil || live != 0 {
+	if live, err := r.m.liveTasks(ctx); err != nil || live != 0 {
 		t.Fatalf("%d live tasks (%v) after a refused request", live, err)
 	}
 }

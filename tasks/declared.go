@@ -29,7 +29,8 @@ type Declared struct {
 
 // SetDeclared makes the catalog match the config file's tasks: new ones
 // are created active, edited ones updated (their revision grows), removed
-// ones deleted.
+// ones deleted. New tasks are written in batches, not one disk sync each,
+// and edits several at once, so a file of many tasks applies in seconds.
 func (m *Manager) SetDeclared(ctx context.Context, decls []Declared) error {
 	m.createMu.Lock()
 	defer m.createMu.Unlock()
@@ -37,87 +38,120 @@ func (m *Manager) SetDeclared(ctx context.Context, decls []Declared) error {
 	if err != nil {
 		return err
 	}
-	byID := map[string]*Task{}
+	byID := make(map[string]*Task, len(all))
 	for _, t := range all {
 		byID[t.ID] = t
 	}
 	now := m.clock.Now()
-	seen := map[string]bool{}
-	var errs []error
+	seen := make(map[string]bool, len(decls))
+	var errs joinLocked
+	var puts []store.CatalogPut
+	var edits []Declared
 	for _, d := range decls {
 		seen[d.ID] = true
 		cur, ok := byID[d.ID]
 		if ok && cur.Origin != OriginConfig {
-			errs = append(errs, fmt.Errorf("config task %s: id already used by a chat task", d.ID))
+			errs.add(fmt.Errorf("config task %s: id already used by a chat task", d.ID))
 			continue
-		}
-		want := func(t *Task) {
-			t.Name, t.Source, t.Schedule, t.RemindBefore = d.Name, d.Source, d.Schedule, d.RemindBefore
-			t.Notify, t.Include, t.Exclude, t.Owner = slices.Clone(d.Notify), d.Include, d.Exclude, d.Owner
 		}
 		if !ok {
 			t := &Task{ID: d.ID, Origin: OriginConfig, CreatedAt: now, UpdatedAt: now,
 				Request: Request{ID: "r-" + strings.TrimPrefix(d.ID, "t-"), By: "config", At: now, Via: "config"}}
-			want(t)
+			d.applyTo(t)
 			if err := m.approveInto(t, "config", "config", true, now); err != nil {
-				errs = append(errs, fmt.Errorf("config task %s: %w", d.ID, err))
+				errs.add(fmt.Errorf("config task %s: %w", d.ID, err))
 				continue
 			}
 			b, _ := encodeTask(t)
-			if _, err := m.store.Catalog().Put(ctx, store.Fence{}, t.ID, 0, b); err != nil {
-				errs = append(errs, fmt.Errorf("config task %s: %w", d.ID, err))
-				continue
-			}
-			m.signal(t.ID, "approved")
+			puts = append(puts, store.CatalogPut{ID: t.ID, Value: b})
 			continue
 		}
-		probe := *cur
-		want(&probe)
-		same, _ := json.Marshal(cur)
-		changed, _ := json.Marshal(&probe)
-		if string(same) == string(changed) && cur.State != Deleted {
+		if d.matches(cur) && cur.State != Deleted {
 			continue
 		}
-		sourceChanged := false
-		_, err := m.update(ctx, d.ID, func(t *Task) error {
-			oldSchedule, oldSource := t.Schedule, t.Source
-			want(t)
-			sourceChanged = !reflect.DeepEqual(oldSource, t.Source)
-			if t.Schedule != oldSchedule && t.State != Deleted {
-				if err := m.replan(t, now); err != nil {
-					return err
-				}
-			}
-			g, err := grantFor(t, "config", "config")
-			if err != nil {
-				return err
-			}
-			g.At = now
-			t.Grant = g
-			if t.State == Deleted {
-				t.State, t.NextRun = Active, now
-			}
-			return nil
-		})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("config task %s: %w", d.ID, err))
-			continue
-		}
-		if sourceChanged { // a new source starts from a new baseline (I2), not a diff against the old one
-			if _, err := m.store.Ledger().Commit(ctx, store.RunCommit{TaskID: d.ID, Snapshot: []byte{}}); err != nil {
-				errs = append(errs, fmt.Errorf("config task %s: reset snapshot: %w", d.ID, err))
-			}
-		}
-		m.signal(d.ID, "updated")
+		edits = append(edits, d)
 	}
+	failed := m.putNew(ctx, puts)
+	for _, p := range puts {
+		if err, bad := failed[p.ID]; bad {
+			errs.add(fmt.Errorf("config task %s: %w", p.ID, err))
+			continue
+		}
+		m.signal(p.ID, "approved")
+	}
+	eachAtOnce(len(edits), func(i int) {
+		if err := m.editDeclared(ctx, edits[i], now); err != nil {
+			errs.add(fmt.Errorf("config task %s: %w", edits[i].ID, err))
+		}
+	})
+	var gone []string
 	for _, t := range all {
 		if t.Origin == OriginConfig && !seen[t.ID] && t.State != Deleted {
-			if _, err := m.Delete(ctx, "", t.ID); err != nil {
-				errs = append(errs, err)
-			}
+			gone = append(gone, t.ID)
 		}
 	}
-	return errors.Join(errs...)
+	eachAtOnce(len(gone), func(i int) {
+		if _, err := m.Delete(ctx, "", gone[i]); err != nil {
+			errs.add(err)
+		}
+	})
+	return errs.err()
+}
+
+// applyTo sets the fields the file declares.
+func (d Declared) applyTo(t *Task) {
+	t.Name, t.Source, t.Schedule, t.RemindBefore = d.Name, d.Source, d.Schedule, d.RemindBefore
+	t.Notify, t.Include, t.Exclude, t.Owner = slices.Clone(d.Notify), d.Include, d.Exclude, d.Owner
+}
+
+// matches reports whether t already has every field the file declares.
+func (d Declared) matches(t *Task) bool {
+	if t.Name != d.Name || t.Schedule != d.Schedule || t.Owner != d.Owner || !slices.Equal(t.RemindBefore, d.RemindBefore) ||
+		!slices.Equal(t.Notify, d.Notify) || !slices.Equal(t.Include, d.Include) || !slices.Equal(t.Exclude, d.Exclude) {
+		return false
+	}
+	// As stored: an empty header map is no header map.
+	a, _ := json.Marshal(t.Source)
+	b, _ := json.Marshal(d.Source)
+	return string(a) == string(b)
+}
+
+// editDeclared applies an edited declaration to its stored task.
+func (m *Manager) editDeclared(ctx context.Context, d Declared, now time.Time) error {
+	sourceChanged := false
+	_, err := m.update(ctx, d.ID, func(t *Task) error {
+		oldSchedule, oldSource, oldRemind := t.Schedule, t.Source, t.RemindBefore
+		d.applyTo(t)
+		sourceChanged = !reflect.DeepEqual(oldSource, t.Source)
+		if sourceChanged || !slices.Equal(oldRemind, t.RemindBefore) {
+			t.NextRemind = nil // planned from the snapshot again
+		}
+		if t.Schedule != oldSchedule && t.State != Deleted {
+			if err := m.replan(t, now); err != nil {
+				return err
+			}
+		}
+		g, err := grantFor(t, "config", "config")
+		if err != nil {
+			return err
+		}
+		g.At = now
+		t.Grant = g
+		if t.State == Deleted {
+			t.State, t.NextRun = Active, now
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if sourceChanged { // a new source starts from a new baseline (I2), not a diff against the old one
+		if _, err := m.store.Ledger().Commit(ctx, store.RunCommit{TaskID: d.ID, Snapshot: []byte{}}); err != nil {
+			return fmt.Errorf("reset snapshot: %w", err)
+		}
+	}
+	m.signal(d.ID, "updated")
+	return nil
 }
 
 // replan applies an edited schedule at once: the next check is measured

@@ -139,17 +139,29 @@ func eventEffects(t *Task, runID string, events []watch.Event, now time.Time) ([
 
 // noticeEffect is a task.state notice to the task's owner.
 func noticeEffect(t *Task, identity, title, text string, now time.Time) (store.Effect, error) {
+	fxs := noticesTo(t, []string{t.ownerAddress()}, identity, title, text, now)
+	if len(fxs) == 0 {
+		return store.Effect{}, errors.New("encode notice")
+	}
+	return fxs[0], nil
+}
+
+// noticesTo is a task.state notice to each of recipients.
+func noticesTo(t *Task, recipients []string, identity, title, text string, now time.Time) []store.Effect {
 	msg := delivery.Message{Kind: delivery.KindState, Title: title, Text: text, TaskID: t.ID, TaskName: t.displayName(), OccurredAt: now}
 	payload, err := json.Marshal(msg)
 	if err != nil {
-		return store.Effect{}, err
+		return nil
 	}
-	to := t.ownerAddress()
-	return store.Effect{
-		Key: EffectKey(t.ID, identity, to), TaskID: t.ID, Recipient: to, Kind: delivery.KindState,
-		Payload: payload, State: store.Pending, NotBefore: now, ExpiresAt: now.Add(ChangeTTL),
-		CreatedAt: now, UpdatedAt: now, RunID: t.ID + "/" + identity,
-	}, nil
+	out := make([]store.Effect, 0, len(recipients))
+	for _, to := range recipients {
+		out = append(out, store.Effect{
+			Key: EffectKey(t.ID, identity, to), TaskID: t.ID, Recipient: to, Kind: delivery.KindState,
+			Payload: payload, State: store.Pending, NotBefore: now, ExpiresAt: now.Add(ChangeTTL),
+			CreatedAt: now, UpdatedAt: now, RunID: t.ID + "/" + identity,
+		})
+	}
+	return out
 }
 
 func (t *Task) displayName() string {

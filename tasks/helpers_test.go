@@ -276,3 +276,9 @@ func decodeMsg(t *testing.T, fx store.Effect) delivery.Message {
 	}
 	return m
 }
+
+// liveTasks counts the live tasks in all (the I7 total).
+func (m *Manager) liveTasks(ctx context.Context) (int, error) {
+	n, err := m.countLive(ctx, "")
+	return n.total, err
+}

@@ -199,10 +199,10 @@ func (p *planner) plan(task string, check, remind time.Time) {
 
 func (p *planner) drop(task string) { p.gen[task]++ }
 
-// due pops every live entry due at now.
-func (p *planner) due(now time.Time) []wakeup {
+// due pops the live entries due at now, at most limit.
+func (p *planner) due(now time.Time, limit int) []wakeup {
 	var out []wakeup
-	for p.h.Len() > 0 {
+	for p.h.Len() > 0 && len(out) < limit {
 		w := p.h[0]
 		if w.gen != p.gen[w.task] {
 			heap.Pop(&p.h)
@@ -231,15 +231,19 @@ func (p *planner) next() (time.Time, bool) {
 }
 
 func (m *Manager) loop(ctx context.Context) {
+	pool := m.startPool(ctx)
+	defer func() {
+		pool.wg.Wait()
+		// Confirmations begun go out with what they have; tasks still
+		// owed their baseline are expected again at the next start.
+		m.sendWatching(ctx, m.watching.flush())
+	}()
 	p := &planner{gen: map[string]uint64{}}
-	all, err := m.all(ctx)
-	if err != nil {
-		m.log.Error().Err(err).Msg("cannot read the task catalog")
-	}
-	for _, t := range all {
-		m.planTask(ctx, p, t)
-	}
+	m.planAll(ctx, p)
 	for {
+		if m.replanDue() {
+			m.planAll(ctx, p)
+		}
 		m.dirtyMu.Lock()
 		dirty := m.dirty
 		m.dirty = map[string]bool{}
@@ -255,12 +259,27 @@ func (m *Manager) loop(ctx context.Context) {
 			}
 			m.planTask(ctx, p, t)
 		}
-		for _, w := range p.due(m.clock.Now()) {
-			m.startRun(ctx, w.task, w.kind, true)
+		now := m.clock.Now()
+		for _, w := range p.due(now, pool.room()) {
+			rctx := m.runContext(w.task)
+			if rctx == nil {
+				continue // no longer this replica's
+			}
+			if !m.enqueue(rctx, pool, w.task, w.kind) {
+				// No room after all: still due.
+				if w.kind == wakeRemind {
+					p.plan(w.task, time.Time{}, w.at)
+				} else {
+					p.plan(w.task, w.at, time.Time{})
+				}
+			}
 		}
+		// One timer for the next wake-up. While the queue is full the
+		// next wake-up may already be due: then the end of a run (which
+		// touches its task) is what wakes the loop.
 		var timer <-chan time.Time
-		if at, ok := p.next(); ok {
-			timer = m.clock.After(at.Sub(m.clock.Now()))
+		if at, ok := p.next(); ok && (at.After(now) || pool.room() > 0) {
+			timer = m.clock.After(at.Sub(now))
 		}
 		select {
 		case <-ctx.Done():
@@ -271,11 +290,36 @@ func (m *Manager) loop(ctx context.Context) {
 	}
 }
 
+// planAll plans every task this replica owns and drops the rest. The
+// changes signalled before it are in what it reads: they are forgotten
+// first, so that a start after many changes (a file of new tasks) reads
+// the catalog once, not once more per task.
+func (m *Manager) planAll(ctx context.Context, p *planner) {
+	m.dirtyMu.Lock()
+	m.dirty = map[string]bool{}
+	m.dirtyMu.Unlock()
+	all, err := m.all(ctx)
+	if err != nil {
+		m.log.Error().Err(err).Msg("cannot read the task catalog")
+	}
+	var firsts []*Task
+	for _, t := range all {
+		if !m.isRunning(t.ID) {
+			m.planTask(ctx, p, t)
+		}
+		if t.State == Active && t.LastRunEnd.IsZero() && m.mine(t.ID) {
+			firsts = append(firsts, t)
+		}
+	}
+	m.watching.expect(firsts)
+}
+
 // planTask computes a task's next check and reminder wake-ups. An overdue
 // check (herald was down) is planned once, now (I4).
 func (m *Manager) planTask(ctx context.Context, p *planner, t *Task) {
-	if t.State != Active {
+	if t.State != Active || !m.mine(t.ID) {
 		p.drop(t.ID)
+		m.baselineDone(ctx, t, false, 0) // paused or gone before its first run
 		return
 	}
 	now := m.clock.Now()
@@ -301,7 +345,11 @@ func (m *Manager) planTask(ctx context.Context, p *planner, t *Task) {
 		check = now
 	}
 	var remind time.Time
-	if len(t.RemindBefore) > 0 {
+	switch {
+	case len(t.RemindBefore) == 0:
+	case t.NextRemind != nil: // known without reading the snapshot
+		remind = *t.NextRemind
+	default:
 		if b, err := m.store.Snapshots().Get(ctx, t.ID); err == nil {
 			if snap, err := watch.DecodeSnapshot(b); err == nil && snap != nil {
 				if at, ok := watch.NextWake(snap, now, t.diffOptions(m.Policy().Limits)); ok {

@@ -1,11 +1,18 @@
 package tasks
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks/schedule"
+	"github.com/herald-bridge/herald/tasks/watch"
 )
 
 // BenchmarkNextWake100k measures the scheduling loop's core for 100,000
@@ -36,9 +43,63 @@ func BenchmarkNextWake100k(b *testing.B) {
 			}
 			p.plan(ids[i], next, time.Time{})
 		}
-		if len(p.due(now.Add(31*time.Minute))) == 0 {
+		if len(p.due(now.Add(31*time.Minute), n)) == 0 {
 			b.Fatal("nothing due")
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/task")
+}
+
+// BenchmarkPlannedTaskMemory100k measures what scheduling holds per idle
+// task: its wake-up in the heap and its generation, after planning
+// 100,000 tasks.
+func BenchmarkPlannedTaskMemory100k(b *testing.B) {
+	const n = 100_000
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("t-%06x", i)
+	}
+	now := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+	var per float64
+	for range b.N {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		p := &planner{gen: map[string]uint64{}}
+		for i, id := range ids {
+			p.plan(id, now.Add(time.Duration(i)*time.Second), time.Time{})
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		per = float64(after.HeapAlloc-before.HeapAlloc) / n
+		runtime.KeepAlive(p)
+	}
+	b.ReportMetric(per, "B/task")
+}
+
+// BenchmarkDeclare10k applies a file of 10,000 new tasks to an empty
+// embedded store: batched, a few transactions for all of them.
+func BenchmarkDeclare10k(b *testing.B) {
+	decls := manyDeclared(10_000, "")
+	for range b.N {
+		b.StopTimer()
+		st, err := bolt.Open(filepath.Join(b.TempDir(), "herald.db"), bolt.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := New(Options{Store: st, Log: zerolog.Nop(),
+			Sources: SourceOpenerFunc(func(watch.Spec, *time.Location) (Source, error) { return &scripted{}, nil })})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tx := st.CommitStats().Transactions
+		b.StartTimer()
+		if err := m.SetDeclared(context.Background(), decls); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(st.CommitStats().Transactions-tx), "tx")
+		st.Close()
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/10_000, "µs/task")
 }

@@ -150,6 +150,8 @@ type Manager struct {
 	// ownerCancel ends ownerCtx when a commit shows the epoch is stale.
 	ownerCancel context.CancelFunc
 	subs        []chan Change
+	// replanAll: the tasks this replica owns changed (replanDue).
+	replanAll bool
 
 	wake    chan struct{}
 	dirtyMu sync.Mutex
@@ -163,6 +165,8 @@ type Manager struct {
 	running  map[string]*runSlot
 	sessions map[string]chan struct{} // one slot per source session (I7)
 	runs     *slots                   // the global cap on runs at once (I7)
+	hosts    *hostGate                // the per-host politeness cap
+	watching *watching                // collapsed baseline confirmations
 }
 
 // New returns a Manager; call Run to start scheduling.
@@ -175,7 +179,7 @@ func New(o Options) (*Manager, error) {
 		o: o, store: o.Store, clock: o.Clock, log: o.Log, policy: o.Policy,
 		wake: make(chan struct{}, 1), dirty: map[string]bool{},
 		running: map[string]*runSlot{}, sessions: map[string]chan struct{}{},
-		runs: newSlots(o.Policy.Limits.Concurrency),
+		runs: newSlots(o.Policy.Limits.Concurrency), hosts: newHostGate(), watching: newWatching(),
 	}, nil
 }
 
@@ -296,7 +300,7 @@ func (m *Manager) Submit(ctx context.Context, s Submission) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := m.createWithinLimit(ctx, t, p.Limits.MaxTasks, t.CreatedAt); err != nil {
+	if err := m.createWithinLimit(ctx, t, p.Limits, t.CreatedAt); err != nil {
 		return nil, err
 	}
 	m.signal(t.ID, "requested")

@@ -66,6 +66,10 @@ type Task struct {
 	FailingRun  string    `json:"failing_run,omitempty"` // first run of the failing streak that was notified
 	Suspect     bool      `json:"suspect,omitempty"`     // a mass change awaits the owner's confirmation
 	Unreachable []string  `json:"unreachable,omitempty"` // recipients the provider reported unreachable
+	// NextRemind is the next reminder instant of the stored snapshot (the
+	// zero time: none), kept with the task so that planning needs no
+	// snapshot; nil when not known (the snapshot is read then).
+	NextRemind *time.Time `json:"next_remind,omitempty"`
 
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -129,6 +133,10 @@ type RunRecord struct {
 	Skipped   int           `json:"skipped,omitempty"`   // unreadable parts of the document left out
 	Selector  string        `json:"selector,omitempty"`  // the html selector picked when the task gives none
 	Reason    string        `json:"reason,omitempty"`
+
+	// remindAt is the committed snapshot's next reminder instant, for
+	// the task record (Task.NextRemind); nil when nothing was committed.
+	remindAt *time.Time
 }
 
 // Run outcomes.

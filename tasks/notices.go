@@ -21,12 +21,17 @@ const (
 	noticeFailing
 	noticeRecovered
 	noticeUnreachable
+	noticeWatchingMany
 )
 
 var noticeText = map[notice][2][2]string{ // [en|zh][title|format]
 	noticeBaseline: {
 		{"Watching", "Now watching %[1]s: %[2]d items. You will hear about changes only."},
 		{"开始关注", "已开始关注 %[1]s：当前 %[2]d 项。之后只在有变化时通知你。"},
+	},
+	noticeWatchingMany: {
+		{"Watching", "Now watching %[1]s sources (%[2]s items in all). You will hear about changes only."},
+		{"开始关注", "已开始关注 %[1]s 个来源（共 %[2]s 项）。之后只在有变化时通知你。"},
 	},
 	noticeSuspect: {
 		{"Many items changed at once", "Most items of %[1]s changed in one check, which usually means the site was redesigned or its ids were regenerated. Nothing was pushed. To accept the new state as the baseline, run: herald tasks rebaseline %[2]s"},

@@ -35,24 +35,29 @@ type AutoApprove struct {
 
 // Limits are the I7 bounds.
 type Limits struct {
-	MaxTasks       int
-	HistoryRuns    int
-	MaxItemsPerRun int
-	Concurrency    int // runs at once, all sources
+	MaxTasks         int // live tasks in all, config-declared ones included
+	MaxTasksPerOwner int // live chat tasks of one owner principal
+	HistoryRuns      int
+	MaxItemsPerRun   int
+	Concurrency      int // runs at once, all sources
+	// PerHostRuns and PerHostPerMinute cap the checks one source host
+	// sees, across every task that reads it: at once, and started per
+	// minute.
+	PerHostRuns      int
+	PerHostPerMinute int
 }
 
 func (l Limits) withDefaults() Limits {
-	if l.MaxTasks <= 0 {
-		l.MaxTasks = 50
-	}
-	if l.HistoryRuns <= 0 {
-		l.HistoryRuns = 30
-	}
-	if l.MaxItemsPerRun <= 0 {
-		l.MaxItemsPerRun = 100
-	}
-	if l.Concurrency <= 0 {
-		l.Concurrency = 4
+	for _, d := range []struct {
+		v   *int
+		def int
+	}{
+		{&l.MaxTasks, 10000}, {&l.MaxTasksPerOwner, 50}, {&l.HistoryRuns, 30}, {&l.MaxItemsPerRun, 100},
+		{&l.Concurrency, 4}, {&l.PerHostRuns, 4}, {&l.PerHostPerMinute, 600},
+	} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
 	}
 	return l
 }

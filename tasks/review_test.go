@@ -404,7 +404,7 @@ func TestI7_ConcurrentRequestsRespectTaskLimit(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if n, _ := r.m.countLive(ctx); n != 3 {
+	if n, _ := r.m.countLive(ctx, ""); n.total != 3 {
 		t.Fatalf("%d live tasks, limit 3", n)
 	}
 }

@@ -47,19 +47,20 @@ func (m *Manager) startRun(ctx context.Context, id string, kind wakeKind, schedu
 	if s, ok := m.running[id]; ok {
 		return s
 	}
-	rctx, cancel := context.WithCancelCause(ctx)
-	s := &runSlot{done: make(chan struct{}), cancel: cancel}
+	s, rctx := newRunSlot(ctx)
 	m.running[id] = s
 	go func() {
-		defer cancel(nil)
+		defer s.cancel(nil)
 		s.rec = m.run(rctx, id, kind, scheduled)
-		m.runMu.Lock()
-		delete(m.running, id)
-		m.runMu.Unlock()
-		close(s.done)
-		m.touch(id) // re-plan
+		m.endRun(id, s)
 	}()
 	return s
+}
+
+// newRunSlot is a new run's slot and the context the run goes under.
+func newRunSlot(ctx context.Context) (*runSlot, context.Context) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	return &runSlot{done: make(chan struct{}), cancel: cancel}, rctx
 }
 
 func (m *Manager) waitRuns() {
@@ -97,9 +98,7 @@ func (m *Manager) RunNow(ctx context.Context, who, id string) (RunRecord, error)
 			return RunRecord{}, err
 		}
 	}
-	m.mu.Lock()
-	owner := m.ownerCtx
-	m.mu.Unlock()
+	owner := m.runContext(t.ID)
 	if owner == nil {
 		return RunRecord{}, userErr(ErrNotOwner, "this herald does not own scheduling right now; try again shortly",
 			"现在无法运行，请稍后再试。")
@@ -173,10 +172,8 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 		rec.Outcome, rec.Reason = OutcomeRejected, "task is "+stateWord(t.State)
 		return rec
 	}
-	m.mu.Lock()
-	fence := m.fence
-	limits := m.policy.Limits
-	m.mu.Unlock()
+	fence := m.fenceFor(t.ID)
+	limits := m.Policy().Limits
 	if fence.IsZero() {
 		rec.Outcome, rec.Reason = OutcomeRejected, "not the scheduling owner"
 		return rec
@@ -193,6 +190,12 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 		rec.Outcome, rec.Class = OutcomeCancelled, watch.Cancelled
 		return m.finish(ctx, fence, t, rec, kind)
 	}
+	leave, err := m.enterHost(ctx, t.Source.URL, limits)
+	if err != nil {
+		rec.Outcome, rec.Class = OutcomeCancelled, watch.Cancelled
+		return m.finish(ctx, fence, t, rec, kind)
+	}
+	defer leave()
 	if err := m.runs.acquire(ctx); err != nil {
 		rec.Outcome, rec.Class = OutcomeCancelled, watch.Cancelled
 		return m.finish(ctx, fence, t, rec, kind)
@@ -276,10 +279,9 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 		}
 	case diff.Baseline:
 		rec.Outcome = OutcomeBaseline
-		title, text := m.say(ctx, t, noticeBaseline, t.displayName(), len(diff.Next.Items))
-		fx, err := noticeEffect(t, "baseline|"+t.Source.URL, title, text, now)
-		if err == nil {
-			effects = append(effects, fx)
+		if !m.watching.collapsed(t.ID) { // else one message for many (watching.go)
+			title, text := m.say(ctx, t, noticeBaseline, t.displayName(), len(diff.Next.Items))
+			effects = append(effects, noticesTo(t, t.Notify, "baseline|"+t.Source.URL, title, text, now)...)
 		}
 	case len(diff.Events) == 0:
 		rec.Outcome = OutcomeUnchanged
@@ -324,6 +326,17 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 	rec.Effects = len(res.Claimed)
 	if len(res.Claimed) > 0 {
 		m.wakeDelivery()
+	}
+	if len(t.RemindBefore) > 0 {
+		kept := prev
+		if snap != nil {
+			kept = diff.Next
+		}
+		at, _ := watch.NextWake(kept, m.clock.Now(), opts)
+		rec.remindAt = &at
+	}
+	if diff.Baseline {
+		m.baselineDone(ctx, t, true, len(diff.Next.Items))
 	}
 	return m.finish(ctx, fence, t, rec, kind)
 }
@@ -374,6 +387,9 @@ func (m *Manager) finish(ctx context.Context, fence store.Fence, t *Task, rec Ru
 	end := m.clock.Now()
 	rec.Duration = end.Sub(rec.Start)
 	wctx := context.WithoutCancel(ctx)
+	if kind == wakeCheck && rec.Outcome != OutcomeBaseline {
+		m.baselineDone(wctx, t, false, 0) // no longer expected
+	}
 	failed := rec.Outcome == OutcomeFailed
 	// Only a check reads the source; a reminder wake says nothing about
 	// the source's health or a pending mass change.
@@ -386,6 +402,9 @@ func (m *Manager) finish(ctx context.Context, fence store.Fence, t *Task, rec Ru
 		notify = false
 		cur.LastOutcome = rec.Outcome
 		cur.LastError = ""
+		if rec.remindAt != nil {
+			cur.NextRemind = rec.remindAt
+		}
 		if failed {
 			cur.LastError = string(rec.Class)
 		}
@@ -531,9 +550,7 @@ func (m *Manager) Rebaseline(ctx context.Context, who, id string) (*Task, error)
 		return nil, userErr(ErrState, "task %s is %s", "任务 %s 当前为“%s”，不能这样做。", t.ID, StateText(t.State))
 	}
 	// A snapshot is written only under the scheduling owner's fence (I5).
-	m.mu.Lock()
-	fence := m.fence
-	m.mu.Unlock()
+	fence := m.fenceFor(t.ID)
 	if fence.IsZero() {
 		return nil, userErr(ErrNotOwner, "this herald does not own scheduling right now; try again shortly",
 			"现在无法处理，请稍后再试。")
@@ -555,5 +572,5 @@ func (m *Manager) Rebaseline(ctx context.Context, who, id string) (*Task, error)
 	if _, err := m.store.Ledger().Commit(ctx, store.RunCommit{Fence: fence, TaskID: t.ID, TaskRevision: t.Revision, Snapshot: b}); err != nil {
 		return nil, fmt.Errorf("rebaseline: %w", err)
 	}
-	return m.update(ctx, t.ID, func(cur *Task) error { cur.Suspect = false; return nil })
+	return m.update(ctx, t.ID, func(cur *Task) error { cur.Suspect, cur.NextRemind = false, nil; return nil })
 }

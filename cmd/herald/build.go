@@ -274,8 +274,7 @@ func policyOf(cfg *configs.Config) tasks.Policy {
 		Admins: cfg.Policy.Admins, Requesters: cfg.Policy.Requesters, AllowedHosts: cfg.Policy.AllowedHosts,
 		AllowPrivate: cfg.Policy.AllowPrivateNetworks, Named: map[string]bool{},
 		DownloadRoots: cfg.Policy.DownloadRoots, DownloadHosts: cfg.Policy.DownloadHosts,
-		Limits: tasks.Limits{MaxTasks: cfg.Policy.Limits.MaxTasks, HistoryRuns: cfg.Policy.Limits.HistoryRuns, MaxItemsPerRun: cfg.Policy.Limits.MaxItemsPerRun,
-			Concurrency: cfg.Policy.Limits.ConcurrentRuns},
+		Limits: limitsOf(cfg.Policy.Limits),
 	}
 	for _, r := range cfg.Policy.AutoApprove {
 		p.AutoApprove = append(p.AutoApprove, tasks.AutoApprove{Principals: r.Principals, Hosts: r.Hosts})
@@ -284,6 +283,12 @@ func policyOf(cfg *configs.Config) tasks.Policy {
 		p.Named[name] = true
 	}
 	return p
+}
+
+func limitsOf(l configs.Limits) tasks.Limits {
+	return tasks.Limits{MaxTasks: l.MaxTasks, MaxTasksPerOwner: l.MaxTasksPerOwner, HistoryRuns: l.HistoryRuns,
+		MaxItemsPerRun: l.MaxItemsPerRun, Concurrency: l.ConcurrentRuns,
+		PerHostRuns: l.PerHost.Concurrency, PerHostPerMinute: l.PerHost.PerMinute}
 }
 
 func declared(cfg *configs.Config) []tasks.Declared {

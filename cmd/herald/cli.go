@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/mattn/go-isatty"
+
+	"github.com/herald-bridge/herald/tasks"
 )
 
 // call runs an admin API operation. With --json it prints the result
@@ -86,6 +88,8 @@ func cmdTasks(e *env, args []string) int {
 	au, sum := summaryOf("tasks")
 	fs := e.flags("tasks")
 	noWait := fs.Bool("no-wait", false, "with run: start the check and return at once")
+	limit := fs.Int("limit", tasks.MaxPage, "with list: at most this many tasks (one page, in id order)")
+	after := fs.String("after", "", "with list: the tasks after this id (the next page)")
 	pos, code, ok := e.parse(fs, "tasks", au, sum, args)
 	if !ok {
 		return code
@@ -99,7 +103,7 @@ func cmdTasks(e *env, args []string) int {
 		return code
 	}
 	if sub == "list" {
-		list, code, done := call[[]taskView](e, "tasks.list", struct{}{}, 10*time.Second)
+		list, code, done := call[[]taskView](e, "tasks.list", pageIn{Limit: *limit, After: *after}, 10*time.Second)
 		if done {
 			return code
 		}
@@ -108,6 +112,9 @@ func cmdTasks(e *env, args []string) int {
 			rows = append(rows, []string{t.ID, dash(t.Name), t.State, t.Owner, t.Schedule, when(t.NextRun), dash(t.LastOutcome)})
 		}
 		table(e.stdout, "ID\tNAME\tSTATE\tOWNER\tSCHEDULE\tNEXT RUN\tLAST", rows)
+		if n := len(list); n > 0 && n >= min(*limit, tasks.MaxPage) {
+			fmt.Fprintf(e.stderr, "more may follow: herald tasks list --after %s\n", list[n-1].ID)
+		}
 		return exitOK
 	}
 	if len(pos) != 2 {

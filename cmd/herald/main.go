@@ -51,7 +51,7 @@ func commands() []command {
 		{"check-config", "[--config FILE]", "check a config file; every problem as file:line", cmdCheckConfig},
 		{"chat", "[--as NAME]", "talk to the running service as console:NAME", cmdChat},
 		{"status", "", "show the running service's state (owner, store, channels)", cmdStatus},
-		{"tasks", "list | show ID | pause ID | resume ID | delete ID | run ID [--no-wait] | rebaseline ID", "manage tasks", cmdTasks},
+		{"tasks", "list [--limit N] [--after ID] | show ID | pause ID | resume ID | delete ID | run ID [--no-wait] | rebaseline ID", "manage tasks", cmdTasks},
 		{"requests", "approve ID | reject ID [REASON]", "decide pending requests as console:admin", cmdRequests},
 		{"ledger", "show TASK | redeliver EFFECT-ID [--yes]", "read the effect ledger; replay an effect explicitly", cmdLedger},
 		{"inbox", "list PRINCIPAL | read PRINCIPAL ID|all | token PRINCIPAL", "read inboxes; issue an inbox API token", cmdInbox},

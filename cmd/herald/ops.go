@@ -34,7 +34,7 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 	}{
 		{"status", o.status},
 		{"reload", o.reload},
-		{"tasks.list", o.listTasks},
+		{"tasks.list", withInput(o.listTasks)},
 		{"tasks.show", withInput(o.showTask)},
 		{"tasks.pause", withInput(o.act((*tasks.Manager).Pause))},
 		{"tasks.resume", withInput(o.act((*tasks.Manager).Resume))},
@@ -93,12 +93,12 @@ type idIn struct {
 func (o *adminOps) status(ctx context.Context, _ json.RawMessage) (any, error) {
 	s := o.s
 	owner, epoch := o.m.Owner()
-	list, _ := o.m.List(ctx, consoleAdmin)
+	count, _ := o.m.Count(ctx)
 	s.mu.Lock()
 	driver := s.cfg.Store.Driver
 	s.mu.Unlock()
 	st := statusView{Version: version, Holder: s.holder, Owner: owner, Epoch: epoch, Store: driver,
-		StoreOK: s.store.Ping(ctx) == nil, Channels: s.channels.status(), Tasks: len(list), Listen: s.server.Addr()}
+		StoreOK: s.store.Ping(ctx) == nil, Channels: s.channels.status(), Tasks: count, Listen: s.server.Addr()}
 	return st, nil
 }
 
@@ -109,8 +109,17 @@ func (o *adminOps) reload(context.Context, json.RawMessage) (any, error) {
 	return map[string]bool{"reloaded": true}, nil
 }
 
-func (o *adminOps) listTasks(ctx context.Context, _ json.RawMessage) (any, error) {
-	list, err := o.m.List(ctx, consoleAdmin)
+// pageIn asks for one page of a listing: at most Limit (0: the most one
+// page holds) after the id After.
+type pageIn struct {
+	Limit int    `json:"limit"`
+	After string `json:"after"`
+}
+
+// listTasks answers one page of tasks in id order; the next page starts
+// after the last id of this one.
+func (o *adminOps) listTasks(ctx context.Context, in pageIn) (any, error) {
+	list, _, err := o.m.ListPage(ctx, in.After, in.Limit)
 	if err != nil {
 		return nil, err
 	}

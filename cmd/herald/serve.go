@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"syscall"
@@ -135,9 +136,22 @@ func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(gcSoftLimit)
+}
+
+// limitMemory sets the soft limit once the service is assembled, not
+// before: reading a config file of many tasks holds its whole syntax tree
+// for a moment, and a limit below that would make the collector run
+// without pause through the start. With many tasks the live heap itself
+// grows (a few KiB per task), so the limit is never below three times
+// the heap the start left live.
+func limitMemory() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
 	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	debug.SetMemoryLimit(max(gcSoftLimit, 3*int64(ms.HeapAlloc)))
 }
 
 // service is the running herald, assembled from config.
@@ -196,6 +210,7 @@ func serve(e *env, log zerolog.Logger) error {
 		return err
 	}
 	coord.Subscribe(func(c *configs.Config) error { return s.reload(ctx, c) })
+	limitMemory()
 
 	if err := s.server.Listen(); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -45,22 +46,33 @@ func (c *catalog) Get(ctx context.Context, id string) (store.Record, error) {
 }
 
 func (c *catalog) List(ctx context.Context) ([]store.Record, error) {
+	return c.Page(ctx, "", math.MaxInt)
+}
+
+// Page returns at most limit records with ids after after, in id order:
+// a page costs its records, not the catalog.
+func (c *catalog) Page(ctx context.Context, after string, limit int) ([]store.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	var out []store.Record
 	err := (*Store)(c).view(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bktCatalog).ForEach(func(k, v []byte) error {
+		cur := tx.Bucket(bktCatalog).Cursor()
+		k, v := cur.Seek([]byte(after))
+		if k != nil && string(k) == after {
+			k, v = cur.Next()
+		}
+		for ; k != nil && len(out) < limit; k, v = cur.Next() {
 			rec, err := decodeRecord(string(k), v)
 			if err != nil {
 				return err
 			}
 			out = append(out, rec)
-			return nil
-		})
+		}
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bolt: catalog list: %w", err)
+		return nil, fmt.Errorf("bolt: catalog page: %w", err)
 	}
 	return out, nil
 }
@@ -95,6 +107,40 @@ func (c *catalog) Put(ctx context.Context, f store.Fence, id string, expect uint
 		return 0, fmt.Errorf("bolt: catalog put %q: %w", id, err)
 	}
 	return expect + 1, nil
+}
+
+// PutAll writes puts in one transaction, one disk sync for all, each
+// under Put's checks. A put whose stored revision differs is left out:
+// its revision in the result is 0. A stale fence refuses them all.
+func (c *catalog) PutAll(ctx context.Context, f store.Fence, puts []store.CatalogPut) ([]uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	revs := make([]uint64, len(puts))
+	err := (*Store)(c).update(func(tx *bbolt.Tx) error {
+		clear(revs)
+		if err := checkFence(tx, f); err != nil {
+			return err
+		}
+		b := tx.Bucket(bktCatalog)
+		for i, p := range puts {
+			if revision(tx, p.ID) != p.Expect {
+				continue
+			}
+			v := make([]byte, 8+len(p.Value))
+			binary.BigEndian.PutUint64(v, p.Expect+1)
+			copy(v[8:], p.Value)
+			if err := b.Put([]byte(p.ID), v); err != nil {
+				return err
+			}
+			revs[i] = p.Expect + 1
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bolt: catalog put %d records: %w", len(puts), err)
+	}
+	return revs, nil
 }
 
 func (c *catalog) Delete(ctx context.Context, f store.Fence, id string, expect uint64) error {

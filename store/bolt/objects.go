@@ -273,11 +273,18 @@ func (in *inbox) Append(ctx context.Context, item store.InboxItem, limit int) (s
 }
 
 // trimInbox keeps at most limit items: the oldest read items go first,
-// then the oldest unread; res counts what went.
+// then the oldest unread; res counts what went. The counters say how many
+// read items there are, so an inbox holding none (a full inbox nobody
+// reads) gives up its oldest items without decoding the rest, and a scan
+// stops once it has its victims: a write to a full inbox costs the
+// victims, not the inbox.
 func trimInbox(items, keys *bbolt.Bucket, n, unread, limit int) (_, _ int, res store.InboxAppend, _ error) {
-	if n <= limit {
+	need := n - limit
+	if need <= 0 {
 		return n, unread, res, nil
 	}
+	wantRead := min(need, n-unread)
+	wantUnread := need - wantRead
 	type victim struct {
 		id     []byte
 		effect string
@@ -285,20 +292,23 @@ func trimInbox(items, keys *bbolt.Bucket, n, unread, limit int) (_, _ int, res s
 	}
 	var read, unreadV []victim
 	c := items.Cursor()
-	for k, v := c.First(); k != nil && len(read) < n-limit; k, v = c.Next() {
-		var it store.InboxItem
+	for k, v := c.First(); k != nil && (len(read) < wantRead || len(unreadV) < wantUnread); k, v = c.Next() {
+		var it struct {
+			EffectKey string `json:"effect_key"`
+			Read      bool   `json:"read"`
+		}
 		if err := json.Unmarshal(v, &it); err != nil {
 			return 0, 0, res, fmt.Errorf("corrupt inbox item: %w", err)
 		}
 		vi := victim{id: append([]byte{}, k...), effect: it.EffectKey, read: it.Read}
-		if it.Read {
+		switch {
+		case it.Read && len(read) < wantRead:
 			read = append(read, vi)
-		} else if len(unreadV) < n-limit {
+		case !it.Read && len(unreadV) < wantUnread:
 			unreadV = append(unreadV, vi)
 		}
 	}
-	victims := append(read, unreadV...)[:n-limit]
-	for _, vi := range victims {
+	for _, vi := range append(read, unreadV...) {
 		if err := items.Delete(vi.id); err != nil {
 			return 0, 0, res, err
 		}

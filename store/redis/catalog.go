@@ -79,8 +79,14 @@ func (c *catalog) List(ctx context.Context) ([]store.Record, error) {
 		return nil, wrap("catalog list", err)
 	}
 	slices.Sort(ids)
+	return c.records(ctx, ids)
+}
+
+// records reads the records of ids in one round trip, leaving out those
+// deleted meanwhile.
+func (c *catalog) records(ctx context.Context, ids []string) ([]store.Record, error) {
 	cmds := make([]*goredis.SliceCmd, len(ids))
-	_, err = c.s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+	_, err := c.s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, id := range ids {
 			cmds[i] = p.HMGet(ctx, c.s.taskKey(id), "rev", "val")
 		}
@@ -101,6 +107,22 @@ func (c *catalog) List(ctx context.Context) ([]store.Record, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// Page returns at most limit records with ids after after, in id order.
+// It reads every id but only the page's records.
+func (c *catalog) Page(ctx context.Context, after string, limit int) ([]store.Record, error) {
+	ids, err := c.s.rdb.SMembers(ctx, c.s.taskIDsKey()).Result()
+	if err != nil {
+		return nil, wrap("catalog page", err)
+	}
+	slices.Sort(ids)
+	i, found := slices.BinarySearch(ids, after)
+	if found {
+		i++
+	}
+	ids = ids[i:min(len(ids), i+limit)]
+	return c.records(ctx, ids)
 }
 
 func (c *catalog) Put(ctx context.Context, f store.Fence, id string, expect uint64, value []byte) (uint64, error) {

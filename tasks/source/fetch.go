@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/herald-bridge/herald/delivery/egress"
@@ -29,15 +30,31 @@ type document struct {
 	notModified bool
 }
 
+// clients are the guarded HTTP clients every Source shares, one per
+// distinct set of egress options: a run reuses the kept-alive connections
+// of the runs before it instead of dialling (and leaving behind an idle
+// connection) each time.
+var clients sync.Map // clientKey → *http.Client
+
+type clientKey struct {
+	allowPrivate            bool
+	connectTimeout, timeout time.Duration
+	userAgent, trusted      string
+}
+
 func newClient(o Options) *http.Client {
-	c := egress.Client(egress.Options{
+	key := clientKey{o.AllowPrivate, o.ConnectTimeout, o.Timeout, o.UserAgent, fmt.Sprint(o.Trusted)}
+	if c, ok := clients.Load(key); ok {
+		return c.(*http.Client)
+	}
+	c, _ := clients.LoadOrStore(key, egress.Client(egress.Options{
 		AllowPrivate:   o.AllowPrivate,
 		ConnectTimeout: o.ConnectTimeout,
 		Timeout:        o.Timeout,
 		UserAgent:      o.UserAgent,
 		Trusted:        o.Trusted,
-	})
-	return c
+	}))
+	return c.(*http.Client)
 }
 
 // ShowURL is how a source's address is shown to people: scheme, host and

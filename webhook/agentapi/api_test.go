@@ -331,7 +331,7 @@ func TestI7_AgentRequestBounds(t *testing.T) {
 		}
 	}
 	a := r.call(tok, "request_watch", `{"url":"https://news.example.edu/c.xml"}`, nil)
-	if a.status != 409 || !strings.Contains(a.body.Error.Message, "task limit (2)") {
+	if a.status != 409 || !strings.Contains(a.body.Error.Message, "limit in all: 2 of 2") {
 		t.Errorf("over the limit: %d %s", a.status, a.raw)
 	}
 	for _, body := range []string{

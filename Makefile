@@ -55,7 +55,7 @@ bench:
 # minute (README, Scale). Bounded: about ten minutes at 100,000 tasks.
 SCALE_TASKS ?= 100000
 scale: build
-	$(GO) run ./bench/scale -n $(SCALE_TASKS) -bin $(BIN)
+	$(GO) run ./cmd/herald-scale -n $(SCALE_TASKS) -bin $(BIN)
 
 # Each fuzz target for FUZZTIME; corpora that found bugs live in testdata/fuzz.
 fuzz-smoke:

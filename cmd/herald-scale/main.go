@@ -5,7 +5,7 @@
 // `herald tasks list`. Feeds are served on loopback ports by this
 // process; everything stays on 127.0.0.1. It runs a bounded time.
 //
-//	go run ./bench/scale -n 100000
+//	go run ./cmd/herald-scale -n 100000
 package main
 
 import (

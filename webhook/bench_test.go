@@ -136,6 +136,9 @@ func BenchmarkHookToWebhookSink(b *testing.B) {
 					b.Error(err)
 					return
 				}
+				// Read to the end: a body closed unread takes its
+				// connection with it, and every request would dial.
+				_, _ = io.Copy(io.Discard, res.Body)
 				res.Body.Close()
 				if res.StatusCode != http.StatusAccepted {
 					b.Errorf("%s: status %d", id, res.StatusCode)

@@ -115,6 +115,7 @@ type Store struct {
 	now  func() time.Time
 	gc   *committer
 	jr   *journal // the sending journal (journal.go)
+	ov   *overlay // logged ledger effects (overlay.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -145,7 +146,14 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
-	s := &Store{path: path, db: db, now: opts.Now, gc: newCommitter(db, opts.MaxBatch), jr: newJournal(path)}
+	jr := newJournal(path)
+	ov, err := openOverlay(db, jr.dir)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
+	s := &Store{path: path, db: db, now: opts.Now, gc: newCommitter(db, ov, opts.MaxBatch), jr: jr, ov: ov}
+	ov.start(s.gc)
 	return s, nil
 }
 
@@ -223,10 +231,15 @@ func (s *Store) Path() string { return s.path }
 // Close stops the group committer (queued writes finish first) and closes
 // the file. Closing twice is harmless.
 func (s *Store) Close() error {
+	cpErr := s.ov.close()
 	s.gc.close()
+	s.ov.log.close()
 	s.jr.close()
 	if err := s.db.Close(); err != nil && !errors.Is(err, bbolt.ErrDatabaseNotOpen) {
 		return fmt.Errorf("bolt: close: %w", err)
+	}
+	if cpErr != nil {
+		return fmt.Errorf("bolt: close: %w", cpErr)
 	}
 	return nil
 }

@@ -65,18 +65,7 @@ func (l *ledger) Commit(ctx context.Context, c store.RunCommit) (store.CommitRes
 		if e.Key == "" {
 			return store.CommitResult{}, errors.New("redis store: commit: effect without key")
 		}
-		if e.TaskID == "" {
-			e.TaskID = c.TaskID
-		}
-		e.State, e.InFlight, e.Worker = store.Pending, false, ""
-		if e.CreatedAt.IsZero() {
-			e.CreatedAt = now
-		}
-		e.UpdatedAt = now
-		if c.Worker != "" {
-			e.InFlight, e.Worker = true, c.Worker
-			e.Attempts = []store.Attempt{{N: 1, Start: now, By: c.Worker, Outcome: store.Pending}}
-		}
+		e = store.Claimed(e, c, now)
 		js, err := json.Marshal(e)
 		if err != nil {
 			return store.CommitResult{}, fmt.Errorf("redis store: commit: encode effect: %w", err)

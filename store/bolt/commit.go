@@ -44,7 +44,7 @@ type call struct {
 
 // CommitStats is what the group committer has done since the store opened.
 type CommitStats struct {
-	Transactions int64         // write transactions committed (one fsync round each)
+	Transactions int64         // write transactions and ledger log rounds (one fsync round each)
 	Writes       int64         // writes they carried
 	Busy         time.Duration // time spent inside them, fsync included
 }

@@ -150,30 +150,26 @@ func (l *ledger) Due(ctx context.Context, now time.Time, limit int) ([]store.Eff
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	out, logged, err := l.ov.queued(now)
-	if err != nil {
-		return nil, fmt.Errorf("bolt: ledger due: %w", err)
-	}
-	until, n := nanos(now), 0
-	err = (*Store)(l).view(func(tx *bbolt.Tx) error {
+	var out []store.Effect
+	until := nanos(now)
+	err := (*Store)(l).view(func(tx *bbolt.Tx) error {
 		return eachQueued(tx, func(at, seq uint64) (bool, error) {
-			if at > until || (limit > 0 && n >= limit) {
+			if at > until || (limit > 0 && len(out) >= limit) {
 				return false, nil
 			}
 			f, err := load(tx, seq)
-			if err != nil {
-				return false, err
-			}
-			if !logged[f.body.Key] { // the file's copy of a logged effect is stale
-				out = append(out, f.effect())
-				n++
-			}
-			return true, nil
+			out = append(out, f.effect())
+			return err == nil, err
 		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bolt: ledger due: %w", err)
 	}
+	logged, err := l.ov.queued(now)
+	if err != nil {
+		return nil, fmt.Errorf("bolt: ledger due: %w", err)
+	}
+	out = append(l.ov.fileCopies(out), logged...)
 	slices.SortStableFunc(out, func(a, b store.Effect) int { return a.NotBefore.Compare(b.NotBefore) })
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
@@ -185,35 +181,31 @@ func (l *ledger) NextDue(ctx context.Context) (time.Time, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, false, err
 	}
-	queued, logged, err := l.ov.queued(time.Time{})
+	queued, err := l.ov.queued(time.Time{})
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("bolt: ledger next due: %w", err)
 	}
-	var (
-		at time.Time
-		ok bool
-	)
-	for _, e := range queued {
-		if !ok || e.NotBefore.Before(at) {
-			at, ok = e.NotBefore, true
-		}
-	}
+	// The file's first entry that is not a stale copy of a logged effect.
 	err = (*Store)(l).view(func(tx *bbolt.Tx) error {
 		return eachQueued(tx, func(_, seq uint64) (bool, error) {
 			f, err := load(tx, seq)
-			if err != nil || logged[f.body.Key] {
-				return err == nil, err
+			if err != nil {
+				return false, err
 			}
-			if !ok || f.st.NotBefore.Before(at) {
-				at, ok = f.st.NotBefore, true
+			if fc := l.ov.fileCopies([]store.Effect{f.effect()}); len(fc) == 1 {
+				queued = append(queued, fc[0])
+				return false, nil
 			}
-			return false, nil
+			return true, nil
 		})
 	})
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("bolt: ledger next due: %w", err)
+	if err != nil || len(queued) == 0 {
+		if err != nil {
+			err = fmt.Errorf("bolt: ledger next due: %w", err)
+		}
+		return time.Time{}, false, err
 	}
-	return at, ok, nil
+	return slices.MinFunc(queued, func(a, b store.Effect) int { return a.NotBefore.Compare(b.NotBefore) }).NotBefore, true, nil
 }
 
 // eachQueued calls fn with each queue entry's due time and sequence, in
@@ -400,11 +392,8 @@ func (l *ledger) Recover(ctx context.Context, r store.Recovery, now time.Time) (
 
 // flying returns the effects in flight, logged ones and the file's.
 func (l *ledger) flying() ([]store.Effect, error) {
-	all, logged, err := l.ov.inFlight()
-	if err != nil {
-		return nil, err
-	}
-	err = (*Store)(l).view(func(tx *bbolt.Tx) error {
+	var fromFile []store.Effect
+	err := (*Store)(l).view(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bktFxFlight).ForEach(func(k, _ []byte) error {
 			if len(k) != 8 {
 				return fmt.Errorf("%w: in-flight entry of %d bytes", errCorruptEffect, len(k))
@@ -413,11 +402,13 @@ func (l *ledger) flying() ([]store.Effect, error) {
 			if err != nil {
 				return err
 			}
-			if !logged[f.body.Key] {
-				all = append(all, f.effect())
-			}
+			fromFile = append(fromFile, f.effect())
 			return nil
 		})
 	})
-	return all, err
+	if err != nil {
+		return nil, err
+	}
+	logged, err := l.ov.inFlight()
+	return append(l.ov.fileCopies(fromFile), logged...), err
 }

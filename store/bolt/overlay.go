@@ -53,11 +53,12 @@ func (e *logged) encoded() encoded {
 type overlay struct {
 	db *bbolt.DB
 
-	mu  sync.Mutex // guards m, n, err; held by the committer through a round but for its sync
-	m   map[string]*logged
-	n   uint64
-	err error
-	log *ledgerLog // the committer's only
+	mu      sync.Mutex // guards m, n, waiting, err; held by the committer through a round but for its sync
+	m       map[string]*logged
+	n       uint64
+	waiting int // how many of m wait in the queue
+	err     error
+	log     *ledgerLog // the committer's only
 
 	cpMu   sync.Mutex // one checkpoint at a time
 	kick   chan struct{}
@@ -240,12 +241,16 @@ func (o *overlay) round(c *committer, batch []*call) {
 	}
 	err := o.err
 	o.mu.Unlock()
-	if err == nil {
+	if err == nil && len(ops) > 0 {
+		start := time.Now()
 		if err = o.log.sync(); err != nil {
 			o.mu.Lock()
 			err = o.fail(err)
 			o.mu.Unlock()
 		}
+		c.stats.txs.Add(1) // a log round counts as one fsync round
+		c.stats.calls.Add(int64(len(ops)))
+		c.stats.busy.Add(int64(time.Since(start)))
 	}
 	for i, cl := range ops {
 		if cl.op.capture && err == nil {
@@ -264,6 +269,13 @@ func (o *overlay) round(c *committer, batch []*call) {
 		default:
 		}
 	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // due reports whether a checkpoint should start.
@@ -322,6 +334,7 @@ func (o *overlay) apply(op *logOp) error {
 		if err := op.step(&st); err != nil {
 			return err
 		}
+		o.waiting += b2i(waiting(&st)) - b2i(waiting(&e.f.st))
 		e.f.st, e.ver = st, e.ver+1
 		o.log.add(op.key, nil, encodeState(st))
 		op.out = e.f
@@ -336,6 +349,7 @@ func (o *overlay) apply(op *logOp) error {
 		}
 		o.n++
 		o.m[e.key] = &logged{f: op.fx[i], body: e.body, ver: 1, order: o.n}
+		o.waiting += b2i(waiting(&e.st))
 		o.log.add(e.key, e.body, e.state)
 		op.res.Claimed = append(op.res.Claimed, e.key)
 	}
@@ -393,6 +407,7 @@ func (o *overlay) checkpoint() error {
 	}
 	for i, e := range op.taken {
 		if cur := o.m[e.key]; cur != nil && cur.ver == op.vers[i] {
+			o.waiting -= b2i(waiting(&cur.f.st))
 			delete(o.m, e.key)
 		}
 	}
@@ -413,34 +428,52 @@ func (o *overlay) get(key string) (store.Effect, bool, error) {
 	return e.f.effect(), true, nil
 }
 
+// waiting reports whether st waits in the queue.
+func waiting(st *effectState) bool { return st.State == store.Pending && !st.InFlight }
+
 // queued returns the logged effects waiting in the queue with NotBefore
-// up to until (the zero time: any), and the keys of every logged effect:
-// for those the file's copy is stale.
-func (o *overlay) queued(until time.Time) ([]store.Effect, map[string]bool, error) {
-	return o.pick(func(st *effectState) bool {
-		return st.State == store.Pending && !st.InFlight && (until.IsZero() || !st.NotBefore.After(until))
-	})
-}
-
-// inFlight returns the logged effects in flight, and the keys of every
-// logged effect.
-func (o *overlay) inFlight() ([]store.Effect, map[string]bool, error) {
-	return o.pick(func(st *effectState) bool { return st.State == store.Pending && st.InFlight })
-}
-
-func (o *overlay) pick(want func(*effectState) bool) ([]store.Effect, map[string]bool, error) {
+// up to until (the zero time: any).
+func (o *overlay) queued(until time.Time) ([]store.Effect, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.err != nil {
-		return nil, nil, o.err
+		return nil, o.err
 	}
-	keys := make(map[string]bool, len(o.m))
 	var out []store.Effect
-	for k, e := range o.m {
-		keys[k] = true
-		if want(&e.f.st) {
+	if o.waiting == 0 {
+		return nil, nil
+	}
+	for _, e := range o.m {
+		if st := &e.f.st; waiting(st) && (until.IsZero() || !st.NotBefore.After(until)) {
 			out = append(out, e.f.effect())
 		}
 	}
-	return out, keys, nil
+	return out, nil
+}
+
+// inFlight returns the logged effects in flight.
+func (o *overlay) inFlight() ([]store.Effect, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err != nil {
+		return nil, o.err
+	}
+	var out []store.Effect
+	for _, e := range o.m {
+		if st := &e.f.st; st.State == store.Pending && st.InFlight {
+			out = append(out, e.f.effect())
+		}
+	}
+	return out, nil
+}
+
+// fileCopies keeps the effects read from the file that are not logged:
+// a logged effect's copy in the file is stale.
+func (o *overlay) fileCopies(es []store.Effect) []store.Effect {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.m) == 0 {
+		return es
+	}
+	return slices.DeleteFunc(es, func(e store.Effect) bool { return o.m[e.Key] != nil })
 }

@@ -21,6 +21,8 @@ func noCheckpoints(t *testing.T) {
 // kill stops s the way SIGKILL would, as far as the files are concerned:
 // no last checkpoint, nothing flushed that was not already synced.
 func kill(s *Store) {
+	s.closeOnce.Do(func() { close(s.stopPrune) })
+	<-s.prunerDone
 	close(s.ov.stop)
 	<-s.ov.doneCP
 	s.gc.close()

@@ -88,6 +88,9 @@ type Options struct {
 	KeyPrefix string
 	// Now is the clock for lease expiry and effect times (default time.Now).
 	Now func() time.Time
+	// Retention prunes ended effects whose end is longer ago than this
+	// (prune.go). Zero keeps them.
+	Retention time.Duration
 }
 
 func (o *Options) validate() error {
@@ -121,6 +124,9 @@ type Store struct {
 	channels *kv
 	buckets  *buckets
 	history  *history
+
+	stopPrune context.CancelFunc
+	pruned    chan struct{}
 }
 
 var _ store.Store = (*Store)(nil)
@@ -170,6 +176,14 @@ func New(ctx context.Context, rdb goredis.UniversalClient, opts Options) (*Store
 		_ = rdb.Close()
 		return nil, err
 	}
+	pctx, stop := context.WithCancel(context.Background())
+	s.stopPrune, s.pruned = stop, make(chan struct{})
+	go func() {
+		defer close(s.pruned)
+		if opts.Retention > 0 {
+			s.pruner(pctx, opts.Retention)
+		}
+	}()
 	return s, nil
 }
 
@@ -229,6 +243,8 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes the client.
 func (s *Store) Close() error {
+	s.stopPrune()
+	<-s.pruned
 	if err := s.rdb.Close(); err != nil && !errors.Is(err, goredis.ErrClosed) {
 		return fmt.Errorf("redis store: close: %w", err)
 	}

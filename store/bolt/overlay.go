@@ -53,12 +53,12 @@ func (e *logged) encoded() encoded {
 type overlay struct {
 	db *bbolt.DB
 
-	mu      sync.Mutex // guards m, n, waiting, err; held by the committer through a round but for its sync
-	m       map[string]*logged
-	n       uint64
-	waiting int // how many of m wait in the queue
-	err     error
-	log     *ledgerLog // the committer's only
+	mu   sync.Mutex // guards m, n, wait, err; held by the committer through a round but for its sync
+	m    map[string]*logged
+	n    uint64
+	wait map[string]*logged // those of m that wait in the queue
+	err  error
+	log  *ledgerLog // the committer's only
 
 	cpMu   sync.Mutex // one checkpoint at a time
 	kick   chan struct{}
@@ -147,7 +147,7 @@ func openOverlay(db *bbolt.DB, dir string) (*overlay, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start ledger log: %w", err)
 	}
-	return &overlay{db: db, m: map[string]*logged{}, log: l,
+	return &overlay{db: db, m: map[string]*logged{}, wait: map[string]*logged{}, log: l,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), doneCP: make(chan struct{})}, nil
 }
 
@@ -271,11 +271,13 @@ func (o *overlay) round(c *committer, batch []*call) {
 	}
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
+// track keeps e in wait while it waits in the queue.
+func (o *overlay) track(e *logged) {
+	if waiting(&e.f.st) {
+		o.wait[e.f.body.Key] = e
+	} else {
+		delete(o.wait, e.f.body.Key)
 	}
-	return 0
 }
 
 // due reports whether a checkpoint should start.
@@ -334,8 +336,8 @@ func (o *overlay) apply(op *logOp) error {
 		if err := op.step(&st); err != nil {
 			return err
 		}
-		o.waiting += b2i(waiting(&st)) - b2i(waiting(&e.f.st))
 		e.f.st, e.ver = st, e.ver+1
+		o.track(e)
 		o.log.add(op.key, nil, encodeState(st))
 		op.out = e.f
 		return nil
@@ -349,7 +351,7 @@ func (o *overlay) apply(op *logOp) error {
 		}
 		o.n++
 		o.m[e.key] = &logged{f: op.fx[i], body: e.body, ver: 1, order: o.n}
-		o.waiting += b2i(waiting(&e.st))
+		o.track(o.m[e.key])
 		o.log.add(e.key, e.body, e.state)
 		op.res.Claimed = append(op.res.Claimed, e.key)
 	}
@@ -407,8 +409,8 @@ func (o *overlay) checkpoint() error {
 	}
 	for i, e := range op.taken {
 		if cur := o.m[e.key]; cur != nil && cur.ver == op.vers[i] {
-			o.waiting -= b2i(waiting(&cur.f.st))
 			delete(o.m, e.key)
+			delete(o.wait, e.key)
 		}
 	}
 	return nil
@@ -440,10 +442,7 @@ func (o *overlay) queued(until time.Time) ([]store.Effect, error) {
 		return nil, o.err
 	}
 	var out []store.Effect
-	if o.waiting == 0 {
-		return nil, nil
-	}
-	for _, e := range o.m {
+	for _, e := range o.wait {
 		if st := &e.f.st; waiting(st) && (until.IsZero() || !st.NotBefore.After(until)) {
 			out = append(out, e.f.effect())
 		}

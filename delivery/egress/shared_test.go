@@ -2,10 +2,9 @@ package egress
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"sync/atomic"
+	"sync"
 	"testing"
 )
 
@@ -13,17 +12,17 @@ import (
 // the same guard they must reuse one another's kept connections rather
 // than each dial its own.
 func TestClientsWithTheSameOptionsShareKeptConnections(t *testing.T) {
-	var conns atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var (
+		mu    sync.Mutex
+		peers = map[string]bool{} // one remote address per connection
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		peers[r.RemoteAddr] = true
+		mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
 	defer srv.Close()
 
 	o := Options{AllowPrivate: true, UserAgent: "test"}
@@ -35,7 +34,7 @@ func TestClientsWithTheSameOptionsShareKeptConnections(t *testing.T) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
 	}
-	if n := conns.Load(); n != 1 {
+	if n := len(peers); n != 1 {
 		t.Fatalf("three clients with the same options opened %d connections, want 1", n)
 	}
 	if SharedTransport(o) == SharedTransport(Options{AllowPrivate: false, UserAgent: "test"}) {

@@ -436,30 +436,24 @@ func waiting(st *effectState) bool { return st.State == store.Pending && !st.InF
 // queued returns the logged effects waiting in the queue with NotBefore
 // up to until (the zero time: any).
 func (o *overlay) queued(until time.Time) ([]store.Effect, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.err != nil {
-		return nil, o.err
-	}
-	var out []store.Effect
-	for _, e := range o.wait {
-		if st := &e.f.st; waiting(st) && (until.IsZero() || !st.NotBefore.After(until)) {
-			out = append(out, e.f.effect())
-		}
-	}
-	return out, nil
+	return o.pick(o.wait, func(st *effectState) bool { return until.IsZero() || !st.NotBefore.After(until) })
 }
 
 // inFlight returns the logged effects in flight.
 func (o *overlay) inFlight() ([]store.Effect, error) {
+	return o.pick(o.m, func(st *effectState) bool { return st.State == store.Pending && st.InFlight })
+}
+
+// pick returns the effects of from (m or wait) whose state want accepts.
+func (o *overlay) pick(from map[string]*logged, want func(*effectState) bool) ([]store.Effect, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.err != nil {
 		return nil, o.err
 	}
 	var out []store.Effect
-	for _, e := range o.m {
-		if st := &e.f.st; st.State == store.Pending && st.InFlight {
+	for _, e := range from {
+		if want(&e.f.st) {
 			out = append(out, e.f.effect())
 		}
 	}

@@ -81,6 +81,13 @@ const SchemaVersion = 1
 // DefaultKeyPrefix is the key prefix used when Options.KeyPrefix is empty.
 const DefaultKeyPrefix = "herald:"
 
+// DefaultPoolSize is how many connections to Redis one herald keeps at
+// most, unless the URL says (pool_size=): every inbound request waiting
+// for its claim and every delivery recording an attempt holds one for a
+// round trip, and the client's own default (ten per CPU) made concurrent
+// requests queue for a connection rather than for Redis.
+const DefaultPoolSize = 128
+
 // Options configure the Redis backend.
 type Options struct {
 	// KeyPrefix starts every key (default "herald:"). It may not contain
@@ -140,6 +147,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		// The parse error never carries the password; the URL itself is
 		// left out of the message on purpose (I10).
 		return nil, fmt.Errorf("redis store: parse url: %w", err)
+	}
+	if ro.PoolSize == 0 { // not set in the URL (pool_size=)
+		ro.PoolSize = DefaultPoolSize
 	}
 	s, err := New(ctx, goredis.NewClient(ro), opts)
 	if err != nil {

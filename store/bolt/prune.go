@@ -16,9 +16,12 @@ import (
 // key pruned is claimable again: an event replayed after the retention
 // is a new event.
 //
-// A pass looks at up to pruneScan state records from where the last one
-// stopped (wrapping at the end), in the committer's round like any write,
-// and deletes at most prunePerPass of them.
+// A pass looks at up to pruneScan effects in claim order from where the
+// last one stopped, in the committer's round like any write, and deletes
+// at most prunePerPass of them. It stops early at the first effect created
+// after the cutoff: later claims are younger still, so the next pass
+// starts over from the oldest. Effects kept (pending ones) are stepped
+// over.
 var (
 	pruneScan    = 20000
 	prunePerPass = 5000
@@ -74,20 +77,27 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 		deleted, next = 0, from
 		var old []uint64
 		c := tx.Bucket(bktFxState).Cursor()
+		bodies := tx.Bucket(bktFxBody)
+		young := false
 		k, v := c.Seek(seqKey(from))
 		for n := 0; k != nil && n < pruneScan && len(old) < prunePerPass; k, v = c.Next() {
 			n++
-			next = binary.BigEndian.Uint64(k) + 1
+			seq := binary.BigEndian.Uint64(k)
 			st, err := decodeState(v)
 			if err != nil {
 				return err
 			}
 			if st.State.Ended() && !st.InFlight && st.UpdatedAt.Before(cutoff) {
-				old = append(old, binary.BigEndian.Uint64(k))
+				old = append(old, seq)
+			} else if young, err = createdSince(bodies, seq, cutoff); err != nil {
+				return err
+			} else if young {
+				break
 			}
+			next = seq + 1
 		}
-		if k == nil {
-			next = 0 // the end: start over next pass
+		if k == nil || young {
+			next = 0 // the end, or the young claims: start over from the oldest
 		}
 		for _, seq := range old {
 			ok, err := s.drop(tx, seq)
@@ -105,6 +115,16 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 	}
 	s.pruneFrom.Store(next)
 	return deleted, nil
+}
+
+// createdSince reports whether effect seq was claimed at or after t.
+func createdSince(bodies *bbolt.Bucket, seq uint64, t time.Time) (bool, error) {
+	v := bodies.Get(seqKey(seq))
+	if v == nil {
+		return false, fmt.Errorf("%w: no body for sequence %d", errCorruptEffect, seq)
+	}
+	b, _, err := decodeBody(v)
+	return err == nil && !b.CreatedAt.Before(t), err
 }
 
 // drop deletes effect seq and its claim and task entries, unless it is

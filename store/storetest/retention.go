@@ -11,7 +11,7 @@ import (
 
 // testRetention: ended effects past the cutoff go, with their claims;
 // queued, in-flight and recent ones stay untouched.
-func testRetention(t *testing.T, open func(t *testing.T) store.Store) {
+func testRetention(t *testing.T, open Opener) {
 	ctx := context.Background()
 	s := open(t)
 	p, ok := s.(store.Pruner)

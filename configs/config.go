@@ -55,6 +55,11 @@ const (
 	DriverRedis           = "redis"
 	InboundFormatStandard = "standard"
 	InboundFormatGitHub   = "github"
+	// DefaultLedgerRetention keeps ended pushes a month; MinLedgerRetention
+	// and MaxLedgerRetention bound store.retention.
+	DefaultLedgerRetention = 30 * 24 * time.Hour
+	MinLedgerRetention     = time.Minute
+	MaxLedgerRetention     = 10 * 365 * 24 * time.Hour
 )
 
 // Config is the whole configuration file.
@@ -108,6 +113,10 @@ type Store struct {
 	Driver string `yaml:"driver"` // bolt | redis
 	Path   string `yaml:"path"`   // bolt file; default <data-dir>/herald.db
 	Redis  Redis  `yaml:"redis"`
+	// Retention is how long an ended push (completed, failed, unknown)
+	// stays in the ledger before it is pruned (README, Performance and
+	// footprint). Default 30d.
+	Retention Duration `yaml:"retention"`
 }
 
 // BoltPath is the bolt file: Path when set, else herald.db in dataDir.
@@ -328,6 +337,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Store.Driver == "" {
 		c.Store.Driver = DefaultDriver
+	}
+	if c.Store.Retention == 0 {
+		c.Store.Retention = Duration(DefaultLedgerRetention)
 	}
 	if c.Store.Redis.KeyPrefix == "" {
 		c.Store.Redis.KeyPrefix = DefaultRedisKeyPrefix

@@ -145,6 +145,9 @@ func (v *validator) server() {
 
 func (v *validator) store() {
 	s := v.cfg.Store
+	if r := s.Retention.D(); !v.d.bad["store.retention"] && (r < MinLedgerRetention || r > MaxLedgerRetention) {
+		v.errf("store.retention", "must be between 1m and %dd", MaxLedgerRetention/(24*time.Hour))
+	}
 	switch s.Driver {
 	case DriverBolt:
 		v.skip("store.redis")

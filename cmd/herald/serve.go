@@ -321,7 +321,8 @@ func (s *service) openStore() error {
 	case configs.DriverRedis:
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		st, err := redis.Open(ctx, s.cfg.Store.Redis.URL, redis.Options{KeyPrefix: s.cfg.Store.Redis.KeyPrefix})
+		st, err := redis.Open(ctx, s.cfg.Store.Redis.URL, redis.Options{KeyPrefix: s.cfg.Store.Redis.KeyPrefix,
+			Retention: s.cfg.Store.Retention.D()})
 		if err != nil {
 			return fmt.Errorf("open the redis store: %w", err)
 		}
@@ -331,7 +332,7 @@ func (s *service) openStore() error {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return fmt.Errorf("create the data dir: %w", err)
 		}
-		st, err := bolt.Open(path, bolt.Options{})
+		st, err := bolt.Open(path, bolt.Options{Retention: s.cfg.Store.Retention.D()})
 		if err != nil {
 			return fmt.Errorf("open the store: %w", err)
 		}

@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -180,7 +181,36 @@ func addrKind(ip netip.Addr) string {
 // the guard check the proxy's address instead of the target's), every dial
 // checked by Guard, TLS handshake bounded by ConnectTimeout.
 func Transport(o Options) *http.Transport {
+	return newTransport(o.withDefaults())
+}
+
+// shared holds one guarded transport per distinct guard and timeouts, so
+// every client built with the same Options (all webhook recipients,
+// sources, and the sinks a reload builds again) draws on one pool of kept
+// connections instead of dialling its own.
+var shared sync.Map // transportKey -> *http.Transport
+
+type transportKey struct {
+	allowPrivate            bool
+	connectTimeout, timeout time.Duration
+	trusted                 string
+	resolver                *net.Resolver
+}
+
+// SharedTransport returns the guarded transport shared by every caller
+// with the same guard, timeouts and resolver.
+func SharedTransport(o Options) *http.Transport {
 	o = o.withDefaults()
+	k := transportKey{allowPrivate: o.AllowPrivate, connectTimeout: o.ConnectTimeout, timeout: o.Timeout,
+		trusted: fmt.Sprint(o.Trusted), resolver: o.Resolver}
+	if t, ok := shared.Load(k); ok {
+		return t.(*http.Transport)
+	}
+	t, _ := shared.LoadOrStore(k, newTransport(o))
+	return t.(*http.Transport)
+}
+
+func newTransport(o Options) *http.Transport {
 	d := &net.Dialer{
 		Timeout:   o.ConnectTimeout,
 		KeepAlive: 30 * time.Second,
@@ -205,10 +235,12 @@ func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastRe
 
 // Client returns a guarded client that never follows redirects: a 3xx comes
 // back as the response. The User-Agent is set on requests that carry none.
+// Clients with the same guard and timeouts share one transport
+// (SharedTransport), so their connections are kept and reused together.
 func Client(o Options) *http.Client {
 	o = o.withDefaults()
 	return &http.Client{
-		Transport:     &userAgent{base: Transport(o), ua: o.UserAgent},
+		Transport:     &userAgent{base: SharedTransport(o), ua: o.UserAgent},
 		CheckRedirect: noRedirect,
 		Timeout:       o.Timeout,
 	}

@@ -62,7 +62,8 @@ type Sink struct {
 	key        []byte
 	idempotent bool
 	userAgent  string
-	client     *http.Client
+	rt         http.RoundTripper
+	timeout    time.Duration
 	now        func() time.Time
 }
 
@@ -97,7 +98,8 @@ func New(name, rawURL, secret string, idempotent bool, o egress.Options) (*Sink,
 		key:        key,
 		idempotent: idempotent,
 		userAgent:  o.UserAgent,
-		client:     egress.Client(o),
+		rt:         egress.SharedTransport(o),
+		timeout:    o.Timeout,
 		now:        time.Now,
 	}, nil
 }
@@ -131,7 +133,10 @@ func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
 	if err != nil {
 		return delivery.Outcome{Result: delivery.Failed, Reason: ReasonEncode}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+	// The attempt's timeout, from dial to the end of the response.
+	actx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
 		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_url"}
 	}
@@ -149,7 +154,11 @@ func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
 	// Idempotency-Key header). This POST carries no such header, so a
 	// connection lost after the write surfaces here as Unknown, never as a
 	// silent second delivery.
-	resp, err := s.client.Do(req)
+	//
+	// The guarded transport is used directly: a redirect comes back as the
+	// response anyway, and http.Client would copy the headers for one and
+	// arm a timer per request on every push.
+	resp, err := s.rt.RoundTrip(req)
 	if err != nil {
 		return classifyError(ctx, err)
 	}

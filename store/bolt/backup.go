@@ -13,11 +13,15 @@ import (
 
 // Backup writes a copy of the whole file to w from one read transaction:
 // a consistent snapshot while writers go on (bbolt's Tx.WriteTo). The
-// sending journal is left out: a restored store has none, so every
+// effects held in the ledger log are checkpointed into the file first.
+// The sending journal is left out: a restored store has none, so every
 // attempt that was in flight recovers as one that may have been sent (I3).
 func (s *Store) Backup(ctx context.Context, w io.Writer) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if err := s.ov.checkpoint(); err != nil {
+		return fmt.Errorf("bolt: backup: %w", err)
 	}
 	return s.view(func(tx *bbolt.Tx) error {
 		_, err := tx.WriteTo(w)
@@ -64,8 +68,9 @@ func Restore(path string, r io.Reader) error {
 // serves (older ones are migrated now).
 func verify(path string) error {
 	s, err := Open(path, Options{})
-	if err != nil {
-		return err
+	if err == nil {
+		err = s.Close()
 	}
-	return s.Close()
+	_ = os.RemoveAll(newJournal(path).dir) // the check's own, empty ledger log
+	return err
 }

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -30,6 +32,9 @@ type Options struct {
 	LockTimeout time.Duration
 	// MaxBatch caps how many queued writes share one transaction. Default 256.
 	MaxBatch int
+	// Retention prunes ended effects last changed longer ago than this
+	// (prune.go). Zero keeps them.
+	Retention time.Duration
 }
 
 func (o *Options) validate() error {
@@ -115,6 +120,12 @@ type Store struct {
 	now  func() time.Time
 	gc   *committer
 	jr   *journal // the sending journal (journal.go)
+	ov   *overlay // logged ledger effects (overlay.go)
+
+	closeOnce  sync.Once
+	pruneFrom  atomic.Uint64 // where the next prune pass starts (prune.go)
+	stopPrune  chan struct{}
+	prunerDone chan struct{}
 }
 
 var _ store.Store = (*Store)(nil)
@@ -145,7 +156,20 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
-	s := &Store{path: path, db: db, now: opts.Now, gc: newCommitter(db, opts.MaxBatch), jr: newJournal(path)}
+	jr := newJournal(path)
+	ov, err := openOverlay(db, jr.dir)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
+	s := &Store{path: path, db: db, now: opts.Now, gc: newCommitter(db, ov, opts.MaxBatch), jr: jr, ov: ov}
+	ov.start(s.gc)
+	s.stopPrune, s.prunerDone = make(chan struct{}), make(chan struct{})
+	if opts.Retention > 0 {
+		go s.pruner(opts.Retention, s.stopPrune, s.prunerDone)
+	} else {
+		close(s.prunerDone)
+	}
 	return s, nil
 }
 
@@ -223,10 +247,17 @@ func (s *Store) Path() string { return s.path }
 // Close stops the group committer (queued writes finish first) and closes
 // the file. Closing twice is harmless.
 func (s *Store) Close() error {
+	s.closeOnce.Do(func() { close(s.stopPrune) })
+	<-s.prunerDone
+	cpErr := s.ov.close()
 	s.gc.close()
+	s.ov.log.close()
 	s.jr.close()
 	if err := s.db.Close(); err != nil && !errors.Is(err, bbolt.ErrDatabaseNotOpen) {
 		return fmt.Errorf("bolt: close: %w", err)
+	}
+	if cpErr != nil {
+		return fmt.Errorf("bolt: close: %w", cpErr)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 // batching delay (unlike bbolt's DB.Batch, which waits for its timer).
 type committer struct {
 	db       *bbolt.DB
+	ov       *overlay // logged ledger operations (overlay.go)
 	maxBatch int
 
 	mu     sync.RWMutex // guards closed against sends on calls
@@ -37,12 +38,13 @@ type commitStats struct {
 
 type call struct {
 	fn  func(tx *bbolt.Tx) error
+	op  *logOp // instead of fn: a logged ledger operation
 	err chan error
 }
 
 // CommitStats is what the group committer has done since the store opened.
 type CommitStats struct {
-	Transactions int64         // write transactions committed (one fsync round each)
+	Transactions int64         // write transactions and ledger log rounds (one fsync round each)
 	Writes       int64         // writes they carried
 	Busy         time.Duration // time spent inside them, fsync included
 }
@@ -53,8 +55,8 @@ func (s *Store) CommitStats() CommitStats {
 	return CommitStats{Transactions: st.txs.Load(), Writes: st.calls.Load(), Busy: time.Duration(st.busy.Load())}
 }
 
-func newCommitter(db *bbolt.DB, maxBatch int) *committer {
-	c := &committer{db: db, maxBatch: maxBatch, calls: make(chan *call, maxBatch), done: make(chan struct{})}
+func newCommitter(db *bbolt.DB, ov *overlay, maxBatch int) *committer {
+	c := &committer{db: db, ov: ov, maxBatch: maxBatch, calls: make(chan *call, maxBatch), done: make(chan struct{})}
 	go c.loop()
 	return c
 }
@@ -62,7 +64,15 @@ func newCommitter(db *bbolt.DB, maxBatch int) *committer {
 var errClosed = fmt.Errorf("bolt: store closed: %w", store.ErrUnavailable)
 
 func (c *committer) do(fn func(tx *bbolt.Tx) error) error {
-	cl := &call{fn: fn, err: make(chan error, 1)}
+	return c.send(&call{fn: fn, err: make(chan error, 1)})
+}
+
+// queue runs a logged ledger operation in the next round.
+func (c *committer) queue(op *logOp) error {
+	return c.send(&call{op: op, err: make(chan error, 1)})
+}
+
+func (c *committer) send(cl *call) error {
 	c.mu.RLock()
 	if c.closed {
 		c.mu.RUnlock()
@@ -102,11 +112,11 @@ func (c *committer) loop() {
 				break drain
 			}
 		}
-		c.run(batch)
+		c.ov.round(c, batch)
 	}
 }
 
-// run executes batch in one transaction. A function failing with a
+// run executes batch in one transaction (the round's bbolt part). A function failing with a
 // business error (which by contract wrote nothing) gets its error while
 // the others commit; any other failure rolls the transaction back and
 // every function runs again on its own.

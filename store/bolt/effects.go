@@ -196,11 +196,60 @@ func insert(tx *bbolt.Tx, seq uint64, e encoded) error {
 	if err := tx.Bucket(bktFxTask).Put(taskKey(e.task, seq), nil); err != nil {
 		return err
 	}
+	return reindex(tx, seq, nil, e.st)
+}
+
+// put stores e whatever the file holds of it: a new claim is inserted, a
+// claimed effect gets e's state and the index entries it calls for. It
+// is how logged effects reach the file (checkpoint and replay).
+func put(tx *bbolt.Tx, e encoded) error {
+	seq, err := lookup(tx, e.key)
+	if errors.Is(err, store.ErrNotFound) {
+		if e.body == nil {
+			return fmt.Errorf("%w: logged state of %q before its claim", errCorruptEffect, e.key)
+		}
+		if seq, err = tx.Bucket(bktFxBody).NextSequence(); err != nil {
+			return err
+		}
+		return insert(tx, seq, e)
+	}
+	if err != nil {
+		return err
+	}
+	old, err := getState(tx, seq)
+	if err != nil {
+		return err
+	}
+	if err := reindex(tx, seq, &old, e.st); err != nil {
+		return err
+	}
+	states := tx.Bucket(bktFxState)
+	states.FillPercent = fillState
+	return states.Put(seqKey(seq), e.state)
+}
+
+// reindex moves an effect's queue and in-flight entries from what state
+// old called for (nil: none yet) to what st calls for.
+func reindex(tx *bbolt.Tx, seq uint64, old *effectState, st effectState) error {
+	queued := func(s *effectState) bool { return s.State == store.Pending && !s.InFlight }
+	flying := func(s *effectState) bool { return s.State == store.Pending && s.InFlight }
+	if old != nil && queued(old) && !(queued(&st) && st.NotBefore.Equal(old.NotBefore)) {
+		if err := dequeue(tx, seq, old.NotBefore); err != nil {
+			return err
+		}
+	}
+	if old != nil && flying(old) && !flying(&st) {
+		if err := tx.Bucket(bktFxFlight).Delete(seqKey(seq)); err != nil {
+			return err
+		}
+	}
 	switch {
-	case e.st.State == store.Pending && e.st.InFlight:
-		return tx.Bucket(bktFxFlight).Put(k, []byte(e.st.Worker))
-	case e.st.State == store.Pending:
-		return enqueue(tx, seq, e.st.NotBefore)
+	case flying(&st) && (old == nil || !flying(old) || old.Worker != st.Worker):
+		fl := tx.Bucket(bktFxFlight)
+		fl.FillPercent = fillState
+		return fl.Put(seqKey(seq), []byte(st.Worker))
+	case queued(&st) && (old == nil || !queued(old) || !st.NotBefore.Equal(old.NotBefore)):
+		return enqueue(tx, seq, st.NotBefore)
 	}
 	return nil
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -26,29 +28,28 @@ func (l *ledger) Commit(ctx context.Context, c store.RunCommit) (store.CommitRes
 	// the shared write transaction.
 	now := s.now()
 	prepared := make([]encoded, len(c.Effects))
+	decoded := make([]fx, len(c.Effects))
 	for i, e := range c.Effects {
 		if e.Key == "" {
 			return store.CommitResult{}, fmt.Errorf("bolt: ledger commit for task %q: effect without key", c.TaskID)
 		}
-		if e.TaskID == "" {
-			e.TaskID = c.TaskID
-		}
-		e.State, e.InFlight, e.Worker = store.Pending, false, ""
-		if e.CreatedAt.IsZero() {
-			e.CreatedAt = now
-		}
+		e = store.Claimed(e, c, now)
 		if e.NotBefore.IsZero() {
 			e.NotBefore = now
-		}
-		e.UpdatedAt = now
-		if c.Worker != "" {
-			e.InFlight, e.Worker = true, c.Worker
-			e.Attempts = []store.Attempt{{N: 1, Start: now, By: c.Worker, Outcome: store.Pending}}
 		}
 		var err error
 		if prepared[i], err = encodeEffect(e); err != nil {
 			return store.CommitResult{}, fmt.Errorf("bolt: ledger commit for task %q: %w", c.TaskID, err)
 		}
+		decoded[i] = splitEffect(e, 0)
+	}
+	if c.Fence.IsZero() && c.TaskRevision == 0 && c.Snapshot == nil {
+		// Nothing to check against the file but the claims: logged.
+		op := &logOp{claim: prepared, fx: decoded}
+		if err := s.gc.queue(op); err != nil {
+			return store.CommitResult{}, fmt.Errorf("bolt: ledger commit for task %q: %w", c.TaskID, err)
+		}
+		return op.res, nil
 	}
 	var res store.CommitResult
 	err := s.update(func(tx *bbolt.Tx) error {
@@ -68,7 +69,8 @@ func (l *ledger) Commit(ctx context.Context, c store.RunCommit) (store.CommitRes
 		}
 		claims, bodies := tx.Bucket(bktFxClaim), tx.Bucket(bktFxBody)
 		for _, e := range prepared {
-			if claims.Get([]byte(e.key)) != nil {
+			// The committer holds the overlay through the round.
+			if claims.Get([]byte(e.key)) != nil || s.ov.m[e.key] != nil {
 				res.Duplicates = append(res.Duplicates, e.key)
 				continue
 			}
@@ -93,8 +95,12 @@ func (l *ledger) Get(ctx context.Context, key string) (store.Effect, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Effect{}, err
 	}
+	e, ok, err := l.ov.get(key)
+	if err != nil || ok {
+		return e, err
+	}
 	var f fx
-	err := (*Store)(l).view(func(tx *bbolt.Tx) error {
+	err = (*Store)(l).view(func(tx *bbolt.Tx) error {
 		var err error
 		f, err = loadKey(tx, key)
 		return err
@@ -108,6 +114,10 @@ func (l *ledger) Get(ctx context.Context, key string) (store.Effect, error) {
 func (l *ledger) List(ctx context.Context, taskID string, limit int) ([]store.Effect, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	// Logged effects reach the file first, so one ordered scan lists all.
+	if err := l.ov.checkpoint(); err != nil {
+		return nil, fmt.Errorf("bolt: ledger list %q: %w", taskID, err)
 	}
 	var out []store.Effect
 	prefix := append([]byte(taskID), 0)
@@ -143,27 +153,26 @@ func (l *ledger) Due(ctx context.Context, now time.Time, limit int) ([]store.Eff
 	var out []store.Effect
 	until := nanos(now)
 	err := (*Store)(l).view(func(tx *bbolt.Tx) error {
-		c := tx.Bucket(bktFxQueue).Cursor()
-		for k, _ := c.First(); k != nil; k, _ = c.Next() {
-			if len(k) != 16 {
-				return fmt.Errorf("%w: queue entry of %d bytes", errCorruptEffect, len(k))
+		return eachQueued(tx, func(at, seq uint64) (bool, error) {
+			if at > until || (limit > 0 && len(out) >= limit) {
+				return false, nil
 			}
-			if binary.BigEndian.Uint64(k) > until {
-				break
-			}
-			f, err := load(tx, binary.BigEndian.Uint64(k[8:]))
-			if err != nil {
-				return err
-			}
+			f, err := load(tx, seq)
 			out = append(out, f.effect())
-			if limit > 0 && len(out) >= limit {
-				break
-			}
-		}
-		return nil
+			return err == nil, err
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bolt: ledger due: %w", err)
+	}
+	logged, err := l.ov.queued(now)
+	if err != nil {
+		return nil, fmt.Errorf("bolt: ledger due: %w", err)
+	}
+	out = append(l.ov.fileCopies(out), logged...)
+	slices.SortStableFunc(out, func(a, b store.Effect) int { return a.NotBefore.Compare(b.NotBefore) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
 	}
 	return out, nil
 }
@@ -172,55 +181,81 @@ func (l *ledger) NextDue(ctx context.Context) (time.Time, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, false, err
 	}
-	var (
-		at time.Time
-		ok bool
-	)
-	err := (*Store)(l).view(func(tx *bbolt.Tx) error {
-		k, _ := tx.Bucket(bktFxQueue).Cursor().First()
-		if k == nil {
-			return nil
-		}
-		if len(k) != 16 {
-			return fmt.Errorf("%w: queue entry of %d bytes", errCorruptEffect, len(k))
-		}
-		st, err := getState(tx, binary.BigEndian.Uint64(k[8:]))
-		if err != nil {
-			return err
-		}
-		at, ok = st.NotBefore, true
-		return nil
-	})
+	queued, err := l.ov.queued(time.Time{})
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("bolt: ledger next due: %w", err)
 	}
-	return at, ok, nil
+	// The file's first entry that is not a stale copy of a logged effect.
+	err = (*Store)(l).view(func(tx *bbolt.Tx) error {
+		return eachQueued(tx, func(_, seq uint64) (bool, error) {
+			f, err := load(tx, seq)
+			if err != nil {
+				return false, err
+			}
+			if fc := l.ov.fileCopies([]store.Effect{f.effect()}); len(fc) == 1 {
+				queued = append(queued, fc[0])
+				return false, nil
+			}
+			return true, nil
+		})
+	})
+	if err != nil || len(queued) == 0 {
+		if err != nil {
+			err = fmt.Errorf("bolt: ledger next due: %w", err)
+		}
+		return time.Time{}, false, err
+	}
+	return slices.MinFunc(queued, func(a, b store.Effect) int { return a.NotBefore.Compare(b.NotBefore) }).NotBefore, true, nil
 }
 
-// transition loads key's state, lets fn check and change it (fn may
-// refuse before writing, or write index entries and succeed), stores the
-// new state and reports the whole effect. Only the small state record is
-// rewritten; the body is read for the answer.
-func (l *ledger) transition(ctx context.Context, op, key string, fn func(tx *bbolt.Tx, seq uint64, st *effectState) error) (store.Effect, error) {
+// eachQueued calls fn with each queue entry's due time and sequence, in
+// due order, while fn says to go on.
+func eachQueued(tx *bbolt.Tx, fn func(at, seq uint64) (bool, error)) error {
+	c := tx.Bucket(bktFxQueue).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if len(k) != 16 {
+			return fmt.Errorf("%w: queue entry of %d bytes", errCorruptEffect, len(k))
+		}
+		more, err := fn(binary.BigEndian.Uint64(k), binary.BigEndian.Uint64(k[8:]))
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// transition applies st to key's effect: in memory and the ledger log
+// when the effect is logged (overlay.go), else in the file, where only
+// the small state record and the index entries it calls for are
+// rewritten. It reports the whole effect.
+func (l *ledger) transition(ctx context.Context, op, key string, st step) (store.Effect, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Effect{}, err
 	}
 	var (
-		st      effectState
+		state   effectState
 		rawBody []byte
+		inFile  bool
 	)
-	err := (*Store)(l).update(func(tx *bbolt.Tx) error {
+	lop := &logOp{key: key, step: st, fileFn: func(tx *bbolt.Tx) error {
+		inFile = true
 		seq, err := lookup(tx, key)
 		if err != nil {
 			return err
 		}
-		if st, err = getState(tx, seq); err != nil {
+		old, err := getState(tx, seq)
+		if err != nil {
 			return err
 		}
-		if err := fn(tx, seq, &st); err != nil {
+		state = old
+		state.Attempts = slices.Clone(old.Attempts)
+		if err := st(&state); err != nil {
 			return err
 		}
-		if err := putState(tx, seq, st); err != nil {
+		if err := reindex(tx, seq, &old, state); err != nil {
+			return err
+		}
+		if err := putState(tx, seq, state); err != nil {
 			return err
 		}
 		// The body is copied here and decoded after the transaction.
@@ -230,74 +265,30 @@ func (l *ledger) transition(ctx context.Context, op, key string, fn func(tx *bbo
 		}
 		rawBody = append(rawBody[:0], v...)
 		return nil
-	})
-	if err != nil {
+	}}
+	if err := (*Store)(l).gc.queue(lop); err != nil {
 		return store.Effect{}, fmt.Errorf("bolt: ledger %s %q: %w", op, key, err)
 	}
-	f := fx{st: st}
+	if !inFile {
+		return lop.out.effect(), nil
+	}
+	f := fx{st: state}
+	var err error
 	if f.body, f.payload, err = decodeBody(rawBody); err != nil {
 		return store.Effect{}, fmt.Errorf("bolt: ledger %s %q: %w", op, key, err)
 	}
 	return f.effect(), nil
 }
 
-func illegal(st *effectState, op string) error {
-	return fmt.Errorf("%s from %s (in flight %t): %w", op, st.State, st.InFlight, store.ErrIllegalTransition)
-}
-
 func (l *ledger) Begin(ctx context.Context, key, worker string, now time.Time) (store.Effect, error) {
-	return l.transition(ctx, "begin", key, func(tx *bbolt.Tx, seq uint64, st *effectState) error {
-		if st.State != store.Pending || st.InFlight {
-			return illegal(st, "begin")
-		}
-		if err := dequeue(tx, seq, st.NotBefore); err != nil {
-			return err
-		}
-		fl := tx.Bucket(bktFxFlight)
-		fl.FillPercent = fillState
-		if err := fl.Put(seqKey(seq), []byte(worker)); err != nil {
-			return err
-		}
-		st.InFlight, st.Worker, st.UpdatedAt = true, worker, now
-		st.Attempts = append(st.Attempts, store.Attempt{
-			N: len(st.Attempts) + 1, Start: now, Part: st.PartsSent, By: worker, Outcome: store.Pending,
-		})
-		return nil
-	})
+	return l.transition(ctx, "begin", key, beginStep(worker, now))
 }
 
 func (l *ledger) Settle(ctx context.Context, key string, o store.Outcome, now time.Time) (store.Effect, error) {
 	var worker string
-	e, err := l.transition(ctx, "settle", key, func(tx *bbolt.Tx, seq uint64, st *effectState) error {
-		if st.State != store.Pending || !st.InFlight {
-			return illegal(st, "settle")
-		}
+	e, err := l.transition(ctx, "settle", key, func(st *effectState) error {
 		worker = st.Worker
-		switch o.State {
-		case store.Pending, store.Completed, store.Failed, store.Unknown:
-		default:
-			return fmt.Errorf("settle to %q: %w", o.State, store.ErrIllegalTransition)
-		}
-		if err := tx.Bucket(bktFxFlight).Delete(seqKey(seq)); err != nil {
-			return err
-		}
-		if n := len(st.Attempts); n > 0 {
-			a := &st.Attempts[n-1]
-			a.End, a.Outcome, a.Error = now, o.State, o.Error
-		}
-		st.State, st.InFlight, st.Worker, st.UpdatedAt, st.Error = o.State, false, "", now, o.Error
-		if o.ProviderID != "" {
-			st.ProviderID = o.ProviderID
-		}
-		st.PartsSent = max(st.PartsSent, o.PartsSent)
-		if o.State == store.Pending {
-			st.NotBefore = o.RetryAt
-			if st.NotBefore.IsZero() {
-				st.NotBefore = now
-			}
-			return enqueue(tx, seq, st.NotBefore)
-		}
-		return nil
+		return settleStep(o, now)(st)
 	})
 	if err == nil {
 		// Committed: the attempt's sending record is no longer needed.
@@ -307,52 +298,16 @@ func (l *ledger) Settle(ctx context.Context, key string, o store.Outcome, now ti
 }
 
 func (l *ledger) Defer(ctx context.Context, key string, until time.Time, reason string, now time.Time) (store.Effect, error) {
-	return l.transition(ctx, "defer", key, func(tx *bbolt.Tx, seq uint64, st *effectState) error {
-		if st.State != store.Pending || st.InFlight {
-			return illegal(st, "defer")
-		}
-		if err := dequeue(tx, seq, st.NotBefore); err != nil {
-			return err
-		}
-		if until.IsZero() {
-			until = now
-		}
-		st.NotBefore, st.UpdatedAt = until, now
-		if reason != "" {
-			st.Error = reason
-		}
-		return enqueue(tx, seq, st.NotBefore)
-	})
+	return l.transition(ctx, "defer", key, deferStep(until, reason, now))
 }
 
 func (l *ledger) Expire(ctx context.Context, key, reason string, now time.Time) (store.Effect, error) {
-	return l.transition(ctx, "expire", key, func(tx *bbolt.Tx, seq uint64, st *effectState) error {
-		if st.State != store.Pending || st.InFlight {
-			return illegal(st, "expire")
-		}
-		if err := dequeue(tx, seq, st.NotBefore); err != nil {
-			return err
-		}
-		st.State, st.Error, st.UpdatedAt = store.Failed, reason, now
-		return nil
-	})
+	return l.transition(ctx, "expire", key, expireStep(reason, now))
 }
 
-// Redeliver queues an ended effect again, due now. The attempt history
-// gains an entry by who. ExpiresAt is cleared: a human replay is not bound
-// by the original deadline.
+// Redeliver queues an ended effect again, due now (redeliverStep).
 func (l *ledger) Redeliver(ctx context.Context, key, who string, now time.Time) (store.Effect, error) {
-	return l.transition(ctx, "redeliver", key, func(tx *bbolt.Tx, seq uint64, st *effectState) error {
-		if st.State == store.Pending || st.InFlight {
-			return illegal(st, "redeliver")
-		}
-		st.Attempts = append(st.Attempts, store.Attempt{
-			N: len(st.Attempts) + 1, Start: now, End: now, Part: st.PartsSent, By: who,
-			Outcome: store.Pending, Error: store.RedeliveryMark,
-		})
-		st.State, st.Error, st.NotBefore, st.ExpiresAt, st.UpdatedAt = store.Pending, "", now, time.Time{}, now
-		return enqueue(tx, seq, st.NotBefore)
-	})
+	return l.transition(ctx, "redeliver", key, redeliverStep(who, now))
 }
 
 // Sending records refs in worker's journal (journal.go): written, not
@@ -372,104 +327,60 @@ func (l *ledger) Sending(ctx context.Context, worker string, refs []store.Attemp
 }
 
 // Recover asks r.Alive outside any transaction (it may consult the
-// store), reads each dead worker's sending journal, lets r.Replay decide
-// about attempts that may have been sent, then ends each dead worker's
-// attempt unless it settled meanwhile, and drops the journals it read.
+// store), reads each dead worker's sending journal, lets r.Decide say
+// what becomes of attempts that may have been sent, then ends each dead
+// worker's attempt unless it settled meanwhile, and drops the journals it
+// read.
 func (l *ledger) Recover(ctx context.Context, r store.Recovery, now time.Time) ([]store.Effect, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	s := (*Store)(l)
 	alive := func(w string) bool { return r.Alive != nil && r.Alive(w) }
-	type flight struct {
-		seq    uint64
-		worker string
-		fx     store.Effect
-	}
-	var flights []flight
-	err := s.view(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bktFxFlight).ForEach(func(k, v []byte) error {
-			if len(k) != 8 {
-				return fmt.Errorf("%w: in-flight entry of %d bytes", errCorruptEffect, len(k))
-			}
-			seq := binary.BigEndian.Uint64(k)
-			f, err := load(tx, seq)
-			if err != nil {
-				return err
-			}
-			flights = append(flights, flight{seq, string(v), f.effect()})
-			return nil
-		})
-	})
+	flights, err := l.flying()
 	if err != nil {
 		return nil, fmt.Errorf("bolt: ledger recover: %w", err)
-	}
-	type decision struct {
-		flight
-		state     store.EffectState
-		reason    string
-		notBefore time.Time
 	}
 	type record struct {
 		opened bool
 		sent   map[string][]int
 	}
 	journals := map[string]record{}
-	var dead []decision
+	var steps []func() (store.Effect, error)
 	for _, f := range flights {
-		if alive(f.worker) {
+		if alive(f.Worker) {
 			continue
 		}
-		rec, ok := journals[f.worker]
+		rec, ok := journals[f.Worker]
 		if !ok {
-			opened, sent, err := s.jr.read(f.worker)
+			opened, sent, err := s.jr.read(f.Worker)
 			if err != nil {
 				return nil, fmt.Errorf("bolt: ledger recover: sending journal: %w", err)
 			}
 			rec = record{opened, sent}
-			journals[f.worker] = rec
+			journals[f.Worker] = rec
 		}
-		mayBeSent := !rec.opened || slices.Contains(rec.sent[f.fx.Key], store.LastAttempt(f.fx))
-		state, reason, nb := r.Decide(f.fx, mayBeSent, now)
-		dead = append(dead, decision{f, state, reason, nb})
+		mayBeSent := !rec.opened || slices.Contains(rec.sent[f.Key], store.LastAttempt(f))
+		state, reason, nb := r.Decide(f, mayBeSent, now)
+		st := recoverStep(f.Worker, state, reason, nb, now)
+		steps = append(steps, func() (store.Effect, error) { return l.transition(ctx, "recover", f.Key, st) })
 	}
+	// Queued at once, the steps share a round.
+	got := make([]store.Effect, len(steps))
+	errs := make([]error, len(steps))
+	var wg sync.WaitGroup
+	for i, step := range steps {
+		wg.Add(1)
+		go func() { defer wg.Done(); got[i], errs[i] = step() }()
+	}
+	wg.Wait()
 	var out []store.Effect
-	if len(dead) > 0 {
-		err = s.update(func(tx *bbolt.Tx) error {
-			out = nil
-			inflight := tx.Bucket(bktFxFlight)
-			for _, d := range dead {
-				k := seqKey(d.seq)
-				if w := inflight.Get(k); w == nil || string(w) != d.worker {
-					continue // settled, or a new attempt began, since the scan
-				}
-				f, err := load(tx, d.seq)
-				if err != nil {
-					return err
-				}
-				if n := len(f.st.Attempts); n > 0 {
-					a := &f.st.Attempts[n-1]
-					a.End, a.Outcome, a.Error = now, d.state, d.reason
-				}
-				f.st.State, f.st.InFlight, f.st.Worker, f.st.Error, f.st.UpdatedAt = d.state, false, "", d.reason, now
-				if d.state == store.Pending {
-					f.st.NotBefore = d.notBefore
-					if err := enqueue(tx, d.seq, f.st.NotBefore); err != nil {
-						return err
-					}
-				}
-				if err := putState(tx, d.seq, f.st); err != nil {
-					return err
-				}
-				if err := inflight.Delete(k); err != nil {
-					return err
-				}
-				out = append(out, f.effect())
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("bolt: ledger recover: %w", err)
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			out = append(out, got[i])
+		case !errors.Is(err, store.ErrIllegalTransition): // settled, or begun again, since the scan
+			return out, fmt.Errorf("bolt: ledger recover: %w", err)
 		}
 	}
 	// Every dead worker's attempt is ended now: its journal is done with.
@@ -477,4 +388,27 @@ func (l *ledger) Recover(ctx context.Context, r store.Recovery, now time.Time) (
 		return out, fmt.Errorf("bolt: ledger recover: sending journal: %w", err)
 	}
 	return out, nil
+}
+
+// flying returns the effects in flight, logged ones and the file's.
+func (l *ledger) flying() ([]store.Effect, error) {
+	var fromFile []store.Effect
+	err := (*Store)(l).view(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bktFxFlight).ForEach(func(k, _ []byte) error {
+			if len(k) != 8 {
+				return fmt.Errorf("%w: in-flight entry of %d bytes", errCorruptEffect, len(k))
+			}
+			f, err := load(tx, binary.BigEndian.Uint64(k))
+			if err != nil {
+				return err
+			}
+			fromFile = append(fromFile, f.effect())
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	logged, err := l.ov.inFlight()
+	return append(l.ov.fileCopies(fromFile), logged...), err
 }

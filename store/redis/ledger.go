@@ -26,6 +26,7 @@ func (s *Store) inflightKey() string               { return s.tagged + "fx:infli
 func (s *Store) queueKey() string                  { return s.tagged + "q" }
 func (s *Store) sendingKey(worker string) string   { return s.tagged + "fx:sending:" + worker }
 func (s *Store) sendingSetKey() string             { return s.tagged + "fx:sending" }
+func (s *Store) endedKey() string                  { return s.tagged + "fx:ended" }
 
 // queueScore orders the queue by NotBefore; an effect without one is due
 // from its creation.
@@ -65,18 +66,7 @@ func (l *ledger) Commit(ctx context.Context, c store.RunCommit) (store.CommitRes
 		if e.Key == "" {
 			return store.CommitResult{}, errors.New("redis store: commit: effect without key")
 		}
-		if e.TaskID == "" {
-			e.TaskID = c.TaskID
-		}
-		e.State, e.InFlight, e.Worker = store.Pending, false, ""
-		if e.CreatedAt.IsZero() {
-			e.CreatedAt = now
-		}
-		e.UpdatedAt = now
-		if c.Worker != "" {
-			e.InFlight, e.Worker = true, c.Worker
-			e.Attempts = []store.Attempt{{N: 1, Start: now, By: c.Worker, Outcome: store.Pending}}
-		}
+		e = store.Claimed(e, c, now)
 		js, err := json.Marshal(e)
 		if err != nil {
 			return store.CommitResult{}, fmt.Errorf("redis store: commit: encode effect: %w", err)
@@ -231,7 +221,7 @@ func (l *ledger) swap(ctx context.Context, op, key string,
 		if err != nil {
 			return store.Effect{}, err
 		}
-		keys := []string{s.effectKey(key), s.queueKey(), s.inflightKey()}
+		keys := []string{s.effectKey(key), s.queueKey(), s.inflightKey(), s.endedKey()}
 		if e.InFlight && e.Worker != "" {
 			keys = append(keys, s.sendingKey(e.Worker))
 		}
@@ -246,8 +236,12 @@ func (l *ledger) swap(ctx context.Context, op, key string,
 		if err != nil {
 			return store.Effect{}, fmt.Errorf("redis store: %s: encode effect: %w", op, err)
 		}
+		ended := "rem"
+		if e.State.Ended() && !e.InFlight {
+			ended = strconv.FormatInt(micros(e.UpdatedAt), 10)
+		}
 		n, err := scriptSwapEffect.Run(ctx, s.rdb, keys,
-			sha1hex(raw), js, key, queue, inflight).Int64()
+			sha1hex(raw), js, key, queue, inflight, ended).Int64()
 		if err != nil {
 			return store.Effect{}, wrap(op, err)
 		}

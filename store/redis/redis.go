@@ -81,6 +81,13 @@ const SchemaVersion = 1
 // DefaultKeyPrefix is the key prefix used when Options.KeyPrefix is empty.
 const DefaultKeyPrefix = "herald:"
 
+// DefaultPoolSize is how many connections to Redis one herald keeps at
+// most, unless the URL says (pool_size=): every inbound request waiting
+// for its claim and every delivery recording an attempt holds one for a
+// round trip, and the client's own default (ten per CPU) made concurrent
+// requests queue for a connection rather than for Redis.
+const DefaultPoolSize = 128
+
 // Options configure the Redis backend.
 type Options struct {
 	// KeyPrefix starts every key (default "herald:"). It may not contain
@@ -88,6 +95,9 @@ type Options struct {
 	KeyPrefix string
 	// Now is the clock for lease expiry and effect times (default time.Now).
 	Now func() time.Time
+	// Retention prunes ended effects whose end is longer ago than this
+	// (prune.go). Zero keeps them.
+	Retention time.Duration
 }
 
 func (o *Options) validate() error {
@@ -121,6 +131,9 @@ type Store struct {
 	channels *kv
 	buckets  *buckets
 	history  *history
+
+	stopPrune context.CancelFunc
+	pruned    chan struct{}
 }
 
 var _ store.Store = (*Store)(nil)
@@ -134,6 +147,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		// The parse error never carries the password; the URL itself is
 		// left out of the message on purpose (I10).
 		return nil, fmt.Errorf("redis store: parse url: %w", err)
+	}
+	if ro.PoolSize == 0 { // not set in the URL (pool_size=)
+		ro.PoolSize = DefaultPoolSize
 	}
 	s, err := New(ctx, goredis.NewClient(ro), opts)
 	if err != nil {
@@ -170,6 +186,14 @@ func New(ctx context.Context, rdb goredis.UniversalClient, opts Options) (*Store
 		_ = rdb.Close()
 		return nil, err
 	}
+	pctx, stop := context.WithCancel(context.Background())
+	s.stopPrune, s.pruned = stop, make(chan struct{})
+	go func() {
+		defer close(s.pruned)
+		if opts.Retention > 0 {
+			s.pruner(pctx, opts.Retention)
+		}
+	}()
 	return s, nil
 }
 
@@ -229,6 +253,8 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes the client.
 func (s *Store) Close() error {
+	s.stopPrune()
+	<-s.pruned
 	if err := s.rdb.Close(); err != nil && !errors.Is(err, goredis.ErrClosed) {
 		return fmt.Errorf("redis store: close: %w", err)
 	}

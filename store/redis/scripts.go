@@ -82,13 +82,14 @@ return out
 `)
 
 // scriptSwapEffect publishes one effect transition computed by the caller.
-// KEYS: effect entry, queue, in-flight set, and optionally the sending
-// record of the worker whose attempt ends. ARGV: SHA-1 of the entry as read
-// (so a large payload is not sent twice), the new entry, effect key, queue
-// action ("-": leave, "rem", or a score to add at), in-flight action ("-",
-// "add", "rem"; "rem" also drops the key from the sending record). Reply 1
-// swapped, 0 the entry changed since it was read (re-read and decide
-// again), -1 no such entry.
+// KEYS: effect entry, queue, in-flight set, ended set, and optionally the
+// sending record of the worker whose attempt ends. ARGV: SHA-1 of the
+// entry as read (so a large payload is not sent twice), the new entry,
+// effect key, queue action ("-": leave, "rem", or a score to add at),
+// in-flight action ("-", "add", "rem"; "rem" also drops the key from the
+// sending record), ended-set action ("rem", or the score of the end: the
+// retention pruner's index). Reply 1 swapped, 0 the entry changed since it
+// was read (re-read and decide again), -1 no such entry.
 var scriptSwapEffect = goredis.NewScript(`
 local cur = redis.call('GET', KEYS[1])
 if not cur then return -1 end
@@ -103,9 +104,33 @@ if ARGV[5] == 'add' then
   redis.call('SADD', KEYS[3], ARGV[3])
 elseif ARGV[5] == 'rem' then
   redis.call('SREM', KEYS[3], ARGV[3])
-  if KEYS[4] then redis.call('HDEL', KEYS[4], ARGV[3]) end
+  if KEYS[5] then redis.call('HDEL', KEYS[5], ARGV[3]) end
+end
+if ARGV[6] == 'rem' then
+  redis.call('ZREM', KEYS[4], ARGV[3])
+else
+  redis.call('ZADD', KEYS[4], ARGV[6], ARGV[3])
 end
 return 1
+`)
+
+// scriptPrune deletes ended effects whose end is at or before the cutoff
+// and is still their end (a redelivery takes an effect out of the ended
+// set). KEYS: the ended set, then per effect its entry and its task index.
+// ARGV: the cutoff score, then the effect keys. Reply: how many went.
+var scriptPrune = goredis.NewScript(`
+local n = 0
+for i = 2, #ARGV do
+  local m = ARGV[i]
+  local score = redis.call('ZSCORE', KEYS[1], m)
+  if score and tonumber(score) <= tonumber(ARGV[1]) then
+    redis.call('DEL', KEYS[2*i - 2])
+    redis.call('ZREM', KEYS[2*i - 1], m)
+    redis.call('ZREM', KEYS[1], m)
+    n = n + 1
+  end
+end
+return n
 `)
 
 // scriptSending records attempts about to be sent in a worker's sending

@@ -27,6 +27,7 @@ type Reopener func(t *testing.T, old store.Store) store.Store
 func Run(t *testing.T, open func(t *testing.T) store.Store, reopen func(t *testing.T, old store.Store) store.Store) {
 	t.Run("Catalog", func(t *testing.T) { testCatalog(t, open) })
 	t.Run("Ledger", func(t *testing.T) { testLedger(t, open) })
+	t.Run("Retention", func(t *testing.T) { testRetention(t, open) })
 	t.Run("Leases", func(t *testing.T) { testLeases(t, open) })
 	t.Run("Dedup", func(t *testing.T) { testDedup(t, open) })
 	t.Run("Buckets", func(t *testing.T) { testBuckets(t, open) })

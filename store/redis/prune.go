@@ -1,0 +1,84 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/herald-bridge/herald/store"
+)
+
+// Retention (README, Performance and footprint): every transition that
+// ends an effect records it in the ended set, scored by the time of its
+// end; a pass takes the oldest up to the cutoff, pruneBatch at a time,
+// and deletes each with its task index entry unless it was redelivered
+// meanwhile. A key pruned may be claimed again.
+const pruneBatch = 1000
+
+var _ store.Pruner = (*Store)(nil)
+
+// Prune deletes ended effects whose end is older than cutoff and returns
+// how many it deleted (one batch).
+func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
+	score := strconv.FormatInt(micros(cutoff)-1, 10)
+	members, err := s.rdb.ZRangeArgs(ctx, goredis.ZRangeArgs{Key: s.endedKey(), Start: "-inf", Stop: score,
+		ByScore: true, Count: pruneBatch}).Result()
+	if err != nil {
+		return 0, wrap("prune", err)
+	}
+	if len(members) == 0 {
+		return 0, nil
+	}
+	entries := make([]string, len(members))
+	for i, m := range members {
+		entries[i] = s.effectKey(m)
+	}
+	raw, err := s.rdb.MGet(ctx, entries...).Result()
+	if err != nil {
+		return 0, wrap("prune", err)
+	}
+	keys := make([]string, 0, 1+2*len(members))
+	keys = append(keys, s.endedKey())
+	args := make([]any, 0, 1+len(members))
+	args = append(args, score)
+	for i, m := range members {
+		index := s.endedKey() // gone already: only the ended entry is left to drop
+		if js, ok := raw[i].(string); ok {
+			var e struct {
+				Task string `json:"task"`
+			}
+			if json.Unmarshal([]byte(js), &e) == nil {
+				index = s.taskEffectsKey(e.Task)
+			}
+		}
+		keys = append(keys, entries[i], index)
+		args = append(args, m)
+	}
+	n, err := scriptPrune.Run(ctx, s.rdb, keys, args...).Int()
+	if err != nil {
+		return 0, wrap("prune", err)
+	}
+	return n, nil
+}
+
+// pruner prunes every so often until ctx ends.
+func (s *Store) pruner(ctx context.Context, retention time.Duration) {
+	t := time.NewTicker(min(max(retention/8, time.Second), time.Minute))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for {
+			n, err := s.Prune(ctx, s.now().Add(-retention))
+			if err != nil || n < pruneBatch {
+				break
+			}
+		}
+	}
+}

@@ -26,7 +26,7 @@ func TestI10_DownloadsOfAChatCourseSiteReadItsStoredToken(t *testing.T) {
 	}
 	defer st.Close()
 	m, err := tasks.New(tasks.Options{Store: st, Log: zerolog.Nop(), Holder: "a",
-		Policy: tasks.Policy{Admins: []string{"console:admin"}, Named: map[string]bool{}},
+		Policy:  tasks.Policy{Admins: []string{"console:admin"}, Named: map[string]bool{}},
 		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) { return nil, nil })})
 	if err != nil {
 		t.Fatal(err)

@@ -144,14 +144,8 @@ type Manager struct {
 
 	mu     sync.Mutex
 	policy Policy
-	fence  store.Fence // zero when not owner
-	// ownerCtx lives while this replica owns scheduling (nil otherwise).
-	ownerCtx context.Context
-	// ownerCancel ends ownerCtx when a commit shows the epoch is stale.
-	ownerCancel context.CancelFunc
-	subs        []chan Change
-	// replanAll: the tasks this replica owns changed (replanDue).
-	replanAll bool
+	shards shardSet // the scheduling shards this replica owns (I5)
+	subs   []chan Change
 
 	wake    chan struct{}
 	dirtyMu sync.Mutex
@@ -197,13 +191,6 @@ func (m *Manager) SetPolicy(p Policy) {
 	m.policy = p
 	m.mu.Unlock()
 	m.runs.resize(p.Limits.Concurrency)
-}
-
-// Owner reports whether this replica owns scheduling now, and its epoch.
-func (m *Manager) Owner() (bool, uint64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return !m.fence.IsZero(), m.fence.Epoch
 }
 
 // Subscribe returns a channel of change signals and a cancel func.

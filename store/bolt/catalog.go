@@ -92,7 +92,7 @@ func (c *catalog) Put(ctx context.Context, f store.Fence, id string, expect uint
 	}
 	s := (*Store)(c)
 	err := s.update(func(tx *bbolt.Tx) error {
-		if err := checkFence(tx, f); err != nil {
+		if err := checkTaskFence(tx, f, id); err != nil {
 			return err
 		}
 		if got := revision(tx, id); got != expect {
@@ -149,7 +149,7 @@ func (c *catalog) Delete(ctx context.Context, f store.Fence, id string, expect u
 	}
 	s := (*Store)(c)
 	err := s.update(func(tx *bbolt.Tx) error {
-		if err := checkFence(tx, f); err != nil {
+		if err := checkTaskFence(tx, f, id); err != nil {
 			return err
 		}
 		got := revision(tx, id)
@@ -236,6 +236,15 @@ func checkFence(tx *bbolt.Tx, f store.Fence) error {
 		return fmt.Errorf("lease %q epoch %d: %w", f.Lease, f.Epoch, store.ErrStaleEpoch)
 	}
 	return nil
+}
+
+// checkTaskFence is checkFence for a write to one task: a scheduling
+// fence must also be the lease of the task's shard (I5).
+func checkTaskFence(tx *bbolt.Tx, f store.Fence, taskID string) error {
+	if err := store.CheckShard(f, taskID); err != nil {
+		return err
+	}
+	return checkFence(tx, f)
 }
 
 type leases Store

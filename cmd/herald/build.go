@@ -38,6 +38,10 @@ func (s *service) assemble(ctx context.Context) error {
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.ownerG = prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_scheduler_owner", Help: "1 while this replica owns scheduling."})
 	s.registry.MustRegister(s.ownerG)
+	// The replica id is this process's lease holder name: no address (I10).
+	s.shardsG = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_scheduler_shards_owned",
+		Help: "Scheduling shards this replica owns."}, []string{"replica"})
+	s.registry.MustRegister(s.shardsG)
 	if st, ok := s.store.(interface{ CommitStats() bolt.CommitStats }); ok {
 		registerCommitStats(s.registry, st.CommitStats)
 	}
@@ -74,7 +78,7 @@ func (s *service) assemble(ctx context.Context) error {
 	s.prefs.Changed = func(ctx context.Context, address string) { _, _ = dispatch.Release(ctx, address) }
 	s.manager, err = tasks.New(tasks.Options{
 		Store: s.store, Sources: s.sourceOpener(), Policy: policyOf(cfg), Zone: cfg.Location,
-		Log: s.log.With().Str("component", "tasks").Logger(), Holder: s.holder,
+		Log: s.log.With().Str("component", "tasks").Logger(), Holder: s.holder, LeaseTTL: s.leaseTTL(),
 		WakeDelivery: dispatch.Wake, Direct: dispatch, Alive: s.alive, Replay: dispatch.Replayable,
 		Observe: s.metrics.run,
 	})

@@ -1,0 +1,147 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/herald-bridge/herald/store"
+	"github.com/herald-bridge/herald/store/redis"
+	"github.com/herald-bridge/herald/tasks/watch"
+)
+
+// A replica that loses a task's shard while the task's run fetches stops
+// that run: it commits nothing (I5, I9), and the task is no longer
+// scheduled or run here.
+func TestI5_LosingAShardCancelsItsRunAndCommitsNothing(t *testing.T) {
+	r := newRig(t)
+	r.own()
+	tk := r.activeTask()
+	r.src.push(items("a", 3), nil)
+	r.src.onFetch = func(int) { r.m.drop(0) } // the shard goes while the source answers
+	rec := r.run(tk.ID)
+	if rec.Outcome != OutcomeCancelled {
+		t.Fatalf("outcome %q, want cancelled", rec.Outcome)
+	}
+	if _, err := r.store.Snapshots().Get(context.Background(), tk.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a run of a lost shard wrote a snapshot (err=%v)", err)
+	}
+	if fx, n := r.effects(tk.ID); len(fx)+len(n) != 0 {
+		t.Fatalf("a run of a lost shard claimed %d effects", len(fx)+len(n))
+	}
+	if r.m.mine(tk.ID) {
+		t.Fatal("the task is still scheduled here after its shard was lost")
+	}
+	if _, err := r.m.RunNow(context.Background(), "", tk.ID); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("RunNow after the shard was lost: %v, want ErrNotOwner", err)
+	}
+}
+
+// countingSource counts fetches per source URL and notes any that overlap.
+type countingSource struct {
+	mu       sync.Mutex
+	fetches  map[string]int
+	inFlight map[string]int
+	overlaps int
+}
+
+func (c *countingSource) open(spec watch.Spec, _ *time.Location) (Source, error) {
+	return sourceFunc(func(ctx context.Context) (watch.Result, error) {
+		c.mu.Lock()
+		c.fetches[spec.URL]++
+		c.inFlight[spec.URL]++
+		if c.inFlight[spec.URL] > 1 {
+			c.overlaps++
+		}
+		c.mu.Unlock()
+		defer func() { c.mu.Lock(); c.inFlight[spec.URL]--; c.mu.Unlock() }()
+		return watch.Result{Items: items(spec.URL, 2)}, nil
+	}), nil
+}
+
+func (c *countingSource) counts() (map[string]int, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.fetches))
+	for k, v := range c.fetches {
+		out[k] = v
+	}
+	return out, c.overlaps
+}
+
+type sourceFunc func(ctx context.Context) (watch.Result, error)
+
+func (f sourceFunc) Fetch(ctx context.Context, _ watch.Conditional) (watch.Result, error) { return f(ctx) }
+
+// Two replicas on one Redis share its shards: each owns some, no shard is
+// owned twice, every task's first check happens once across both (no
+// repeat when a shard moves, no overlap), and the one left takes every
+// shard once the other shuts down cleanly (I4, I5).
+func TestI5_ReplicasShareShardsAndRunEachCheckOnce(t *testing.T) {
+	url, prefix := redisForTest(t)
+	const shards, tasks = 8, 12
+	src := &countingSource{fetches: map[string]int{}, inFlight: map[string]int{}}
+	open := func(holder string) *Manager {
+		st, err := redis.Open(context.Background(), url, redis.Options{KeyPrefix: prefix, Shards: shards})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		m, err := New(Options{
+			Store: st, Holder: holder, Log: zerolog.Nop(), LeaseTTL: 800 * time.Millisecond,
+			Sources: SourceOpenerFunc(src.open),
+			Policy:  Policy{Admins: []string{"console:admin"}, AllowedHosts: []string{"*.example.edu"}, Named: map[string]bool{}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	a, b := open("replica-a"), open("replica-b")
+	for k := range tasks {
+		if _, err := a.Submit(context.Background(), Submission{Principal: "console:admin",
+			URL: fmt.Sprintf("https://news.example.edu/feed-%d.xml", k), Schedule: "every 1h", Notify: []string{"inbox:console:admin"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(m *Manager) (context.CancelFunc, chan struct{}) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = m.Run(ctx); close(done) }()
+		t.Cleanup(func() { cancel(); <-done })
+		return cancel, done
+	}
+	stopA, doneA := run(a)
+	waitFor(t, func() bool { c, _ := src.counts(); return len(c) == tasks && len(a.Shards().Mine) == shards })
+	run(b)
+	waitFor(t, func() bool {
+		ma, mb := a.Shards().Mine, b.Shards().Mine
+		return len(ma) == shards/2 && len(mb) == shards/2
+	})
+	owned := map[int]string{}
+	for name, m := range map[string]*Manager{"a": a, "b": b} {
+		for _, i := range m.Shards().Mine {
+			if prev, dup := owned[i]; dup {
+				t.Fatalf("shard %d owned by %s and %s", i, prev, name)
+			}
+			owned[i] = name
+		}
+	}
+	stopA()
+	<-doneA
+	waitFor(t, func() bool { return len(b.Shards().Mine) == shards })
+	counts, overlaps := src.counts()
+	for u, n := range counts {
+		if n != 1 {
+			t.Errorf("%s checked %d times, want once (its baseline)", u, n)
+		}
+	}
+	if overlaps != 0 {
+		t.Errorf("%d fetches overlapped another of the same task", overlaps)
+	}
+}

@@ -221,7 +221,9 @@ func (m *Manager) balance(ctx context.Context, sl store.ShardLeases) {
 			m.expire()
 		case err == nil:
 			m.apply(ctx, sl, v)
-			if at := v.NextExpiry.Sub(m.clock.Now()) + time.Millisecond; len(v.Mine) < store.FairShare(n, v.Live) && at > 0 && at < wait {
+			// A replica that stopped renewing leaves the live ones, and
+			// its shards come free, when its leases run out: step then.
+			if at := v.NextExpiry.Sub(m.clock.Now()) + time.Millisecond; at > 0 && at < wait {
 				wait = at
 			}
 		}

@@ -138,7 +138,7 @@ type Redis struct {
 	KeyPrefix string `yaml:"key_prefix"`
 	// Shards divides scheduling among the replicas: each task id hashes to
 	// one shard, and each shard has its own lease and fencing epoch (I5;
-	// README, Scale). Every replica on one store must use the same count.
+	// README, Sharded scheduling). Every replica on one store must use the same count.
 	Shards int `yaml:"shards"`
 	// LeaseTTL is a shard lease's lifetime: a dead replica's shards are
 	// taken over within it.

@@ -101,7 +101,7 @@ func (v ShardView) Counts() map[string]int {
 }
 
 // ShardLeases divides scheduling into shards shared by the replicas of one
-// store (Redis; README, Scale), each shard with its own
+// store (Redis; README, Sharded scheduling), each shard with its own
 // lease and fencing epoch.
 type ShardLeases interface {
 	// Shards is the number of shards (store.redis.shards).

@@ -9,7 +9,7 @@ import (
 	"github.com/herald-bridge/herald/store"
 )
 
-// Scheduling is divided into shards by task id (I5; README, Scale): each
+// Scheduling is divided into shards by task id (I5; README, Sharded scheduling): each
 // shard has its own lease and fencing epoch, and this replica plans and
 // runs only the tasks of the shards it holds. On the embedded store there
 // is one shard, the scheduler lease. A shard's runs are started under its

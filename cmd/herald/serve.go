@@ -465,7 +465,9 @@ func (s *service) readyz(w http.ResponseWriter, r *http.Request) error {
 	}
 	owner, epoch := s.manager.Owner()
 	s.publishOwner()
-	switch {
+	switch sh := s.manager.Shards(); {
+	case sh.Shards > 1:
+		detail["owner"] = shardOwners(sh)
 	case owner:
 		detail["owner"] = fmt.Sprintf("this replica (epoch %d)", epoch)
 	case !storeOK:

@@ -37,3 +37,15 @@ func shardLine(sh *tasks.ShardStatus) string {
 	}
 	return b.String()
 }
+
+// shardOwners is /readyz's word on who schedules when scheduling is divided.
+func shardOwners(sh tasks.ShardStatus) string {
+	held := 0
+	for _, n := range sh.Owners {
+		held += n
+	}
+	if len(sh.Mine) > 0 {
+		return fmt.Sprintf("this replica for %d of %d shards; %d owned in all", len(sh.Mine), sh.Shards, held)
+	}
+	return fmt.Sprintf("other replicas (%d of %d shards owned)", held, sh.Shards)
+}

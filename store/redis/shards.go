@@ -12,7 +12,7 @@ import (
 	"github.com/herald-bridge/herald/store"
 )
 
-// Scheduling shards (I5; README, Scale). Keys, all in the {P} slot with the
+// Scheduling shards (I5; README, Sharded scheduling). Keys, all in the {P} slot with the
 // leases they balance:
 //
 //	{P}sched:layout     the shard count the replicas share (absent: 1)

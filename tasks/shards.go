@@ -226,6 +226,11 @@ func (m *Manager) balance(ctx context.Context, sl store.ShardLeases) {
 			if at := v.NextExpiry.Sub(m.clock.Now()) + time.Millisecond; at > 0 && at < wait {
 				wait = at
 			}
+			// Below its share, a replica looks again soon: the others
+			// release their extras at their own next step.
+			if len(v.Mine) < store.FairShare(n, v.Live) && step/5 < wait {
+				wait = step / 5
+			}
 		}
 		select {
 		case <-ctx.Done():

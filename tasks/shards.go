@@ -226,9 +226,10 @@ func (m *Manager) balance(ctx context.Context, sl store.ShardLeases) {
 			if at := v.NextExpiry.Sub(m.clock.Now()) + time.Millisecond; at > 0 && at < wait {
 				wait = at
 			}
-			// Below its share, a replica looks again soon: the others
-			// release their extras at their own next step.
-			if len(v.Mine) < store.FairShare(n, v.Live) && step/5 < wait {
+			// Below its share while another replica is over it, a
+			// replica looks again soon: that one releases its extras at
+			// its own next step.
+			if releasing(v, m.o.Holder) && step/5 < wait {
 				wait = step / 5
 			}
 		}
@@ -238,6 +239,21 @@ func (m *Manager) balance(ctx context.Context, sl store.ShardLeases) {
 		}
 	}
 	m.handBack(sl)
+}
+
+// releasing reports whether holder is below its fair share while another
+// replica holds more than its own.
+func releasing(v store.ShardView, holder string) bool {
+	share := store.FairShare(v.Shards, v.Live)
+	if len(v.Mine) >= share {
+		return false
+	}
+	for h, n := range v.Counts() {
+		if h != holder && n > share {
+			return true
+		}
+	}
+	return false
 }
 
 // apply brings local ownership in line with a balancing step: shards lost
@@ -260,12 +276,14 @@ func (m *Manager) apply(ctx context.Context, sl store.ShardLeases, v store.Shard
 		m.gain(ctx, i, l)
 		gained = true
 	}
+	if extra := len(v.Mine) - store.FairShare(v.Shards, v.Live); extra > 0 {
+		for _, i := range m.release(sl, extra) {
+			v.Holders[i] = ""
+		}
+	}
 	m.mu.Lock()
 	m.shards.view = v
 	m.mu.Unlock()
-	if extra := len(v.Mine) - store.FairShare(v.Shards, v.Live); extra > 0 {
-		m.release(sl, extra)
-	}
 	// Replicas die while this one owns, too: the keeper of shard 0 ends
 	// their in-flight attempts now, not at the next takeover (I3).
 	if _, first := v.Mine[0]; gained || first {
@@ -301,7 +319,7 @@ func (m *Manager) expire() {
 
 // release hands extra shards (the least preferred) to the other replicas:
 // their runs stop first, so a task's runs never overlap across replicas.
-func (m *Manager) release(sl store.ShardLeases, extra int) {
+func (m *Manager) release(sl store.ShardLeases, extra int) []int {
 	held := m.held()
 	pref := store.ShardPreference(m.o.Holder, sl.Shards())
 	var out []store.Lease
@@ -319,9 +337,10 @@ func (m *Manager) release(sl store.ShardLeases, extra int) {
 	defer cancel()
 	if err := sl.ReleaseShards(ctx, m.o.Holder, out, false); err != nil {
 		m.log.Warn().Err(err).Msg("cannot release extra scheduling shards; they expire instead")
-		return
+		return shards
 	}
 	m.log.Info().Ints("shards", shards).Msg("handed scheduling shards to other replicas")
+	return shards
 }
 
 // handBack gives every shard up on shutdown, once their runs ended.

@@ -48,11 +48,15 @@ type countingSource struct {
 	fetches  map[string]int
 	inFlight map[string]int
 	overlaps int
+	first    time.Time // the earliest fetch
 }
 
 func (c *countingSource) open(spec watch.Spec, _ *time.Location) (Source, error) {
 	return sourceFunc(func(ctx context.Context) (watch.Result, error) {
 		c.mu.Lock()
+		if c.first.IsZero() {
+			c.first = time.Now()
+		}
 		c.fetches[spec.URL]++
 		c.inFlight[spec.URL]++
 		if c.inFlight[spec.URL] > 1 {
@@ -86,22 +90,7 @@ func TestI5_ReplicasShareShardsAndRunEachCheckOnce(t *testing.T) {
 	url, prefix := redisForTest(t)
 	const shards, tasks = 8, 12
 	src := &countingSource{fetches: map[string]int{}, inFlight: map[string]int{}}
-	open := func(holder string) *Manager {
-		st, err := redis.Open(context.Background(), url, redis.Options{KeyPrefix: prefix, Shards: shards})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = st.Close() })
-		m, err := New(Options{
-			Store: st, Holder: holder, Log: zerolog.Nop(), LeaseTTL: 800 * time.Millisecond,
-			Sources: SourceOpenerFunc(src.open),
-			Policy:  Policy{Admins: []string{"console:admin"}, AllowedHosts: []string{"*.example.edu"}, Named: map[string]bool{}},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
+	open := func(holder string) *Manager { return shardReplica(t, url, prefix, shards, holder, src) }
 	a, b := open("replica-a"), open("replica-b")
 	for k := range tasks {
 		if _, err := a.Submit(context.Background(), Submission{Principal: "console:admin",
@@ -144,4 +133,86 @@ func TestI5_ReplicasShareShardsAndRunEachCheckOnce(t *testing.T) {
 	if overlaps != 0 {
 		t.Errorf("%d fetches overlapped another of the same task", overlaps)
 	}
+}
+
+// shardReplica is a manager on its own connection to a Redis store divided
+// into shards, reading sources from src.
+func shardReplica(t *testing.T, url, prefix string, shards int, holder string, src *countingSource) *Manager {
+	t.Helper()
+	st, err := redis.Open(context.Background(), url, redis.Options{KeyPrefix: prefix, Shards: shards})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	m, err := New(Options{
+		Store: st, Holder: holder, Log: zerolog.Nop(), LeaseTTL: 800 * time.Millisecond,
+		Sources: SourceOpenerFunc(src.open),
+		Policy:  Policy{Admins: []string{"console:admin"}, AllowedHosts: []string{"*.example.edu"}, Named: map[string]bool{}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// A replica that gains the shards of one that died checks each of their
+// tasks that is ten intervals overdue once, not ten times, and none before
+// the dead replica's leases ran out (I4, I5).
+func TestI4_GainedShardsRunTheirOverdueTasksOnce(t *testing.T) {
+	url, prefix := redisForTest(t)
+	const shards, tasks = 4, 8
+	src := &countingSource{fetches: map[string]int{}, inFlight: map[string]int{}}
+	m := shardReplica(t, url, prefix, shards, "replica-b", src)
+	ctx := context.Background()
+	for k := range tasks {
+		tk, err := m.Submit(ctx, Submission{Principal: "console:admin",
+			URL: fmt.Sprintf("https://news.example.edu/late-%d.xml", k), Schedule: "every 1h", Notify: []string{"inbox:console:admin"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.update(ctx, tk.ID, func(t *Task) error {
+			t.LastRunEnd, t.NextRun = time.Now().Add(-10*time.Hour), time.Now().Add(-9*time.Hour)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The replica that owned every shard dies: it never renews again.
+	sl := m.store.(store.ShardLeases)
+	dead, err := sl.BalanceShards(ctx, "replica-a", 600*time.Millisecond, nil)
+	if err != nil || len(dead.Mine) != shards {
+		t.Fatalf("the first replica holds %d shards (%v)", len(dead.Mine), err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = m.Run(runCtx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, func() bool { c, _ := src.counts(); return len(c) == tasks })
+	src.mu.Lock()
+	first := src.first
+	src.mu.Unlock()
+	if first.Before(dead.Mine[0].Expires) {
+		t.Fatalf("a task ran at %v, before the dead replica's leases ran out at %v", first, dead.Mine[0].Expires)
+	}
+	for _, tk := range mustList(t, m) {
+		waitFor(t, func() bool { cur, _ := m.Get(ctx, tk.ID); return cur.LastOutcome != "" })
+	}
+	counts, overlaps := src.counts()
+	for u, n := range counts {
+		if n != 1 {
+			t.Errorf("%s checked %d times after the takeover, want one recovery check", u, n)
+		}
+	}
+	if overlaps != 0 {
+		t.Errorf("%d fetches overlapped", overlaps)
+	}
+}
+
+func mustList(t *testing.T, m *Manager) []*Task {
+	t.Helper()
+	list, err := m.List(context.Background(), "console:admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
 }

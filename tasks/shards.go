@@ -391,6 +391,8 @@ func (m *Manager) waitShardRuns(shards []int) {
 // not divide scheduling (the embedded store, one process).
 type oneShard struct{ l store.Leases }
 
+var _ store.ShardLeases = oneShard{}
+
 func (oneShard) Shards() int { return 1 }
 
 func (o oneShard) BalanceShards(ctx context.Context, holder string, ttl time.Duration, held map[int]store.Lease) (store.ShardView, error) {

@@ -91,26 +91,41 @@ return out
 `)
 
 // scriptSwitchLayout moves the store to another shard count once no
-// replica holds a shard of the old one. KEYS: layout, the old layout's
-// leases. ARGV: old count, new count, now (µs). The old leases lose their
-// holders, so a replica that was only paused cannot commit under them
-// afterwards (I5). Reply 1 switched, 0 the layout changed meanwhile, -1 a
+// replica holds a shard of the old one. KEYS: layout, the scheduler lease
+// and its counter, the old layout's leases. ARGV: old count, new count,
+// now (µs). The old leases lose their holders, so a replica that was only
+// paused cannot commit under them afterwards (I5). With more than one
+// shard the one scheduler lease is parked (held by no replica, never
+// expiring, at a new epoch), so a process that knows only that lease
+// cannot take it and schedule beside the shard owners; back to one shard
+// it is free again. Reply 1 switched, 0 the layout changed meanwhile, -1 a
 // shard of the old layout is still held.
 var scriptSwitchLayout = goredis.NewScript(`
 if (redis.call('GET', KEYS[1]) or '1') ~= ARGV[1] then return 0 end
 local now = tonumber(ARGV[3])
-for i = 2, #KEYS do
+for i = 4, #KEYS do
   local h = redis.call('HMGET', KEYS[i], 'holder', 'exp')
   if h[1] and h[1] ~= '' and tonumber(h[2] or '0') > now then return -1 end
 end
-for i = 2, #KEYS do
+for i = 4, #KEYS do
   if redis.call('HGET', KEYS[i], 'holder') then
     redis.call('HSET', KEYS[i], 'holder', '', 'exp', '0', 'expt', '')
   end
 end
+if ARGV[2] == '1' then
+  if redis.call('HGET', KEYS[2], 'holder') == '` + parkedHolder + `' then
+    redis.call('HSET', KEYS[2], 'holder', '', 'exp', '0', 'expt', '')
+  end
+else
+  local e = redis.call('INCR', KEYS[3])
+  redis.call('HSET', KEYS[2], 'holder', '` + parkedHolder + `', 'epoch', e, 'exp', '9007199254740991', 'expt', '')
+end
 redis.call('SET', KEYS[1], ARGV[2])
 return 1
 `)
+
+// parkedHolder holds the scheduler lease while scheduling is divided.
+const parkedHolder = "(divided into shards)"
 
 // scriptReleaseShards gives up leases still held at their epochs. KEYS:
 // live, then the leases. ARGV: holder, "1" to leave the live replicas,
@@ -217,8 +232,8 @@ func (s *Store) switchLayout(ctx context.Context, old int) error {
 		return fmt.Errorf("redis store: the stored shard count %d is not valid", old)
 	}
 	leases, _ := s.shardKeys(old)
-	res, err := scriptSwitchLayout.Run(ctx, s.rdb, append([]string{s.layoutKey()}, leases...),
-		old, s.shards, micros(s.now())).Int64()
+	keys := append([]string{s.layoutKey(), s.leaseKey(store.SchedulerLease), s.counterKey(store.SchedulerLease)}, leases...)
+	res, err := scriptSwitchLayout.Run(ctx, s.rdb, keys, old, s.shards, micros(s.now())).Int64()
 	if err != nil {
 		return wrap("switch shard count", err)
 	}

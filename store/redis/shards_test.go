@@ -195,4 +195,26 @@ func TestI5_ShardCountChangesOnlyWhenNoReplicaHoldsTheOldOnes(t *testing.T) {
 	if _, err := oldS.BalanceShards(ctx, "old", time.Minute, map[int]store.Lease{0: keep}); !errors.Is(err, store.ErrLeaseHeld) {
 		t.Fatalf("old replica back after the change: %v, want ErrLeaseHeld (it waits)", err)
 	}
+	// A process that knows only the one scheduler lease cannot take it
+	// while scheduling is divided.
+	if _, err := newS.Leases().Acquire(ctx, store.SchedulerLease, "single", time.Minute); !errors.Is(err, store.ErrLeaseHeld) {
+		t.Fatalf("plain scheduler lease while divided: %v, want ErrLeaseHeld", err)
+	}
+	// Back to one shard once the divided replicas leave: the one lease is
+	// free again.
+	var all []store.Lease
+	for _, l := range nv.Mine {
+		all = append(all, l)
+	}
+	if err := newS.ReleaseShards(ctx, "new", all, true); err != nil {
+		t.Fatal(err)
+	}
+	one, err := Open(ctx, testURL(t), Options{KeyPrefix: prefix, Shards: 1, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	if v, err := one.BalanceShards(ctx, "single", time.Minute, nil); err != nil || v.Mine[0].Name != store.SchedulerLease {
+		t.Fatalf("one shard after the divided replicas left: %+v, %v", v.Mine, err)
+	}
 }

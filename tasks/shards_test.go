@@ -80,7 +80,9 @@ func (c *countingSource) counts() (map[string]int, int) {
 
 type sourceFunc func(ctx context.Context) (watch.Result, error)
 
-func (f sourceFunc) Fetch(ctx context.Context, _ watch.Conditional) (watch.Result, error) { return f(ctx) }
+func (f sourceFunc) Fetch(ctx context.Context, _ watch.Conditional) (watch.Result, error) {
+	return f(ctx)
+}
 
 // Two replicas on one Redis share its shards: each owns some, no shard is
 // owned twice, every task's first check happens once across both (no

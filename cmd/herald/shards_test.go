@@ -170,6 +170,10 @@ func TestI5_ThreeReplicasShareShardsKilledOnesTakenOverWithinTTL(t *testing.T) {
 			}
 			seen[i] = h
 		}
+		out, err := r.cli(bin, "status")
+		if want := fmt.Sprintf("shards:   %d of %d here", len(st.Shards.Mine), shards); err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("%s status text lacks %q (%v):\n%s", r.name, want, err, out)
+		}
 		if v, ok := r.labelled("herald_scheduler_shards_owned", h); !ok || int(v) != len(st.Shards.Mine) {
 			t.Errorf("%s herald_scheduler_shards_owned = %v (found %v), status says %d", r.name, v, ok, len(st.Shards.Mine))
 		}

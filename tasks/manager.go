@@ -63,8 +63,12 @@ type Options struct {
 	Log     zerolog.Logger
 	// Holder names this replica (lease holder, delivery worker id).
 	Holder string
-	// LeaseTTL is the scheduling lease's lifetime (default 15 s; renewed every TTL/3).
+	// LeaseTTL is a scheduling shard lease's lifetime (default 15 s;
+	// renewed every TTL/4).
 	LeaseTTL time.Duration
+	// Shards shares the scheduling shards among replicas (I5). nil: the
+	// store's own when it has them, else the one scheduler lease.
+	Shards store.ShardLeases
 	// WakeDelivery is called after effects were queued.
 	WakeDelivery func()
 	// Alive reports whether a delivery worker is still running; in-flight

@@ -125,7 +125,6 @@ func (m *Manager) gain(parent context.Context, i int, l store.Lease) {
 	m.shards.mine[i] = &ownedShard{lease: l, ctx: ctx, cancel: cancel}
 	m.shards.stale = true
 	m.mu.Unlock()
-	m.log.Info().Int("shard", i).Uint64("epoch", l.Epoch).Msg("owning scheduling")
 }
 
 // drop stops owning shard i: its runs are cancelled and its tasks no
@@ -196,6 +195,9 @@ func (m *Manager) held() map[int]store.Lease {
 // shardLeases is how this replica shares the shards: the store's own
 // balancing when it divides scheduling (Redis), else the one scheduler lease.
 func (m *Manager) shardLeases() store.ShardLeases {
+	if m.o.Shards != nil {
+		return m.o.Shards
+	}
 	if sl, ok := m.store.(store.ShardLeases); ok {
 		return sl
 	}
@@ -218,7 +220,11 @@ func (m *Manager) balance(ctx context.Context, sl store.ShardLeases) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			m.log.Warn().Err(err).Msg("cannot keep the scheduling shards; retrying")
-			m.expire()
+			// Stop each shard the moment its lease runs out unrenewed:
+			// another replica may take it from then on.
+			if at, ok := m.expire(); ok && at > 0 && at < wait {
+				wait = at
+			}
 		case err == nil:
 			m.apply(ctx, sl, v)
 			// A replica that stopped renewing leaves the live ones, and
@@ -261,11 +267,11 @@ func releasing(v store.ShardView, holder string) bool {
 // fair share are stopped and then released for the others to take.
 func (m *Manager) apply(ctx context.Context, sl store.ShardLeases, v store.ShardView) {
 	held := m.held()
-	gained := false
+	var lost, won []int
 	for i, l := range held {
 		if nl, ok := v.Mine[i]; !ok || nl.Epoch != l.Epoch {
 			m.drop(i)
-			m.log.Warn().Int("shard", i).Msg("lost a scheduling shard; its runs are cancelled")
+			lost = append(lost, i)
 		}
 	}
 	for i, l := range v.Mine {
@@ -274,7 +280,16 @@ func (m *Manager) apply(ctx context.Context, sl store.ShardLeases, v store.Shard
 			continue
 		}
 		m.gain(ctx, i, l)
-		gained = true
+		won = append(won, i)
+	}
+	gained := len(won) > 0
+	if len(lost) > 0 {
+		slices.Sort(lost)
+		m.log.Warn().Ints("shards", lost).Msg("lost scheduling shards; their runs are cancelled")
+	}
+	if gained {
+		slices.Sort(won)
+		m.log.Info().Ints("shards", won).Int("owned", len(v.Mine)).Int("of", v.Shards).Msg("owning scheduling")
 	}
 	if extra := len(v.Mine) - store.FairShare(v.Shards, v.Live); extra > 0 {
 		for _, i := range m.release(sl, extra) {
@@ -306,15 +321,21 @@ func (m *Manager) renewed(i int, l store.Lease) {
 }
 
 // expire stops owning the shards whose leases ran out while no step could
-// renew them: another replica may hold them now.
-func (m *Manager) expire() {
+// renew them: another replica may hold them now. It returns how long until
+// the next of the others runs out (ok false: none left).
+func (m *Manager) expire() (next time.Duration, ok bool) {
 	now := m.clock.Now()
 	for i, l := range m.held() {
-		if !now.Before(l.Expires) {
-			m.drop(i)
-			m.log.Warn().Int("shard", i).Msg("scheduling shard expired without renewal; its runs are cancelled")
+		if left := l.Expires.Sub(now); left > 0 {
+			if !ok || left < next {
+				next, ok = left, true
+			}
+			continue
 		}
+		m.drop(i)
+		m.log.Warn().Int("shard", i).Msg("scheduling shard expired without renewal; its runs are cancelled")
 	}
+	return next, ok
 }
 
 // release hands extra shards (the least preferred) to the other replicas:

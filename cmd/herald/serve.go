@@ -172,7 +172,6 @@ type service struct {
 	registry *prometheus.Registry
 	metrics  *serviceMetrics // metrics.go
 	ownerG   prometheus.Gauge
-	shardsG  *prometheus.GaugeVec // herald_scheduler_shards_owned{replica}
 	mu       sync.Mutex
 }
 
@@ -394,16 +393,14 @@ func (s *service) keepAlive(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			s.ownerG.Set(0)
-			s.shardsG.WithLabelValues(s.holder).Set(0)
 			return nil
 		case <-time.After(s.workerTTL() / 4):
 		}
 	}
 }
 
-// publishOwner sets the ownership gauges from the manager's shards.
+// publishOwner sets herald_scheduler_owner from the manager's shards.
 func (s *service) publishOwner() {
-	s.shardsG.WithLabelValues(s.holder).Set(float64(len(s.manager.Shards().Mine)))
 	if owner, _ := s.manager.Owner(); owner {
 		s.ownerG.Set(1)
 	} else {

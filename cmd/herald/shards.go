@@ -49,3 +49,11 @@ func shardOwners(sh tasks.ShardStatus) string {
 	}
 	return fmt.Sprintf("other replicas (%d of %d shards owned)", held, sh.Shards)
 }
+
+// shardsOwned is herald_scheduler_shards_owned, read when scraped.
+func (s *service) shardsOwned() float64 {
+	if s.manager == nil {
+		return 0
+	}
+	return float64(len(s.manager.Shards().Mine))
+}

@@ -126,10 +126,17 @@ func TestI5_ReplicasShareShardsAndRunEachCheckOnce(t *testing.T) {
 	stopA()
 	<-doneA
 	waitFor(t, func() bool { return len(b.Shards().Mine) == shards })
-	counts, overlaps := src.counts()
+	src.wantOnceEach(t, "its baseline")
+}
+
+// wantOnceEach fails unless every source was checked exactly once, and
+// no check overlapped another of the same task.
+func (c *countingSource) wantOnceEach(t *testing.T, what string) {
+	t.Helper()
+	counts, overlaps := c.counts()
 	for u, n := range counts {
 		if n != 1 {
-			t.Errorf("%s checked %d times, want once (its baseline)", u, n)
+			t.Errorf("%s checked %d times, want once (%s)", u, n, what)
 		}
 	}
 	if overlaps != 0 {
@@ -199,15 +206,7 @@ func TestI4_GainedShardsRunTheirOverdueTasksOnce(t *testing.T) {
 	for _, tk := range mustList(t, m) {
 		waitFor(t, func() bool { cur, _ := m.Get(ctx, tk.ID); return cur.LastOutcome != "" })
 	}
-	counts, overlaps := src.counts()
-	for u, n := range counts {
-		if n != 1 {
-			t.Errorf("%s checked %d times after the takeover, want one recovery check", u, n)
-		}
-	}
-	if overlaps != 0 {
-		t.Errorf("%d fetches overlapped", overlaps)
-	}
+	src.wantOnceEach(t, "one recovery check after the takeover")
 }
 
 func mustList(t *testing.T, m *Manager) []*Task {

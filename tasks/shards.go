@@ -216,7 +216,10 @@ func (m *Manager) balance(ctx context.Context, sl store.ShardLeases) {
 	step := m.o.LeaseTTL / 4
 	for ctx.Err() == nil {
 		wait := step
-		v, err := sl.BalanceShards(ctx, m.o.Holder, m.o.LeaseTTL, m.held())
+		held := m.held()
+		sctx, scancel := context.WithTimeout(ctx, callLimit(step, held))
+		v, err := sl.BalanceShards(sctx, m.o.Holder, m.o.LeaseTTL, held)
+		scancel()
 		switch {
 		case err != nil && ctx.Err() == nil:
 			m.log.Warn().Err(err).Msg("cannot keep the scheduling shards; retrying")
@@ -245,6 +248,19 @@ func (m *Manager) balance(ctx context.Context, sl store.ShardLeases) {
 		}
 	}
 	m.handBack(sl)
+}
+
+// callLimit bounds one balancing step: a store that does not answer must
+// not keep this replica owning past its leases' end (the store's clock,
+// which is the wall clock), nor past the next step.
+func callLimit(step time.Duration, held map[int]store.Lease) time.Duration {
+	limit := step
+	for _, l := range held {
+		if left := time.Until(l.Expires); left < limit {
+			limit = max(left, time.Millisecond)
+		}
+	}
+	return limit
 }
 
 // releasing reports whether holder is below its fair share while another

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/store"
@@ -216,4 +220,82 @@ func mustList(t *testing.T, m *Manager) []*Task {
 		t.Fatal(err)
 	}
 	return list
+}
+
+// cutProxy forwards TCP to addr until cut; after that it refuses.
+type cutProxy struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newCutProxy(t *testing.T, addr string) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", addr)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); up.Close() }()
+			go func() { _, _ = io.Copy(c, up); c.Close() }()
+		}
+	}()
+	t.Cleanup(p.cut)
+	return p
+}
+
+// cut closes the listener and every forwarded connection: the store is
+// unreachable from then on.
+func (p *cutProxy) cut() {
+	p.ln.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+}
+
+// A replica that cannot reach the store gives its shards up when their
+// leases end, not before and not later than its next look: from then on
+// another replica may own them (I5).
+func TestI5_UnrenewedShardsAreGivenUpWhenTheirLeasesEnd(t *testing.T) {
+	url, prefix := redisForTest(t)
+	opt, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newCutProxy(t, opt.Addr)
+	viaProxy := strings.Replace(url, opt.Addr, proxy.ln.Addr().String(), 1)
+	src := &countingSource{fetches: map[string]int{}, inFlight: map[string]int{}}
+	m := shardReplica(t, viaProxy, prefix, 4, "replica-a", src)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = m.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, func() bool { return len(m.Shards().Mine) == 4 })
+	proxy.cut()
+	var last time.Time
+	for _, l := range m.held() {
+		if l.Expires.After(last) {
+			last = l.Expires
+		}
+	}
+	waitFor(t, func() bool { return len(m.Shards().Mine) == 0 })
+	if now := time.Now(); now.Before(last) {
+		t.Fatalf("shards given up at %v, before their leases ended at %v", now, last)
+	}
 }

@@ -116,6 +116,11 @@ func (c *catalog) PutAll(ctx context.Context, f store.Fence, puts []store.Catalo
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	for _, p := range puts {
+		if err := store.CheckShard(f, p.ID); err != nil { // one shard's fence covers its own tasks only (I5)
+			return nil, fmt.Errorf("bolt: catalog put: %w", err)
+		}
+	}
 	revs := make([]uint64, len(puts))
 	err := (*Store)(c).update(func(tx *bbolt.Tx) error {
 		clear(revs)

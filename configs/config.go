@@ -24,6 +24,11 @@ const (
 	DefaultDriver         = "bolt"
 	DefaultBoltFile       = "herald.db"
 	DefaultRedisKeyPrefix = "herald:"
+	DefaultRedisShards    = 64
+	MaxRedisShards        = 1024
+	DefaultLeaseTTL       = 15 * time.Second
+	MinLeaseTTL           = time.Second
+	MaxLeaseTTL           = 5 * time.Minute
 	DefaultTelegramAPIURL = "https://api.telegram.org"
 	DefaultFeishuBaseURL  = "https://open.feishu.cn"
 	DefaultLanguage       = "en"
@@ -131,6 +136,13 @@ func (s Store) BoltPath(dataDir string) string {
 type Redis struct {
 	URL       string `yaml:"url"`
 	KeyPrefix string `yaml:"key_prefix"`
+	// Shards divides scheduling among the replicas: each task id hashes to
+	// one shard, and each shard has its own lease and fencing epoch (I5;
+	// README, Sharded scheduling). Every replica on one store must use the same count.
+	Shards int `yaml:"shards"`
+	// LeaseTTL is a shard lease's lifetime: a dead replica's shards are
+	// taken over within it.
+	LeaseTTL Duration `yaml:"lease_ttl"`
 }
 
 // Channels holds the conversational platforms.
@@ -343,6 +355,12 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Store.Redis.KeyPrefix == "" {
 		c.Store.Redis.KeyPrefix = DefaultRedisKeyPrefix
+	}
+	if c.Store.Redis.Shards == 0 {
+		c.Store.Redis.Shards = DefaultRedisShards
+	}
+	if c.Store.Redis.LeaseTTL == 0 {
+		c.Store.Redis.LeaseTTL = Duration(DefaultLeaseTTL)
 	}
 	if c.Timezone == "" {
 		c.Timezone = "UTC"

@@ -131,6 +131,10 @@ func TestLoad_ErrorsWithFileAndLine(t *testing.T) {
 		}},
 		{"inbound-format.yaml", []want{{5, `inbound.ci.format: unknown format "gitlab" (want standard or github)`}}},
 		{"inbound-no-secret.yaml", []want{{4, "inbound.ci: a secret is required"}}},
+		{"redis-shards.yaml", []want{
+			{5, "store.redis.shards: must be between 1 and 1024"},
+			{6, "store.redis.lease_ttl: must be between 1s and 5m0s"},
+		}},
 		{"duplicate-key.yaml", []want{{3, `duplicate key "listen" in server (first at line 2)`}}},
 		{"duplicate-url-rss.yaml", []want{{5, `duplicate key "url" in tasks[0].source (first at line 5)`}}},
 		{"json-source-both.yaml", []want{{5, "tasks[0].source: the item URL field is given twice"}}},

@@ -162,6 +162,12 @@ func (v *validator) store() {
 		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
 			v.errf("store.redis.url", "want a redis://, rediss:// or unix:// URL")
 		}
+		if n := s.Redis.Shards; n < 1 || n > MaxRedisShards {
+			v.errf("store.redis.shards", "must be between 1 and %d (scheduling shards shared by the replicas)", MaxRedisShards)
+		}
+		if d := time.Duration(s.Redis.LeaseTTL); d < MinLeaseTTL || d > MaxLeaseTTL {
+			v.errf("store.redis.lease_ttl", "must be between %v and %v", MinLeaseTTL, MaxLeaseTTL)
+		}
 	default:
 		v.errf("store.driver", "unknown driver %s (want bolt or redis)", v.d.quote("store.driver", s.Driver))
 	}

@@ -116,10 +116,7 @@ func (r *rig) own() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.m.mu.Lock()
-	r.m.fence = store.Fence{Lease: SchedulerLease, Epoch: l.Epoch}
-	r.m.ownerCtx = context.Background()
-	r.m.mu.Unlock()
+	r.m.gain(context.Background(), 0, l)
 }
 
 // activeTask creates an approved task notifying the given recipients.

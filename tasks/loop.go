@@ -3,7 +3,6 @@ package tasks
 import (
 	"container/heap"
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -12,111 +11,16 @@ import (
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
-// SchedulerLease is the lease that makes one replica the scheduling owner (I5).
-const SchedulerLease = "scheduler"
-
-// Run owns scheduling while ctx lives: it takes the scheduler lease
-// (waiting while another replica holds it), recovers interrupted work
-// (I3, I4), then sleeps until the next wake-up — no polling tick.
+// Run schedules while ctx lives: it keeps this replica's share of the
+// scheduling shards (waiting while other replicas hold them all), recovers
+// interrupted work as it gains a shard (I3, I4), and sleeps until the next
+// wake-up — no polling tick. It hands its shards back before it returns.
 func (m *Manager) Run(ctx context.Context) error {
-	for {
-		lease, err := m.acquire(ctx)
-		if err != nil {
-			return nil // ctx done
-		}
-		ownerCtx, cancel := context.WithCancel(ctx)
-		m.mu.Lock()
-		m.fence = store.Fence{Lease: SchedulerLease, Epoch: lease.Epoch}
-		m.ownerCtx, m.ownerCancel = ownerCtx, cancel
-		m.mu.Unlock()
-		m.log.Info().Uint64("epoch", lease.Epoch).Msg("owning scheduling")
-		renewDone := make(chan struct{})
-		go func() { defer close(renewDone); m.renew(ownerCtx, cancel, lease) }()
-
-		if err := m.recover(ownerCtx); err != nil && ownerCtx.Err() == nil {
-			m.log.Error().Err(err).Msg("recovery failed; will retry")
-		}
-		m.loop(ownerCtx)
-		cancel()
-		<-renewDone
-		m.mu.Lock()
-		m.fence, m.ownerCtx, m.ownerCancel = store.Fence{}, nil, nil
-		m.mu.Unlock()
-		m.waitRuns()
-		if ctx.Err() != nil {
-			rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_ = m.store.Leases().Release(rctx, lease)
-			rcancel()
-			return nil
-		}
-		m.log.Warn().Msg("lost scheduling ownership; stopped admitting effects")
-	}
-}
-
-func (m *Manager) acquire(ctx context.Context) (store.Lease, error) {
-	for {
-		l, err := m.store.Leases().Acquire(ctx, SchedulerLease, m.o.Holder, m.o.LeaseTTL)
-		if err == nil {
-			return l, nil
-		}
-		if !errors.Is(err, store.ErrLeaseHeld) {
-			m.log.Warn().Err(err).Msg("cannot take the scheduling lease")
-		}
-		select {
-		case <-ctx.Done():
-			return store.Lease{}, ctx.Err()
-		case <-m.clock.After(m.o.LeaseTTL / 3):
-		}
-	}
-}
-
-// renew keeps the lease; when it cannot, it cancels ownership at once so
-// no further effect is admitted under a stale epoch.
-func (m *Manager) renew(ctx context.Context, lost context.CancelFunc, l store.Lease) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-m.clock.After(m.o.LeaseTTL / 3):
-		}
-		nl, err := m.store.Leases().Renew(ctx, l, m.o.LeaseTTL)
-		if err == nil {
-			l = nl
-			// Replicas die while this one owns, too: their in-flight
-			// attempts become unknown now, not at the next takeover (I3).
-			if err := m.recover(ctx); err != nil && ctx.Err() == nil {
-				m.log.Warn().Err(err).Msg("periodic recovery failed; will retry")
-			}
-			continue
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		if errors.Is(err, store.ErrLeaseLost) || !m.clock.Now().Before(l.Expires) {
-			m.mu.Lock()
-			m.fence = store.Fence{}
-			m.mu.Unlock()
-			lost()
-			return
-		}
-		m.log.Warn().Err(err).Msg("lease renewal failed; retrying")
-	}
-}
-
-// relinquish stops owning scheduling at once when a commit under f was
-// refused for a stale epoch: another replica owns it now (I5), and this
-// one must not keep running checks until its next renewal notices.
-func (m *Manager) relinquish(f store.Fence) {
-	m.mu.Lock()
-	var cancel context.CancelFunc
-	if !f.IsZero() && m.fence == f {
-		m.fence, cancel = store.Fence{}, m.ownerCancel
-	}
-	m.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-	m.log.Warn().Uint64("epoch", f.Epoch).Msg("scheduling epoch is stale; stopped owning")
+	done := make(chan struct{})
+	go func() { defer close(done); m.balance(ctx, m.shardLeases()) }()
+	m.loop(ctx)
+	<-done
+	return nil
 }
 
 // recover ends interrupted attempts (I3): those never sent and those a

@@ -63,8 +63,12 @@ type Options struct {
 	Log     zerolog.Logger
 	// Holder names this replica (lease holder, delivery worker id).
 	Holder string
-	// LeaseTTL is the scheduling lease's lifetime (default 15 s; renewed every TTL/3).
+	// LeaseTTL is a scheduling shard lease's lifetime (default 15 s;
+	// renewed every TTL/4).
 	LeaseTTL time.Duration
+	// Shards shares the scheduling shards among replicas (I5). nil: the
+	// store's own when it has them, else the one scheduler lease.
+	Shards store.ShardLeases
 	// WakeDelivery is called after effects were queued.
 	WakeDelivery func()
 	// Alive reports whether a delivery worker is still running; in-flight
@@ -144,14 +148,8 @@ type Manager struct {
 
 	mu     sync.Mutex
 	policy Policy
-	fence  store.Fence // zero when not owner
-	// ownerCtx lives while this replica owns scheduling (nil otherwise).
-	ownerCtx context.Context
-	// ownerCancel ends ownerCtx when a commit shows the epoch is stale.
-	ownerCancel context.CancelFunc
-	subs        []chan Change
-	// replanAll: the tasks this replica owns changed (replanDue).
-	replanAll bool
+	shards shardSet // the scheduling shards this replica owns (I5)
+	subs   []chan Change
 
 	wake    chan struct{}
 	dirtyMu sync.Mutex
@@ -197,13 +195,6 @@ func (m *Manager) SetPolicy(p Policy) {
 	m.policy = p
 	m.mu.Unlock()
 	m.runs.resize(p.Limits.Concurrency)
-}
-
-// Owner reports whether this replica owns scheduling now, and its epoch.
-func (m *Manager) Owner() (bool, uint64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return !m.fence.IsZero(), m.fence.Epoch
 }
 
 // Subscribe returns a channel of change signals and a cancel func.

@@ -236,9 +236,7 @@ func TestI5_FailingNoticeAfterLostOwnershipIsRefused(t *testing.T) {
 		if _, err := r.store.Leases().Acquire(ctx, SchedulerLease, "replica-b", time.Minute); err != nil {
 			t.Error(err)
 		}
-		r.m.mu.Lock()
-		r.m.fence = store.Fence{}
-		r.m.mu.Unlock()
+		r.m.drop(0)
 	}
 	r.m.runTask(ctx, tk.ID, wakeCheck)
 	if got := noticeTitles(t, r, tk.ID); got["Watch failing"] != 0 {

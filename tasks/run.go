@@ -172,7 +172,7 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 		rec.Outcome, rec.Reason = OutcomeRejected, "task is "+stateWord(t.State)
 		return rec
 	}
-	fence := m.fenceFor(t.ID)
+	fence := m.fenceFor(id)
 	limits := m.Policy().Limits
 	if fence.IsZero() {
 		rec.Outcome, rec.Reason = OutcomeRejected, "not the scheduling owner"
@@ -486,13 +486,6 @@ func (m *Manager) finish(ctx context.Context, fence store.Fence, t *Task, rec Ru
 	ev.Str("task", t.ID).Str("outcome", rec.Outcome).Int("items", rec.Items).Int("effects", rec.Effects).Dur("took", rec.Duration).Msg("run finished")
 	m.signal(t.ID, "run")
 	return rec
-}
-
-// owns reports whether f is still this replica's current, non-zero fence.
-func (m *Manager) owns(f store.Fence) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return !f.IsZero() && m.fence == f
 }
 
 // notifyFailing claims the one "watch failing" notice of a streak under

@@ -21,6 +21,7 @@ import (
 	"github.com/herald-bridge/herald/delivery/feishu"
 	"github.com/herald-bridge/herald/delivery/inbox"
 	"github.com/herald-bridge/herald/delivery/telegram"
+	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/store/credentials"
 	"github.com/herald-bridge/herald/tasks"
@@ -38,10 +39,16 @@ func (s *service) assemble(ctx context.Context) error {
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.ownerG = prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_scheduler_owner", Help: "1 while this replica owns scheduling."})
 	s.registry.MustRegister(s.ownerG)
+	// The replica id is this process's lease holder name: no address (I10).
+	s.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herald_scheduler_shards_owned",
+		Help: "Scheduling shards this replica owns.", ConstLabels: prometheus.Labels{"replica": s.holder}}, s.shardsOwned))
 	if st, ok := s.store.(interface{ CommitStats() bolt.CommitStats }); ok {
 		registerCommitStats(s.registry, st.CommitStats)
 	}
 	s.metrics = newServiceMetrics(s.registry)
+	// The shards are the backend's own: the counting wrapper below keeps
+	// only the store's interface.
+	shards, _ := s.store.(store.ShardLeases)
 	s.store = countLedger(s.store, s.metrics)
 
 	s.prefs = &delivery.PrefStore{KV: s.store.Channels(), Zone: cfg.Location}
@@ -74,7 +81,7 @@ func (s *service) assemble(ctx context.Context) error {
 	s.prefs.Changed = func(ctx context.Context, address string) { _, _ = dispatch.Release(ctx, address) }
 	s.manager, err = tasks.New(tasks.Options{
 		Store: s.store, Sources: s.sourceOpener(), Policy: policyOf(cfg), Zone: cfg.Location,
-		Log: s.log.With().Str("component", "tasks").Logger(), Holder: s.holder,
+		Log: s.log.With().Str("component", "tasks").Logger(), Holder: s.holder, LeaseTTL: s.leaseTTL(), Shards: shards,
 		WakeDelivery: dispatch.Wake, Direct: dispatch, Alive: s.alive, Replay: dispatch.Replayable,
 		Observe: s.metrics.run,
 	})

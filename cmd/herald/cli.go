@@ -69,10 +69,16 @@ func cmdStatus(e *env, args []string) int {
 		return code
 	}
 	owner := "no (standby)"
-	if st.Owner {
+	switch {
+	case st.Owner && st.Shards != nil && st.Shards.Shards > 1:
+		owner = fmt.Sprintf("yes (%d of %d shards)", len(st.Shards.Mine), st.Shards.Shards)
+	case st.Owner:
 		owner = fmt.Sprintf("yes (epoch %d)", st.Epoch)
 	}
 	fmt.Fprintf(e.stdout, "herald %s listening on %s\nreplica:  %s\nowner:    %s\nstore:    %s (ok: %v)\ntasks:    %d\n", st.Version, st.Listen, st.Holder, owner, st.Store, st.StoreOK, st.Tasks)
+	if sh := st.Shards; sh != nil && sh.Shards > 1 {
+		fmt.Fprintf(e.stdout, "shards:   %s\n", shardLine(sh))
+	}
 	names := make([]string, 0, len(st.Channels))
 	for name := range st.Channels {
 		names = append(names, name)

@@ -99,6 +99,8 @@ func (o *adminOps) status(ctx context.Context, _ json.RawMessage) (any, error) {
 	s.mu.Unlock()
 	st := statusView{Version: version, Holder: s.holder, Owner: owner, Epoch: epoch, Store: driver,
 		StoreOK: s.store.Ping(ctx) == nil, Channels: s.channels.status(), Tasks: count, Listen: s.server.Addr()}
+	shards := o.m.Shards()
+	st.Shards = &shards
 	return st, nil
 }
 

@@ -307,6 +307,11 @@ type replicaEnv struct {
 	sinkSecret string
 	hookSecret string
 	hookKey    []byte
+	// shards and leaseTTL configure the scheduling shards (default: one
+	// shard, one owner, 15 s); tasks is YAML appended to the config.
+	shards   int
+	leaseTTL string
+	tasks    string
 }
 
 func newReplicaEnv(t *testing.T, redisURL string, sink *countingSink, sinkSecret string) *replicaEnv {
@@ -381,7 +386,7 @@ type replica struct {
 
 var replicaConfig = localService("127.0.0.1:0") + `store:
   driver: redis
-  redis: {url: %q, key_prefix: %q}
+  redis: {url: %q, key_prefix: %q, shards: %d, lease_ttl: %s}
 recipients:
   sink:
     # The receiver holds requests while a test kills the owner; a busy
@@ -401,7 +406,14 @@ func (e *replicaEnv) start(t *testing.T, name string) *replica {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "herald.yaml")
-	body := fmt.Sprintf(replicaConfig, e.redisURL, e.prefix, e.sinkURL, e.sinkSecret, e.hookSecret)
+	shards, ttl := e.shards, e.leaseTTL
+	if shards == 0 {
+		shards = 1
+	}
+	if ttl == "" {
+		ttl = leaseTTL.String()
+	}
+	body := fmt.Sprintf(replicaConfig, e.redisURL, e.prefix, shards, ttl, e.sinkURL, e.sinkSecret, e.hookSecret) + e.tasks
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}

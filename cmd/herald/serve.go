@@ -322,7 +322,7 @@ func (s *service) openStore() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		st, err := redis.Open(ctx, s.cfg.Store.Redis.URL, redis.Options{KeyPrefix: s.cfg.Store.Redis.KeyPrefix,
-			Retention: s.cfg.Store.Retention.D()})
+			Retention: s.cfg.Store.Retention.D(), Shards: s.cfg.Store.Redis.Shards})
 		if err != nil {
 			return fmt.Errorf("open the redis store: %w", err)
 		}
@@ -358,23 +358,35 @@ func (s *service) shared() bool {
 // workerLease names the liveness lease of a delivery worker.
 func workerLease(holder string) string { return "worker:" + holder }
 
-// workerLeaseTTL is the lifetime of a replica's worker lease, renewed
-// every quarter of it. It is shorter than the scheduling lease (15 s,
-// renewed every 5 s) by more than one renewal period of either, so when an
-// owner dies its worker lease has always expired by the time its
-// scheduling lease does: the replica that takes over sees the dead
-// worker's in-flight attempts as interrupted and settles them unknown
-// (I3) instead of waiting on them forever. The 2 s left over absorb a late
-// renewal; both expiries are written by the dead replica's clock and read
-// by the new owner's, so clock skew between hosts cancels out.
-const workerLeaseTTL = 8 * time.Second
+// workerTTL is the lifetime of a replica's worker lease, renewed every
+// quarter of it: 8/15 of the scheduling lease (8 s for the default 15 s,
+// renewed every 3.75 s). It is shorter than the scheduling lease by more
+// than one renewal period of either, so when an owner dies its worker
+// lease has always expired by the time its scheduling shards do: the
+// replica that takes over sees the dead worker's in-flight attempts as
+// interrupted and settles them unknown (I3) instead of waiting on them
+// forever. The rest absorbs a late renewal; both expiries are written by
+// the dead replica's clock and read by the new owner's, so clock skew
+// between hosts cancels out.
+func (s *service) workerTTL() time.Duration { return s.leaseTTL() * 8 / 15 }
+
+// leaseTTL is the scheduling lease's lifetime: store.redis.lease_ttl on
+// Redis, the scheduler's default on the embedded store.
+func (s *service) leaseTTL() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg.Store.Driver == configs.DriverRedis && s.cfg.Store.Redis.LeaseTTL > 0 {
+		return time.Duration(s.cfg.Store.Redis.LeaseTTL)
+	}
+	return configs.DefaultLeaseTTL
+}
 
 // keepAlive holds this replica's worker lease so other replicas can tell
 // its in-flight attempts from a dead one's (I3), and publishes whether
 // this replica owns scheduling (herald_scheduler_owner).
 func (s *service) keepAlive(ctx context.Context) error {
 	for {
-		if _, err := s.store.Leases().Acquire(ctx, workerLease(s.holder), s.holder, workerLeaseTTL); err != nil && ctx.Err() == nil {
+		if _, err := s.store.Leases().Acquire(ctx, workerLease(s.holder), s.holder, s.workerTTL()); err != nil && ctx.Err() == nil {
 			s.log.Warn().Err(err).Msg("cannot renew the worker lease")
 		}
 		s.publishOwner()
@@ -382,12 +394,12 @@ func (s *service) keepAlive(ctx context.Context) error {
 		case <-ctx.Done():
 			s.ownerG.Set(0)
 			return nil
-		case <-time.After(workerLeaseTTL / 4):
+		case <-time.After(s.workerTTL() / 4):
 		}
 	}
 }
 
-// publishOwner sets the ownership gauge from the manager's fence.
+// publishOwner sets herald_scheduler_owner from the manager's shards.
 func (s *service) publishOwner() {
 	if owner, _ := s.manager.Owner(); owner {
 		s.ownerG.Set(1)
@@ -450,7 +462,9 @@ func (s *service) readyz(w http.ResponseWriter, r *http.Request) error {
 	}
 	owner, epoch := s.manager.Owner()
 	s.publishOwner()
-	switch {
+	switch sh := s.manager.Shards(); {
+	case sh.Shards > 1:
+		detail["owner"] = shardOwners(sh)
 	case owner:
 		detail["owner"] = fmt.Sprintf("this replica (epoch %d)", epoch)
 	case !storeOK:

@@ -94,6 +94,8 @@ type statusView struct {
 	Channels map[string]string `json:"channels"`
 	Tasks    int               `json:"tasks"`
 	Listen   string            `json:"listen"`
+	// Shards is this replica's share of scheduling (I5).
+	Shards *tasks.ShardStatus `json:"shards,omitempty"`
 }
 
 // sendTestView is `herald send-test --json`.

@@ -92,7 +92,7 @@ func (c *catalog) Put(ctx context.Context, f store.Fence, id string, expect uint
 	}
 	s := (*Store)(c)
 	err := s.update(func(tx *bbolt.Tx) error {
-		if err := checkFence(tx, f); err != nil {
+		if err := checkTaskFence(tx, f, id); err != nil {
 			return err
 		}
 		if got := revision(tx, id); got != expect {
@@ -115,6 +115,11 @@ func (c *catalog) Put(ctx context.Context, f store.Fence, id string, expect uint
 func (c *catalog) PutAll(ctx context.Context, f store.Fence, puts []store.CatalogPut) ([]uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	for _, p := range puts {
+		if err := store.CheckShard(f, p.ID); err != nil { // one shard's fence covers its own tasks only (I5)
+			return nil, fmt.Errorf("bolt: catalog put: %w", err)
+		}
 	}
 	revs := make([]uint64, len(puts))
 	err := (*Store)(c).update(func(tx *bbolt.Tx) error {
@@ -149,7 +154,7 @@ func (c *catalog) Delete(ctx context.Context, f store.Fence, id string, expect u
 	}
 	s := (*Store)(c)
 	err := s.update(func(tx *bbolt.Tx) error {
-		if err := checkFence(tx, f); err != nil {
+		if err := checkTaskFence(tx, f, id); err != nil {
 			return err
 		}
 		got := revision(tx, id)
@@ -236,6 +241,15 @@ func checkFence(tx *bbolt.Tx, f store.Fence) error {
 		return fmt.Errorf("lease %q epoch %d: %w", f.Lease, f.Epoch, store.ErrStaleEpoch)
 	}
 	return nil
+}
+
+// checkTaskFence is checkFence for a write to one task: a scheduling
+// fence must also be the lease of the task's shard (I5).
+func checkTaskFence(tx *bbolt.Tx, f store.Fence, taskID string) error {
+	if err := store.CheckShard(f, taskID); err != nil {
+		return err
+	}
+	return checkFence(tx, f)
 }
 
 type leases Store

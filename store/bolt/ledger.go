@@ -54,7 +54,7 @@ func (l *ledger) Commit(ctx context.Context, c store.RunCommit) (store.CommitRes
 	var res store.CommitResult
 	err := s.update(func(tx *bbolt.Tx) error {
 		res = store.CommitResult{}
-		if err := checkFence(tx, c.Fence); err != nil {
+		if err := checkTaskFence(tx, c.Fence, c.TaskID); err != nil {
 			return err
 		}
 		if c.TaskRevision != 0 {

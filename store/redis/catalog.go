@@ -126,6 +126,9 @@ func (c *catalog) Page(ctx context.Context, after string, limit int) ([]store.Re
 }
 
 func (c *catalog) Put(ctx context.Context, f store.Fence, id string, expect uint64, value []byte) (uint64, error) {
+	if err := store.CheckShard(f, id); err != nil {
+		return 0, fmt.Errorf("redis store: catalog put: %w", err)
+	}
 	ck, fenced, epoch := c.s.fenceArgs(f)
 	if value == nil {
 		value = []byte{}
@@ -143,6 +146,9 @@ func (c *catalog) Put(ctx context.Context, f store.Fence, id string, expect uint
 }
 
 func (c *catalog) Delete(ctx context.Context, f store.Fence, id string, expect uint64) error {
+	if err := store.CheckShard(f, id); err != nil {
+		return fmt.Errorf("redis store: catalog delete: %w", err)
+	}
 	ck, fenced, epoch := c.s.fenceArgs(f)
 	res, err := scriptCatalogDelete.Run(ctx, c.s.rdb,
 		[]string{ck, c.s.taskKey(id), c.s.taskIDsKey(), c.s.snapKey(id)},

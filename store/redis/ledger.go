@@ -48,6 +48,9 @@ func dueAt(e *store.Effect) time.Time {
 
 func (l *ledger) Commit(ctx context.Context, c store.RunCommit) (store.CommitResult, error) {
 	s := l.s
+	if err := store.CheckShard(c.Fence, c.TaskID); err != nil {
+		return store.CommitResult{}, fmt.Errorf("redis store: commit: %w", err)
+	}
 	now := s.now()
 	ck, fenced, epoch := s.fenceArgs(c.Fence)
 	keys := make([]string, 0, 6+2*len(c.Effects))

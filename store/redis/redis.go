@@ -18,6 +18,7 @@
 //	{P}q                zset: queued effect keys scored by NotBefore (µs)
 //	{P}lease:h:<name>   lease (hash: holder, epoch, exp, expt)
 //	{P}lease:n:<name>   lease epoch counter; INCR only, never reset
+//	{P}sched:...        scheduling shards (shards.go)
 //
 // The other objects are independent of the ledger and spread over the
 // cluster by their own keys:
@@ -98,6 +99,9 @@ type Options struct {
 	// Retention prunes ended effects whose end is longer ago than this
 	// (prune.go). Zero keeps them.
 	Retention time.Duration
+	// Shards is the number of scheduling shards the replicas share
+	// (store.redis.shards; 0: DefaultShards, at most MaxShards).
+	Shards int
 }
 
 func (o *Options) validate() error {
@@ -110,6 +114,12 @@ func (o *Options) validate() error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Shards == 0 {
+		o.Shards = DefaultShards
+	}
+	if o.Shards < 1 || o.Shards > MaxShards {
+		return fmt.Errorf("redis store: shards must be between 1 and %d", MaxShards)
+	}
 	return nil
 }
 
@@ -119,6 +129,7 @@ type Store struct {
 	now    func() time.Time
 	prefix string // P
 	tagged string // {P}
+	shards int
 
 	catalog  *catalog
 	snaps    *snapshots
@@ -170,6 +181,7 @@ func New(ctx context.Context, rdb goredis.UniversalClient, opts Options) (*Store
 		now:    opts.Now,
 		prefix: opts.KeyPrefix,
 		tagged: "{" + opts.KeyPrefix + "}",
+		shards: opts.Shards,
 	}
 	s.catalog = &catalog{s}
 	s.snaps = &snapshots{s}

@@ -29,6 +29,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, reopen func(t *testi
 	t.Run("Ledger", func(t *testing.T) { testLedger(t, open) })
 	t.Run("Retention", func(t *testing.T) { testRetention(t, open) })
 	t.Run("Leases", func(t *testing.T) { testLeases(t, open) })
+	t.Run("ShardFences", func(t *testing.T) { testShardFences(t, open) })
 	t.Run("Dedup", func(t *testing.T) { testDedup(t, open) })
 	t.Run("Buckets", func(t *testing.T) { testBuckets(t, open) })
 	t.Run("Inbox", func(t *testing.T) { testInbox(t, open) })

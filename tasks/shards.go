@@ -1,0 +1,467 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/herald-bridge/herald/store"
+)
+
+// Scheduling is divided into shards by task id (I5; README, Sharded scheduling): each
+// shard has its own lease and fencing epoch, and this replica plans and
+// runs only the tasks of the shards it holds. On the embedded store there
+// is one shard, the scheduler lease. A shard's runs are started under its
+// context: losing the shard cancels them, and their commits carry its
+// fence, which the store checks against the task's shard.
+
+// SchedulerLease is the lease of the one scheduling owner when scheduling
+// is not divided (I5).
+const SchedulerLease = store.SchedulerLease
+
+// ownedShard is one shard this replica holds.
+type ownedShard struct {
+	lease  store.Lease
+	ctx    context.Context // runs of the shard's tasks; ends when the shard is lost
+	cancel context.CancelFunc
+}
+
+// shardSet is what this replica owns (guarded by Manager.mu).
+type shardSet struct {
+	n     int // shard count; 0 before Run (one shard)
+	mine  map[int]*ownedShard
+	view  store.ShardView // the last balancing step's view
+	stale bool            // ownership changed: the loop re-plans every task
+}
+
+func (s *shardSet) count() int {
+	if s.n < 1 {
+		return 1
+	}
+	return s.n
+}
+
+// ShardStatus is this replica's share of scheduling.
+type ShardStatus struct {
+	Shards int            `json:"shards"`
+	Mine   []int          `json:"mine"`
+	Live   int            `json:"live,omitempty"`
+	Owners map[string]int `json:"owners,omitempty"` // shards per replica, as of the last step
+}
+
+// Shards reports the shards this replica owns and, as far as it knows,
+// how many each replica owns.
+func (m *Manager) Shards() ShardStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := ShardStatus{Shards: m.shards.count(), Mine: []int{}, Live: m.shards.view.Live, Owners: m.shards.view.Counts()}
+	for i := range m.shards.mine {
+		st.Mine = append(st.Mine, i)
+	}
+	slices.Sort(st.Mine)
+	return st
+}
+
+// Owner reports whether this replica owns scheduling of any shard now,
+// and, with one shard, its epoch.
+func (m *Manager) Owner() (bool, uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var epoch uint64
+	if sh, ok := m.shards.mine[0]; ok && m.shards.count() == 1 {
+		epoch = sh.lease.Epoch
+	}
+	return len(m.shards.mine) > 0, epoch
+}
+
+// mine reports whether this replica schedules task id now: the seam the
+// scheduling loop asks before it plans or starts a run.
+func (m *Manager) mine(id string) bool { return m.runContext(id) != nil }
+
+// runContext is the context runs of task id start under, nil while this
+// replica does not own its shard.
+func (m *Manager) runContext(id string) context.Context {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if sh, ok := m.shards.mine[store.ShardOf(id, m.shards.count())]; ok {
+		return sh.ctx
+	}
+	return nil
+}
+
+// fenceFor is the fence a commit for task id carries (zero: not the owner).
+func (m *Manager) fenceFor(id string) store.Fence {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if sh, ok := m.shards.mine[store.ShardOf(id, m.shards.count())]; ok {
+		return store.Fence{Lease: sh.lease.Name, Epoch: sh.lease.Epoch}
+	}
+	return store.Fence{}
+}
+
+// owns reports whether f is still the fence of a shard this replica holds.
+func (m *Manager) owns(f store.Fence) bool {
+	if f.IsZero() {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, sh := range m.shards.mine {
+		if sh.lease.Name == f.Lease && sh.lease.Epoch == f.Epoch {
+			return true
+		}
+	}
+	return false
+}
+
+// gain records shard i as held under l, its runs under parent.
+func (m *Manager) gain(parent context.Context, i int, l store.Lease) {
+	ctx, cancel := context.WithCancel(parent)
+	m.mu.Lock()
+	if m.shards.mine == nil {
+		m.shards.mine = map[int]*ownedShard{}
+	}
+	m.shards.mine[i] = &ownedShard{lease: l, ctx: ctx, cancel: cancel}
+	m.shards.stale = true
+	m.mu.Unlock()
+}
+
+// drop stops owning shard i: its runs are cancelled and its tasks no
+// longer planned here. It returns the lease it held.
+func (m *Manager) drop(i int) (store.Lease, bool) {
+	m.mu.Lock()
+	sh, ok := m.shards.mine[i]
+	if ok {
+		delete(m.shards.mine, i)
+		m.shards.stale = true
+	}
+	m.mu.Unlock()
+	if !ok {
+		return store.Lease{}, false
+	}
+	sh.cancel()
+	m.poke()
+	return sh.lease, true
+}
+
+// relinquish stops owning the shard of f at once when a commit under f
+// was refused for a stale epoch: another replica owns it now (I5), and
+// this one must not keep running its checks until the next step notices.
+func (m *Manager) relinquish(f store.Fence) {
+	m.mu.Lock()
+	i := -1
+	for k, sh := range m.shards.mine {
+		if sh.lease.Name == f.Lease && sh.lease.Epoch == f.Epoch {
+			i = k
+		}
+	}
+	m.mu.Unlock()
+	if i >= 0 {
+		m.drop(i)
+	}
+	m.log.Warn().Str("lease", f.Lease).Uint64("epoch", f.Epoch).Msg("scheduling epoch is stale; stopped owning")
+}
+
+// replanDue reports (once) that ownership changed since the loop last
+// planned, so every task must be planned again or dropped.
+func (m *Manager) replanDue() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	stale := m.shards.stale
+	m.shards.stale = false
+	return stale
+}
+
+// poke wakes the scheduling loop.
+func (m *Manager) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// held is a copy of the leases this replica holds, by shard.
+func (m *Manager) held() map[int]store.Lease {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[int]store.Lease, len(m.shards.mine))
+	for i, sh := range m.shards.mine {
+		out[i] = sh.lease
+	}
+	return out
+}
+
+// shardLeases is how this replica shares the shards: the store's own
+// balancing when it divides scheduling (Redis), else the one scheduler lease.
+func (m *Manager) shardLeases() store.ShardLeases {
+	if m.o.Shards != nil {
+		return m.o.Shards
+	}
+	if sl, ok := m.store.(store.ShardLeases); ok {
+		return sl
+	}
+	return oneShard{m.store.Leases()}
+}
+
+// balance keeps this replica's share of the shards while ctx lives: one
+// step every quarter lease TTL, and one as soon as another replica's
+// lease may have run out, so a dead replica's shards are taken over
+// within one TTL. On return every shard is handed back.
+func (m *Manager) balance(ctx context.Context, sl store.ShardLeases) {
+	n := sl.Shards()
+	m.mu.Lock()
+	m.shards.n = n
+	m.mu.Unlock()
+	step := m.o.LeaseTTL / 4
+	for ctx.Err() == nil {
+		wait := step
+		held := m.held()
+		sctx, scancel := context.WithTimeout(ctx, callLimit(step, held))
+		v, err := sl.BalanceShards(sctx, m.o.Holder, m.o.LeaseTTL, held)
+		scancel()
+		switch {
+		case err != nil && ctx.Err() == nil:
+			m.log.Warn().Err(err).Msg("cannot keep the scheduling shards; retrying")
+			// Stop each shard the moment its lease runs out unrenewed:
+			// another replica may take it from then on.
+			if at, ok := m.expire(); ok && at > 0 && at < wait {
+				wait = at
+			}
+		case err == nil:
+			m.apply(ctx, sl, v)
+			// A replica that stopped renewing leaves the live ones, and
+			// its shards come free, when its leases run out: step then.
+			if at := v.NextExpiry.Sub(m.clock.Now()) + time.Millisecond; at > 0 && at < wait {
+				wait = at
+			}
+			// Below its share while another replica is over it, a
+			// replica looks again soon: that one releases its extras at
+			// its own next step.
+			if releasing(v, m.o.Holder) && step/5 < wait {
+				wait = step / 5
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-m.clock.After(wait):
+		}
+	}
+	m.handBack(sl)
+}
+
+// callLimit bounds one balancing step: a store that does not answer must
+// not keep this replica owning past its leases' end (the store's clock,
+// which is the wall clock), nor past the next step.
+func callLimit(step time.Duration, held map[int]store.Lease) time.Duration {
+	limit := step
+	for _, l := range held {
+		if left := time.Until(l.Expires); left < limit {
+			limit = max(left, time.Millisecond)
+		}
+	}
+	return limit
+}
+
+// releasing reports whether holder is below its fair share while another
+// replica holds more than its own.
+func releasing(v store.ShardView, holder string) bool {
+	share := store.FairShare(v.Shards, v.Live)
+	if len(v.Mine) >= share {
+		return false
+	}
+	for h, n := range v.Counts() {
+		if h != holder && n > share {
+			return true
+		}
+	}
+	return false
+}
+
+// apply brings local ownership in line with a balancing step: shards lost
+// stop, shards gained start with a recovery (I3, I4), and shards beyond the
+// fair share are stopped and then released for the others to take.
+func (m *Manager) apply(ctx context.Context, sl store.ShardLeases, v store.ShardView) {
+	held := m.held()
+	var lost, won []int
+	for i, l := range held {
+		if nl, ok := v.Mine[i]; !ok || nl.Epoch != l.Epoch {
+			m.drop(i)
+			lost = append(lost, i)
+		}
+	}
+	for i, l := range v.Mine {
+		if old, ok := held[i]; ok && old.Epoch == l.Epoch {
+			m.renewed(i, l)
+			continue
+		}
+		m.gain(ctx, i, l)
+		won = append(won, i)
+	}
+	gained := len(won) > 0
+	if len(lost) > 0 {
+		slices.Sort(lost)
+		m.log.Warn().Ints("shards", lost).Msg("lost scheduling shards; their runs are cancelled")
+	}
+	if gained {
+		slices.Sort(won)
+		m.log.Info().Ints("shards", won).Int("owned", len(v.Mine)).Int("of", v.Shards).Msg("owning scheduling")
+	}
+	if extra := len(v.Mine) - store.FairShare(v.Shards, v.Live); extra > 0 {
+		for _, i := range m.release(sl, extra) {
+			v.Holders[i] = ""
+		}
+	}
+	m.mu.Lock()
+	m.shards.view = v
+	m.mu.Unlock()
+	// Replicas die while this one owns, too: the keeper of shard 0 ends
+	// their in-flight attempts now, not at the next takeover (I3).
+	if _, first := v.Mine[0]; gained || first {
+		if err := m.recover(ctx); err != nil && ctx.Err() == nil {
+			m.log.Warn().Err(err).Msg("recovery of interrupted pushes failed; will retry")
+		}
+	}
+	if gained {
+		m.poke()
+	}
+}
+
+// renewed records a renewal's new expiry.
+func (m *Manager) renewed(i int, l store.Lease) {
+	m.mu.Lock()
+	if sh, ok := m.shards.mine[i]; ok {
+		sh.lease.Expires = l.Expires
+	}
+	m.mu.Unlock()
+}
+
+// expire stops owning the shards whose leases ran out while no step could
+// renew them: another replica may hold them now. It returns how long until
+// the next of the others runs out (ok false: none left).
+func (m *Manager) expire() (next time.Duration, ok bool) {
+	now := m.clock.Now()
+	for i, l := range m.held() {
+		if left := l.Expires.Sub(now); left > 0 {
+			if !ok || left < next {
+				next, ok = left, true
+			}
+			continue
+		}
+		m.drop(i)
+		m.log.Warn().Int("shard", i).Msg("scheduling shard expired without renewal; its runs are cancelled")
+	}
+	return next, ok
+}
+
+// release hands extra shards (the least preferred) to the other replicas:
+// their runs stop first, so a task's runs never overlap across replicas.
+func (m *Manager) release(sl store.ShardLeases, extra int) []int {
+	held := m.held()
+	pref := store.ShardPreference(m.o.Holder, sl.Shards())
+	var out []store.Lease
+	var shards []int
+	for k := len(pref) - 1; k >= 0 && len(out) < extra; k-- {
+		if _, ok := held[pref[k]]; !ok {
+			continue
+		}
+		if l, ok := m.drop(pref[k]); ok {
+			out, shards = append(out, l), append(shards, pref[k])
+		}
+	}
+	m.waitShardRuns(shards)
+	ctx, cancel := context.WithTimeout(context.Background(), m.o.LeaseTTL/4)
+	defer cancel()
+	if err := sl.ReleaseShards(ctx, m.o.Holder, out, false); err != nil {
+		m.log.Warn().Err(err).Msg("cannot release extra scheduling shards; they expire instead")
+		return shards
+	}
+	m.log.Info().Ints("shards", shards).Msg("handed scheduling shards to other replicas")
+	return shards
+}
+
+// handBack gives every shard up on shutdown, once their runs ended.
+func (m *Manager) handBack(sl store.ShardLeases) {
+	var out []store.Lease
+	for i := range m.held() {
+		if l, ok := m.drop(i); ok {
+			out = append(out, l)
+		}
+	}
+	m.waitRuns()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := sl.ReleaseShards(ctx, m.o.Holder, out, true); err != nil {
+		m.log.Warn().Err(err).Msg("cannot hand scheduling shards back; they expire instead")
+	}
+}
+
+// waitShardRuns waits, within a quarter lease TTL, for the runs of the
+// given shards to end.
+func (m *Manager) waitShardRuns(shards []int) {
+	limit := m.clock.After(m.o.LeaseTTL / 4)
+	m.mu.Lock()
+	n := m.shards.count()
+	m.mu.Unlock()
+	for {
+		var s *runSlot
+		m.runMu.Lock()
+		for id, slot := range m.running {
+			if slices.Contains(shards, store.ShardOf(id, n)) {
+				s = slot
+				break
+			}
+		}
+		m.runMu.Unlock()
+		if s == nil {
+			return
+		}
+		select {
+		case <-s.done:
+		case <-limit:
+			return
+		}
+	}
+}
+
+// oneShard shares nothing: the one scheduler lease, for a store that does
+// not divide scheduling (the embedded store, one process).
+type oneShard struct{ l store.Leases }
+
+var _ store.ShardLeases = oneShard{}
+
+func (oneShard) Shards() int { return 1 }
+
+func (o oneShard) BalanceShards(ctx context.Context, holder string, ttl time.Duration, held map[int]store.Lease) (store.ShardView, error) {
+	v := store.ShardView{Shards: 1, Live: 1, Mine: map[int]store.Lease{}, Holders: []string{""}}
+	if l, ok := held[0]; ok {
+		nl, err := o.l.Renew(ctx, l, ttl)
+		if err == nil {
+			v.Mine[0], v.Holders[0] = nl, holder
+			return v, nil
+		}
+		if !errors.Is(err, store.ErrLeaseLost) {
+			return v, err
+		}
+	}
+	l, err := o.l.Acquire(ctx, SchedulerLease, holder, ttl)
+	if errors.Is(err, store.ErrLeaseHeld) {
+		if cur, err := o.l.Current(ctx, SchedulerLease); err == nil {
+			v.Holders[0], v.NextExpiry = cur.Holder, cur.Expires
+		}
+		return v, nil
+	}
+	if err != nil {
+		return v, err
+	}
+	v.Mine[0], v.Holders[0] = l, holder
+	return v, nil
+}
+
+func (o oneShard) ReleaseShards(ctx context.Context, _ string, leases []store.Lease, _ bool) error {
+	var errs []error
+	for _, l := range leases {
+		errs = append(errs, o.l.Release(ctx, l))
+	}
+	return errors.Join(errs...)
+}

@@ -121,6 +121,9 @@ func newConvRig(t *testing.T, open func(*bolt.Store) tasks.SourceOpener) *convRi
 	var dispatch *delivery.Dispatcher
 	m, err := tasks.New(tasks.Options{
 		Store: st, Clock: r.clock, Holder: "replica-a", Log: log, RetryWaits: []time.Duration{0, 0},
+		// The test moves its clock by half an hour at a time: a lease
+		// shorter than that would lapse at each step and cancel the run.
+		LeaseTTL: 24 * time.Hour,
 		Policy: tasks.Policy{
 			Admins: []string{"feishu:" + adminOpenID}, Requesters: []string{"feishu:*"},
 			AllowedHosts: []string{"*.example.edu"}, AllowPrivate: true, Named: map[string]bool{},

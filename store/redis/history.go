@@ -215,16 +215,12 @@ func (h *history) decode(log string, seqs []string, vals []any) ([]store.Turn, e
 }
 
 func (h *history) List(ctx context.Context, log string, q store.HistoryQuery) ([]store.Turn, error) {
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 50
-	}
 	max, err := histCursor(q.Before)
 	if err != nil {
 		return nil, err
 	}
 	k := h.s.histKeys(log)
-	seqs, err := h.s.rdb.ZRevRangeByScore(ctx, k.i, &goredis.ZRangeBy{Min: "-inf", Max: max, Count: int64(limit)}).Result()
+	seqs, err := h.s.rdb.ZRevRangeByScore(ctx, k.i, &goredis.ZRangeBy{Min: "-inf", Max: max, Count: int64(q.PageSize())}).Result()
 	if err != nil {
 		return nil, wrap("history list", err)
 	}
@@ -251,10 +247,6 @@ func (h *history) Search(ctx context.Context, log string, terms []string, q stor
 	if len(terms) == 0 {
 		return nil, nil
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 50
-	}
 	max, err := histCursor(q.Before)
 	if err != nil {
 		return nil, err
@@ -268,7 +260,7 @@ func (h *history) Search(ctx context.Context, log string, terms []string, q stor
 	if !q.Since.IsZero() {
 		cut = micros(q.Since)
 	}
-	res, err := scriptHistSearch.Run(ctx, h.s.rdb, keys, max, cut, limit).StringSlice()
+	res, err := scriptHistSearch.Run(ctx, h.s.rdb, keys, max, cut, q.PageSize()).StringSlice()
 	if err != nil {
 		return nil, wrap("history search", err)
 	}

@@ -19,11 +19,9 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -112,16 +110,7 @@ var assets = map[string]string{
 
 // Mount adds the console's routes to s.
 func (c *Console) Mount(s *webhook.Server) {
-	s.Handle("/console", func(w http.ResponseWriter, r *http.Request) error {
-		return serveFile(w, r, "index.html", "text/html; charset=utf-8")
-	})
-	s.Handle("/console/{asset}", func(w http.ResponseWriter, r *http.Request) error {
-		ctype, ok := assets[r.PathValue("asset")]
-		if !ok {
-			return webhook.ErrNotFound
-		}
-		return serveFile(w, r, r.PathValue("asset"), ctype)
-	})
+	webhook.Page{Name: "console", Path: "/console", Files: pageFiles, Dir: "page", Assets: assets, CSP: pageCSP}.Mount(s)
 	s.Handle("/console/api/login", c.login)
 	s.Handle("/console/api/logout", c.authed(http.MethodPost, c.logout))
 	s.Handle("/console/api/session", c.authed(http.MethodGet, c.session))
@@ -134,36 +123,9 @@ func (c *Console) Mount(s *webhook.Server) {
 	s.Handle("/console/api/redeliver", c.authed(http.MethodPost, c.redeliver))
 }
 
-func serveFile(w http.ResponseWriter, r *http.Request, name, ctype string) error {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		return webhook.ErrMethod
-	}
-	b, err := pageFiles.ReadFile("page/" + name)
-	if err != nil {
-		return fmt.Errorf("read embedded console file %s: %w", name, err)
-	}
-	h := w.Header()
-	h.Set("Content-Type", ctype)
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	secure(h)
-	w.WriteHeader(http.StatusOK)
-	if r.Method == http.MethodHead {
-		return nil
-	}
-	_, err = w.Write(b)
-	return err
-}
-
 // secure sets the headers every console response carries; no-store keeps
 // admin data out of shared caches and the browser's history cache.
-func secure(h http.Header) {
-	h.Set("Content-Security-Policy", pageCSP)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Cache-Control", "no-store")
-}
+func secure(h http.Header) { webhook.SecureHeaders(h, pageCSP) }
 
 // Refusals with stable codes the page (and tests) rely on.
 var (

@@ -118,9 +118,9 @@ func (c *Console) Mount(s *webhook.Server) {
 	s.Handle("/console/api/tasks", c.authed(http.MethodGet, c.tasks))
 	s.Handle("/console/api/task", c.authed(http.MethodGet, c.task))
 	s.Handle("/console/api/delivery", c.authed(http.MethodGet, c.delivery))
-	s.Handle("/console/api/approve", c.authed(http.MethodPost, c.approve))
-	s.Handle("/console/api/reject", c.authed(http.MethodPost, c.reject))
-	s.Handle("/console/api/redeliver", c.authed(http.MethodPost, c.redeliver))
+	s.Handle("/console/api/approve", c.authed(http.MethodPost, c.action(c.approve)))
+	s.Handle("/console/api/reject", c.authed(http.MethodPost, c.action(c.reject)))
+	s.Handle("/console/api/redeliver", c.authed(http.MethodPost, c.action(c.redeliver)))
 }
 
 // secure sets the headers every console response carries; no-store keeps
@@ -320,44 +320,43 @@ type idIn struct {
 	Key    string `json:"key"`
 }
 
-func (c *Console) approve(w http.ResponseWriter, r *http.Request, sess Session) error {
-	var in idIn
-	if err := readJSON(w, r, &in); err != nil {
-		return err
+// action makes a console action of do: it reads the body, runs do as
+// the signed-in person, drops the cached views, whatever the outcome, and
+// answers with what do returned.
+func (c *Console) action(do func(ctx context.Context, principal string, in idIn) (map[string]string, error)) handler {
+	return func(w http.ResponseWriter, r *http.Request, sess Session) error {
+		var in idIn
+		if err := readJSON(w, r, &in); err != nil {
+			return err
+		}
+		res, err := do(r.Context(), sess.Principal, in)
+		c.cache.drop()
+		return act(w, res, err)
 	}
-	t, err := c.o.Manager.Approve(r.Context(), sess.Principal, in.ID)
-	c.cache.drop()
-	if err != nil {
-		return actionError(err)
-	}
-	return act(w, map[string]string{"id": t.ID, "state": string(t.State)}, nil)
 }
 
-func (c *Console) reject(w http.ResponseWriter, r *http.Request, sess Session) error {
-	var in idIn
-	if err := readJSON(w, r, &in); err != nil {
-		return err
-	}
+func (c *Console) approve(ctx context.Context, principal string, in idIn) (map[string]string, error) {
+	return taskState(c.o.Manager.Approve(ctx, principal, in.ID))
+}
+
+func (c *Console) reject(ctx context.Context, principal string, in idIn) (map[string]string, error) {
 	if len(in.Reason) > 500 {
 		in.Reason = in.Reason[:500]
 	}
-	t, err := c.o.Manager.Reject(r.Context(), sess.Principal, in.ID, strings.TrimSpace(in.Reason))
-	c.cache.drop()
-	if err != nil {
-		return actionError(err)
-	}
-	return act(w, map[string]string{"id": t.ID, "state": string(t.State)}, nil)
+	return taskState(c.o.Manager.Reject(ctx, principal, in.ID, strings.TrimSpace(in.Reason)))
 }
 
-func (c *Console) redeliver(w http.ResponseWriter, r *http.Request, sess Session) error {
-	var in idIn
-	if err := readJSON(w, r, &in); err != nil {
-		return err
-	}
-	fx, err := c.o.Manager.Redeliver(r.Context(), sess.Principal, in.Key)
-	c.cache.drop()
+func taskState(t *tasks.Task, err error) (map[string]string, error) {
 	if err != nil {
-		return actionError(err)
+		return nil, err
 	}
-	return act(w, map[string]string{"key": fx.Key, "state": string(fx.State)}, nil)
+	return map[string]string{"id": t.ID, "state": string(t.State)}, nil
+}
+
+func (c *Console) redeliver(ctx context.Context, principal string, in idIn) (map[string]string, error) {
+	fx, err := c.o.Manager.Redeliver(ctx, principal, in.Key)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"key": fx.Key, "state": string(fx.State)}, nil
 }

@@ -249,16 +249,12 @@ func (h *history) List(ctx context.Context, log string, q store.HistoryQuery) ([
 		if turns == nil {
 			return nil
 		}
-		c := turns.Cursor()
-		var k, v []byte
-		if before == 0 {
-			k, v = c.Last()
-		} else if k, _ = c.Seek(u64(before)); k == nil {
-			k, v = c.Last()
-		} else {
-			k, v = c.Prev()
+		var from []byte
+		if before != 0 {
+			from = u64(before)
 		}
-		for ; k != nil && len(out) < limit; k, v = c.Prev() {
+		c := turns.Cursor()
+		for k, v := newestBefore(c, from); k != nil && len(out) < limit; k, v = c.Prev() {
 			var t store.Turn
 			if err := json.Unmarshal(v, &t); err != nil {
 				return fmt.Errorf("corrupt history turn: %w", err)

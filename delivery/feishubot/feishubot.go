@@ -49,24 +49,10 @@ type Sink struct {
 
 var _ delivery.Sink = (*Sink)(nil)
 
-// Option configures a Sink.
-type Option = robot.Option
-
-// The options of a Sink: the HTTP client outright, bypassing the SSRF
-// guard (WithEgress is the usual choice); the guarded egress client
-// (default: zero Options, i.e. public destinations only, no redirects,
-// DefaultTimeout); the logger (default: none); the clock for signing
-// timestamps and relative times.
-var (
-	WithHTTPClient = robot.WithHTTPClient
-	WithEgress     = robot.WithEgress
-	WithLogger     = robot.WithLogger
-	WithClock      = robot.WithClock
-)
-
-// New returns a sink posting to hookURL, signing with secret (empty: the
-// bot has no signature check).
-func New(hookURL, secret string, opts ...Option) (*Sink, error) {
+// New returns a sink posting to hookURL, with robot's options (the
+// default timeout is DefaultTimeout), signing with secret (empty: the bot
+// has no signature check).
+func New(hookURL, secret string, opts ...robot.Option) (*Sink, error) {
 	c, err := robot.Dial(robot.Robot{Kind: delivery.FeishuBot, Name: "feishu bot", Hook: hookURL, Secret: secret, Timeout: DefaultTimeout}, opts...)
 	if err != nil {
 		return nil, err

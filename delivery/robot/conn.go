@@ -56,6 +56,17 @@ func WithClock(now func() time.Time) Option { return func(c *Conn) { c.now = now
 // pacing; the robot's too-fast answer is still retried).
 func WithBuckets(b store.Buckets) Option { return func(c *Conn) { c.buckets = b } }
 
+// FromDeps are the options a robot sink is built with from its config:
+// the guarded egress client, the logger, and pacing by the store's
+// buckets when there is a store.
+func FromDeps(deps delivery.SinkDeps) []Option {
+	opts := []Option{WithEgress(deps.Egress), WithLogger(deps.Log)}
+	if deps.Store != nil {
+		opts = append(opts, WithBuckets(deps.Store.Buckets()))
+	}
+	return opts
+}
+
 // Robot describes the robot a Conn reaches.
 type Robot struct {
 	Kind   delivery.AddressKind // the sink's kind, for logs and the pacing bucket

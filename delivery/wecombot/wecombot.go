@@ -32,24 +32,9 @@ type Sink struct{ conn *robot.Conn }
 
 var _ delivery.Sink = (*Sink)(nil)
 
-// Option configures a Sink.
-type Option = robot.Option
-
-// The options of a Sink: the guarded egress client (default: public
-// destinations only, no redirects, robot.DefaultTimeout), the logger
-// (default: none), the clock for pacing and relative times, and the
-// store's buckets to pace the robot by (default: no pacing; the robot's
-// too-fast answer is still retried).
-var (
-	WithEgress  = robot.WithEgress
-	WithLogger  = robot.WithLogger
-	WithClock   = robot.WithClock
-	WithBuckets = robot.WithBuckets
-)
-
-// New returns a sink posting to hookURL (robot.ErrBadHook for a URL that
-// is not http(s)).
-func New(hookURL string, opts ...Option) (*Sink, error) {
+// New returns a sink posting to hookURL, with robot's options;
+// robot.ErrBadHook for a URL that is not http(s).
+func New(hookURL string, opts ...robot.Option) (*Sink, error) {
 	c, err := robot.Dial(robot.Robot{Kind: Kind, Name: "wecom robot", Hook: hookURL}, opts...)
 	if err != nil {
 		return nil, err

@@ -6,11 +6,11 @@ import (
 	"github.com/herald-bridge/herald/store"
 )
 
-// The store's objects, each a view of the Store with the keys below (the
-// ledger is declared with its scripts, in ledger.go).
+// The store's objects, each a view of the Store with the keys below.
 type (
 	catalog   struct{ s *Store }
 	snapshots struct{ s *Store }
+	ledger    struct{ s *Store }
 	leases    struct{ s *Store }
 	dedup     struct{ s *Store }
 	inbox     struct{ s *Store }
@@ -26,6 +26,7 @@ type (
 var (
 	_ store.Catalog   = (*catalog)(nil)
 	_ store.Snapshots = (*snapshots)(nil)
+	_ store.Ledger    = (*ledger)(nil)
 	_ store.Leases    = (*leases)(nil)
 	_ store.Dedup     = (*dedup)(nil)
 	_ store.Inbox     = (*inbox)(nil)
@@ -50,13 +51,15 @@ var (
 //	{P}fx:seq           commit sequence for fx:t
 //	{P}fx:inflight      set: effect keys with an attempt in flight
 //	{P}q                zset: queued effect keys scored by NotBefore (µs)
+//	{P}fx:sending:<w>   hash: worker w's attempts about to be sent (key -> n)
+//	{P}fx:sending       set: the workers with a sending record
+//	{P}fx:ended         zset: ended effect keys scored by their end (retention)
 //	{P}lease:h:<name>   lease (hash: holder, epoch, exp, expt)
 //	{P}lease:n:<name>   lease epoch counter; INCR only, never reset
 //	{P}sched:...        scheduling shards (shards.go)
 //
-// The ledger's own keys (fx:…, q) are built next to the ledger scripts, in
-// ledger.go. The other objects are independent of the ledger and spread
-// over the cluster by their own keys:
+// The other objects are independent of the ledger and spread over the
+// cluster by their own keys:
 //
 //	P dd:<len(ns)>:<ns>:<id>             dedup marks (Redis expiry)
 //	P inbox:{<principal>}:items|all|unread|read|keys|seq
@@ -72,6 +75,15 @@ func (s *Store) taskIDsKey() string            { return s.tagged + "task:ids" }
 func (s *Store) snapKey(taskID string) string  { return s.tagged + "snap:" + taskID }
 func (s *Store) leaseKey(name string) string   { return s.tagged + "lease:h:" + name }
 func (s *Store) counterKey(name string) string { return s.tagged + "lease:n:" + name }
+
+func (s *Store) effectKey(key string) string       { return s.tagged + "fx:e:" + key }
+func (s *Store) taskEffectsKey(task string) string { return s.tagged + "fx:t:" + task }
+func (s *Store) seqKey() string                    { return s.tagged + "fx:seq" }
+func (s *Store) inflightKey() string               { return s.tagged + "fx:inflight" }
+func (s *Store) queueKey() string                  { return s.tagged + "q" }
+func (s *Store) sendingKey(worker string) string   { return s.tagged + "fx:sending:" + worker }
+func (s *Store) sendingSetKey() string             { return s.tagged + "fx:sending" }
+func (s *Store) endedKey() string                  { return s.tagged + "fx:ended" }
 
 func (s *Store) dedupKey(ns, id string) string {
 	return s.prefix + "dd:" + strconv.Itoa(len(ns)) + ":" + ns + ":" + id

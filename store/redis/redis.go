@@ -2,7 +2,7 @@
 // with the same guarantees as the embedded backend.
 //
 // Every key starts with the configured prefix P (default "herald:"); the
-// key layout, each key family named once, is in keys.go.
+// key layout is in keys.go.
 //
 // # Scripts and cluster slots
 //

@@ -493,7 +493,7 @@ func (p *argParser) selector(args []string) error {
 	}
 	c.Selector = sel
 	if c.Kind == "" {
-		c.Kind = "html"
+		c.Kind = source.KindHTML
 	}
 	return nil
 }

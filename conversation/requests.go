@@ -109,7 +109,7 @@ func (t *turn) summary(tk *tasks.Task) string {
 	b.WriteString(t.tr(".\n", "。\n"))
 	if tk.Source.Kind != "" {
 		fmt.Fprintf(&b, t.tr("Kind: %s.\n", "类型：%s。\n"), tk.Source.Kind)
-		if tk.Source.Kind == "html" {
+		if tk.Source.Kind == source.KindHTML {
 			if tk.Source.Selector != "" {
 				fmt.Fprintf(&b, t.tr("Entries: the elements matching %s.\n", "条目：匹配 %s 的元素。\n"), tk.Source.Selector)
 			} else {

@@ -27,7 +27,18 @@ type Turn struct {
 type HistoryQuery struct {
 	Before string    // turn id: only older turns ("" = from the newest)
 	Since  time.Time // only turns at or after it (the retention cut-off)
-	Limit  int       // 0: 50
+	Limit  int       // 0: DefaultHistoryPage
+}
+
+// DefaultHistoryPage is the page size of a HistoryQuery without a Limit.
+const DefaultHistoryPage = 50
+
+// PageSize is the most turns one page of q holds.
+func (q HistoryQuery) PageSize() int {
+	if q.Limit <= 0 {
+		return DefaultHistoryPage
+	}
+	return q.Limit
 }
 
 // History is the per-log conversation history with its search index: an

@@ -1,11 +1,6 @@
 package webhook
 
-import (
-	"embed"
-	"fmt"
-	"net/http"
-	"strconv"
-)
+import "embed"
 
 // inboxPageFiles is the inbox web page: one HTML file, its script and its
 // style sheet, all served from the binary, so the page loads nothing from
@@ -35,43 +30,5 @@ var inboxAssets = map[string]string{
 // token, which it keeps in the browser tab, so the server holds no session
 // for it and needs no CORS.
 func MountInboxPage(s *Server) {
-	s.Handle("/inbox", func(w http.ResponseWriter, r *http.Request) error {
-		return serveInboxFile(w, r, "index.html", "text/html; charset=utf-8")
-	})
-	s.Handle("/inbox/{asset}", func(w http.ResponseWriter, r *http.Request) error {
-		name := r.PathValue("asset")
-		ctype, ok := inboxAssets[name]
-		if !ok {
-			return ErrNotFound
-		}
-		return serveInboxFile(w, r, name, ctype)
-	})
-}
-
-// serveInboxFile answers GET and HEAD with one embedded file and the
-// page's security headers; no-store keeps a shared machine's cache free
-// of the page and makes an upgrade's script reach the browser at once.
-func serveInboxFile(w http.ResponseWriter, r *http.Request, name, ctype string) error {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		return ErrMethod
-	}
-	b, err := inboxPageFiles.ReadFile("inboxpage/" + name)
-	if err != nil {
-		return fmt.Errorf("read embedded inbox page file %s: %w", name, err)
-	}
-	h := w.Header()
-	h.Set("Content-Type", ctype)
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	h.Set("Content-Security-Policy", inboxPageCSP)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	if r.Method == http.MethodHead {
-		return nil
-	}
-	_, err = w.Write(b)
-	return err
+	Page{Name: "inbox page", Path: "/inbox", Files: inboxPageFiles, Dir: "inboxpage", Assets: inboxAssets, CSP: inboxPageCSP}.Mount(s)
 }

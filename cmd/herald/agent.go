@@ -70,16 +70,9 @@ func cmdAgent(e *env, args []string) int {
 	}
 	switch pos[0] {
 	case "list":
-		list, code, done := call[[]agentapi.Agent](e, "agent.list", struct{}{}, 10*time.Second)
-		if done {
-			return code
-		}
-		rows := make([][]string, 0, len(list))
-		for _, a := range list {
-			rows = append(rows, []string{a.Principal, a.CreatedAt.Local().Format("2006-01-02 15:04")})
-		}
-		table(e.stdout, "PRINCIPAL\tTOKEN ISSUED", rows)
-		return exitOK
+		return callTable(e, "agent.list", struct{}{}, 10*time.Second, "PRINCIPAL\tTOKEN ISSUED", func(a agentapi.Agent) []string {
+			return []string{a.Principal, a.CreatedAt.Local().Format("2006-01-02 15:04")}
+		})
 	case "token", "revoke":
 		if len(pos) != 2 {
 			return usageErr(e, "agent", pos[0]+" needs one agent NAME")

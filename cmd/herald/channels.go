@@ -62,9 +62,7 @@ func newChannelSet(ctx context.Context, s *service) (*channelSet, error) {
 		if err != nil {
 			return nil, err
 		}
-		core.AddSender("telegram", ch)
-		c.runners["telegram"] = ch.Run
-		c.live["telegram"] = ch.Status
+		c.add("telegram", ch)
 		s.server.HandleHTTP("POST "+tgchan.WebhookPath, ch.WebhookHandler())
 	} else {
 		c.statuses["telegram"] = "off"
@@ -79,9 +77,7 @@ func newChannelSet(ctx context.Context, s *service) (*channelSet, error) {
 		if err != nil {
 			return nil, err
 		}
-		core.AddSender("feishu", ch)
-		c.runners["feishu"] = ch.Run
-		c.live["feishu"] = ch.Status
+		c.add("feishu", ch)
 		if f.Mode == "webhook" {
 			s.server.HandleHTTP("POST /feishu/events", ch.EventHandler())
 		}
@@ -90,6 +86,21 @@ func newChannelSet(ctx context.Context, s *service) (*channelSet, error) {
 	}
 	c.statuses["console"] = "on"
 	return c, nil
+}
+
+// chatChannel is a chat platform's adapter: it carries the core's
+// replies, runs on its own and reports its own status.
+type chatChannel interface {
+	conversation.Sender
+	Run(ctx context.Context) error
+	Status() string
+}
+
+// add joins a chat channel to the set under name.
+func (c *channelSet) add(name string, ch chatChannel) {
+	c.core.AddSender(name, ch)
+	c.runners[name] = ch.Run
+	c.live[name] = ch.Status
 }
 
 func (c *channelSet) start(ctx context.Context, start func(string, func(context.Context) error)) {

@@ -29,6 +29,21 @@ func call[T any](e *env, op string, in any, timeout time.Duration) (out T, code 
 	return out, exitOK, false
 }
 
+// callTable calls op for a list and prints it as JSON (--json) or as a
+// table under head, one row per element.
+func callTable[T any](e *env, op string, in any, timeout time.Duration, head string, row func(T) []string) int {
+	list, code, done := call[[]T](e, op, in, timeout)
+	if done {
+		return code
+	}
+	rows := make([][]string, 0, len(list))
+	for _, v := range list {
+		rows = append(rows, row(v))
+	}
+	table(e.stdout, head, rows)
+	return exitOK
+}
+
 func (e *env) printJSON(v any) {
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")
@@ -229,16 +244,10 @@ func cmdLedger(e *env, args []string) int {
 	}
 	switch pos[0] {
 	case "show":
-		fxs, code, done := call[[]effectView](e, "ledger.show", map[string]any{"task": pos[1], "limit": *limit}, 30*time.Second)
-		if done {
-			return code
-		}
-		rows := make([][]string, 0, len(fxs))
-		for _, f := range fxs {
-			rows = append(rows, []string{f.Key, f.State, fmt.Sprint(f.Attempts), f.Recipient, f.UpdatedAt.Local().Format("01-02 15:04:05"), dash(f.Error)})
-		}
-		table(e.stdout, "EFFECT\tSTATE\tATTEMPTS\tRECIPIENT\tUPDATED\tERROR", rows)
-		return exitOK
+		in := map[string]any{"task": pos[1], "limit": *limit}
+		return callTable(e, "ledger.show", in, 30*time.Second, "EFFECT\tSTATE\tATTEMPTS\tRECIPIENT\tUPDATED\tERROR", func(f effectView) []string {
+			return []string{f.Key, f.State, fmt.Sprint(f.Attempts), f.Recipient, f.UpdatedAt.Local().Format("01-02 15:04:05"), dash(f.Error)}
+		})
 	case "redeliver":
 		if !*yes {
 			if f, ok := e.stdin.(*os.File); !ok || !isatty.IsTerminal(f.Fd()) {
@@ -279,20 +288,14 @@ func cmdInbox(e *env, args []string) int {
 	}
 	switch pos[0] {
 	case "list":
-		items, code, done := call[[]inboxView](e, "inbox.list", map[string]any{"principal": pos[1], "unread": *unread}, 10*time.Second)
-		if done {
-			return code
-		}
-		rows := make([][]string, 0, len(items))
-		for _, it := range items {
+		in := map[string]any{"principal": pos[1], "unread": *unread}
+		return callTable(e, "inbox.list", in, 10*time.Second, " \tID\tWHEN\tTITLE", func(it inboxView) []string {
 			mark := " "
 			if !it.Read {
 				mark = "*"
 			}
-			rows = append(rows, []string{mark, it.ID, it.CreatedAt.Local().Format("01-02 15:04"), it.Title})
-		}
-		table(e.stdout, " \tID\tWHEN\tTITLE", rows)
-		return exitOK
+			return []string{mark, it.ID, it.CreatedAt.Local().Format("01-02 15:04"), it.Title}
+		})
 	case "read":
 		if len(pos) != 3 {
 			return usageErr(e, "inbox", "read needs PRINCIPAL and an item id or all")

@@ -54,50 +54,29 @@ func dial(e *env) (*client, error) {
 
 // call POSTs in to op and decodes the envelope's result into out.
 func (c *client) call(ctx context.Context, op string, in, out any) error {
-	body, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+op, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.hc.Do(req)
-	if err != nil {
+	status, env, err := postAPI(ctx, c.hc, c.base+op, c.token, in)
+	var se *sendError
+	switch {
+	case errors.As(err, &se):
 		if ctx.Err() != nil {
 			return fmt.Errorf("the service did not answer in time")
 		}
-		return fmt.Errorf("%w: %w", errNotRunning, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
-	if err != nil {
-		return fmt.Errorf("read answer: %w", err)
-	}
-	if len(raw) > maxResponse {
+		return fmt.Errorf("%w: %w", errNotRunning, se.err)
+	case errors.Is(err, errAnswerTooLarge):
 		return fmt.Errorf("the service's answer is too large")
-	}
-	var env struct {
-		OK     *bool           `json:"ok"`
-		Result json.RawMessage `json:"result"`
-		Error  *struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(raw, &env); err != nil || env.OK == nil {
-		return fmt.Errorf("unexpected answer from the service (HTTP %d)", resp.StatusCode)
+	case err != nil:
+		return err
+	case env == nil || env.OK == nil:
+		return fmt.Errorf("unexpected answer from the service (HTTP %d)", status)
 	}
 	if !*env.OK {
 		if env.Error == nil {
-			return &apiError{Status: resp.StatusCode, Code: "unknown", Message: fmt.Sprintf("failed (HTTP %d)", resp.StatusCode)}
+			return &apiError{Status: status, Code: "unknown", Message: fmt.Sprintf("failed (HTTP %d)", status)}
 		}
-		return &apiError{Status: resp.StatusCode, Code: env.Error.Code, Message: env.Error.Message}
+		return &apiError{Status: status, Code: env.Error.Code, Message: env.Error.Message}
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("unexpected HTTP %d from the service", resp.StatusCode)
+	if status != http.StatusOK {
+		return fmt.Errorf("unexpected HTTP %d from the service", status)
 	}
 	if out == nil {
 		return nil
@@ -106,6 +85,63 @@ func (c *client) call(ctx context.Context, op string, in, out any) error {
 		return fmt.Errorf("unexpected answer shape: %w", err)
 	}
 	return nil
+}
+
+// envelope is how the admin and agent APIs answer.
+type envelope struct {
+	OK     *bool           `json:"ok"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// sendError: the request got no answer.
+type sendError struct{ err error }
+
+func (e *sendError) Error() string { return e.err.Error() }
+
+// readError: the answer could not be read.
+type readError struct{ err error }
+
+func (e *readError) Error() string { return "read answer: " + e.err.Error() }
+
+// errAnswerTooLarge: the answer is over maxResponse.
+var errAnswerTooLarge = errors.New("answer too large")
+
+// postAPI POSTs in as JSON to url with the bearer token and reads the
+// answer: its status, and its envelope (nil when the body is not one). A
+// round trip without an answer is a *sendError; an answer that could not
+// be read is a *readError, or errAnswerTooLarge.
+func postAPI(ctx context.Context, hc *http.Client, url, token string, in any) (int, *envelope, error) {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, nil, &sendError{err}
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
+	if err != nil {
+		return resp.StatusCode, nil, &readError{err}
+	}
+	if len(raw) > maxResponse {
+		return resp.StatusCode, nil, errAnswerTooLarge
+	}
+	var env envelope
+	if json.Unmarshal(raw, &env) != nil {
+		return resp.StatusCode, nil, nil
+	}
+	return resp.StatusCode, &env, nil
 }
 
 // do runs op with a deadline and maps errors to exit codes, printing them.

@@ -192,11 +192,12 @@ type ledgerIn struct {
 }
 
 func (o *adminOps) showLedger(ctx context.Context, in ledgerIn) (any, error) {
-	fxs, err := o.m.Effects(ctx, o.s.ledgerSource(ctx, in.Task), in.Limit)
+	source, known := o.s.ledgerSource(ctx, in.Task)
+	fxs, err := o.m.Effects(ctx, source, in.Limit)
 	if err != nil {
 		return nil, err
 	}
-	if len(fxs) == 0 && !o.s.knownLedgerSource(ctx, in.Task) {
+	if len(fxs) == 0 && !known {
 		return nil, &hook.Error{Status: http.StatusNotFound, Code: "not_found", Msg: "no task, request or inbound hook named " + in.Task}
 	}
 	return viewsOf(fxs, viewEffect), nil
@@ -310,36 +311,22 @@ func (s *service) sendTest(ctx context.Context, recipient string) (sendTestView,
 
 // ledgerSource maps what the operator typed for `ledger show` to the
 // ledger's source id: a task id or request id as is, an inbound hook's
-// name to its "hook:<name>" source.
-func (s *service) ledgerSource(ctx context.Context, name string) string {
+// name to its "hook:<name>" source. known reports whether name is a task,
+// a request, an inbound hook or a source id written as one ("hook:ci").
+func (s *service) ledgerSource(ctx context.Context, name string) (source string, known bool) {
 	if strings.Contains(name, ":") {
-		return name
+		return name, true
 	}
 	if _, err := s.manager.Get(ctx, name); err == nil {
-		return name
+		return name, true
 	}
 	s.mu.Lock()
 	_, isHook := s.cfg.Inbound[name]
 	s.mu.Unlock()
 	if isHook {
-		return "hook:" + name
+		return "hook:" + name, true
 	}
-	return name
-}
-
-// knownLedgerSource reports whether name is a task, a request, an inbound
-// hook or a source id written as one ("hook:ci").
-func (s *service) knownLedgerSource(ctx context.Context, name string) bool {
-	if strings.Contains(name, ":") {
-		return true
-	}
-	if _, err := s.manager.Get(ctx, name); err == nil {
-		return true
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, isHook := s.cfg.Inbound[name]
-	return isHook
+	return name, false
 }
 
 // viewInbox renders an inbox item the way a chat would show it: a change

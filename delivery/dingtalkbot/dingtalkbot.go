@@ -12,21 +12,14 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
-	"github.com/rs/zerolog"
-
 	"github.com/herald-bridge/herald/delivery"
-	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/delivery/render"
 	"github.com/herald-bridge/herald/delivery/robot"
-	"github.com/herald-bridge/herald/store"
 )
 
 // Kind names the sink in metrics, logs and redacted addresses.
@@ -44,9 +37,8 @@ const (
 	maxTitle = 64
 )
 
-// codes are the errcodes with a meaning of their own; any other non-zero
-// errcode fails the push.
-var codes = map[int]robot.Code{
+// codes are the errcodes with a meaning of their own.
+var codes = robot.Codes{
 	130101: {Reason: "rate_limited", TooFast: true},        // send too fast
 	310000: {Reason: "bad_signature", BadCredential: true}, // sign, keyword or IP check failed
 	300001: {Reason: "bad_token", BadCredential: true},     // invalid access token
@@ -54,60 +46,23 @@ var codes = map[int]robot.Code{
 	460101: {Reason: "too_large"},                          // body over the limit
 }
 
-// ErrBadHook is returned by New for a hook URL that is not http(s).
-var ErrBadHook = errors.New("dingtalkbot: hook url must be an http(s) url")
-
 // Sink posts deliveries to one DingTalk robot.
 type Sink struct {
-	hook    string
-	secret  string
-	secrets []string
-	client  *http.Client
-	egress  egress.Options
-	buckets store.Buckets
-	pace    *robot.Pacer
-	log     zerolog.Logger
-	now     func() time.Time
+	conn   *robot.Conn
+	secret string
 }
 
 var _ delivery.Sink = (*Sink)(nil)
 
-// Option configures a Sink.
-type Option func(*Sink)
-
-// WithEgress sets the options of the guarded egress client (default:
-// public destinations only, no redirects, robot.DefaultTimeout).
-func WithEgress(o egress.Options) Option { return func(s *Sink) { s.egress = o } }
-
-// WithLogger sets the logger (default: none).
-func WithLogger(l zerolog.Logger) Option { return func(s *Sink) { s.log = l } }
-
-// WithClock sets the clock for signing, pacing and relative times.
-func WithClock(now func() time.Time) Option { return func(s *Sink) { s.now = now } }
-
-// WithBuckets paces the robot by a bucket in the store (default: no
-// pacing; the robot's too-fast answer is still retried).
-func WithBuckets(b store.Buckets) Option { return func(s *Sink) { s.buckets = b } }
-
-// New returns a sink posting to hookURL, signing with secret (empty: the
-// robot checks no signature).
-func New(hookURL, secret string, opts ...Option) (*Sink, error) {
-	u, err := url.Parse(hookURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, ErrBadHook
+// New returns a sink posting to hookURL, with robot's options, signing
+// with secret (empty: the robot checks no signature); robot.ErrBadHook for
+// a URL that is not http(s).
+func New(hookURL, secret string, opts ...robot.Option) (*Sink, error) {
+	c, err := robot.Dial(robot.Robot{Kind: Kind, Name: "dingtalk robot", Hook: hookURL, Secret: secret}, opts...)
+	if err != nil {
+		return nil, err
 	}
-	s := &Sink{hook: hookURL, secret: secret, secrets: robot.Secrets(hookURL, secret), log: zerolog.Nop(), now: time.Now}
-	for _, o := range opts {
-		o(s)
-	}
-	if s.egress.Timeout <= 0 {
-		s.egress.Timeout = robot.DefaultTimeout
-	}
-	s.client = egress.Client(s.egress)
-	if s.buckets != nil {
-		s.pace = robot.NewPacer(s.buckets, Kind, hookURL, s.now)
-	}
-	return s, nil
+	return &Sink{conn: c, secret: secret}, nil
 }
 
 // Sign is the robot's signature for timestamp (unix milliseconds):
@@ -121,15 +76,16 @@ func Sign(timestamp, secret string) string {
 
 // signedURL is the hook with a fresh timestamp and signature.
 func (s *Sink) signedURL() string {
+	hook := s.conn.Hook()
 	if s.secret == "" {
-		return s.hook
+		return hook
 	}
-	ts := strconv.FormatInt(s.now().UnixMilli(), 10)
+	ts := strconv.FormatInt(s.conn.Now().UnixMilli(), 10)
 	sep := "&"
-	if !strings.Contains(s.hook, "?") {
+	if !strings.Contains(hook, "?") {
 		sep = "?"
 	}
-	return s.hook + sep + "timestamp=" + ts + "&sign=" + url.QueryEscape(Sign(ts, s.secret))
+	return hook + sep + "timestamp=" + ts + "&sign=" + url.QueryEscape(Sign(ts, s.secret))
 }
 
 // jsonSize is how many bytes s takes inside a JSON string.
@@ -141,10 +97,7 @@ func jsonSize(s string) int {
 // Parts renders d's message as the markdown parts Send posts, with the
 // title each part carries.
 func (s *Sink) Parts(d delivery.Delivery) (title string, parts []string) {
-	at := d.Message.OccurredAt
-	if at.IsZero() {
-		at = s.now()
-	}
+	at := s.conn.At(d)
 	title = render.Title(d.Message, d.Lang, at)
 	if utf8.RuneCountInString(title) > maxTitle {
 		title = string([]rune(title)[:maxTitle-1]) + "…"
@@ -164,28 +117,11 @@ type request struct {
 // after the request went out is unknown: the robot has no idempotency
 // key, so it is never sent again automatically.
 func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
-	if d.To.Kind != Kind {
-		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_address"}
-	}
 	title, parts := s.Parts(d)
-	if d.Part < 0 || d.Part >= len(parts) {
-		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_part", Parts: len(parts)}
-	}
 	if len(parts) > 1 {
 		title += " (" + strconv.Itoa(d.Part+1) + "/" + strconv.Itoa(len(parts)) + ")"
 	}
-	out, err := s.send(ctx, title, parts[d.Part])
-	out.Parts = len(parts)
-	ev := s.log.Debug()
-	if out.Result != delivery.Completed {
-		ev = s.log.Warn()
-	}
-	if err != nil {
-		ev = ev.Str("error", robot.Redact(err, s.secrets))
-	}
-	ev.Str("recipient_kind", string(Kind)).Str("recipient", d.To.Redacted()).Int("part", d.Part).Int("parts", len(parts)).
-		Stringer("result", out.Result).Str("reason", out.Reason).Msg("dingtalk robot send")
-	return out
+	return s.conn.Send(d, len(parts), func() (delivery.Outcome, error) { return s.send(ctx, title, parts[d.Part]) })
 }
 
 func (s *Sink) send(ctx context.Context, title, text string) (delivery.Outcome, error) {
@@ -198,9 +134,6 @@ func (s *Sink) send(ctx context.Context, title, text string) (delivery.Outcome, 
 	if err := enc.Encode(req); err != nil || body.Len() > MaxBody {
 		return delivery.Outcome{Result: delivery.Failed, Reason: "too_large"}, nil
 	}
-	if out, ok := s.pace.Wait(ctx); !ok {
-		return out, nil
-	}
 	// Signed after pacing, so the timestamp is the send's own.
-	return robot.Post(ctx, s.client, s.signedURL(), body.Bytes(), codes)
+	return s.conn.Post(ctx, body.Bytes(), s.signedURL, codes.Classify)
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/herald-bridge/herald/configs/section"
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/egress"
+	"github.com/herald-bridge/herald/delivery/robot"
 )
 
 // Config is a Feishu custom group bot (recipients.<name>.feishu_bot). Its
@@ -23,7 +24,7 @@ func (c *Config) Check(ck section.Checker) { ck.RequiredURL("url", c.URL) }
 
 // NewSink implements delivery.SinkConfig.
 func (c *Config) NewSink(deps delivery.SinkDeps) (delivery.Sink, error) {
-	return New(c.URL, c.Secret, WithHTTPClient(egress.Client(deps.Egress)), WithLogger(deps.Log))
+	return New(c.URL, c.Secret, robot.WithHTTPClient(egress.Client(deps.Egress)), robot.WithLogger(deps.Log))
 }
 
 // Secrets implements delivery.SinkConfig.

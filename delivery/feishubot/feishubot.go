@@ -4,26 +4,18 @@
 package feishubot
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/herald-bridge/herald/delivery"
-	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/delivery/render"
+	"github.com/herald-bridge/herald/delivery/robot"
 )
 
 // Limits of the custom bot API.
@@ -32,8 +24,6 @@ const (
 	MaxBody = 20 << 10
 	// DefaultTimeout bounds one POST.
 	DefaultTimeout = 10 * time.Second
-	// maxResponse caps how much of an answer is read.
-	maxResponse = 64 << 10
 	// throttleWait is how long to wait after a throttling answer, which
 	// carries no retry hint.
 	throttleWait = 30 * time.Second
@@ -49,55 +39,25 @@ const (
 )
 
 // ErrBadHook is returned by New for a hook URL that is not http(s).
-var ErrBadHook = errors.New("feishubot: hook url must be an http(s) url")
+var ErrBadHook = robot.ErrBadHook
 
 // Sink posts deliveries to one custom group bot.
 type Sink struct {
-	hook   string
+	conn   *robot.Conn
 	secret string
-	client *http.Client
-	egress egress.Options
-	log    zerolog.Logger
-	now    func() time.Time
 }
 
 var _ delivery.Sink = (*Sink)(nil)
 
-// Option configures a Sink.
-type Option func(*Sink)
-
-// WithHTTPClient replaces the HTTP client outright, bypassing the SSRF
-// guard; WithEgress is the usual choice.
-func WithHTTPClient(c *http.Client) Option { return func(s *Sink) { s.client = c } }
-
-// WithEgress sets the options of the guarded egress client (default: zero
-// Options, i.e. public destinations only, no redirects, DefaultTimeout).
-func WithEgress(o egress.Options) Option { return func(s *Sink) { s.egress = o } }
-
-// WithLogger sets the logger (default: none).
-func WithLogger(l zerolog.Logger) Option { return func(s *Sink) { s.log = l } }
-
-// WithClock sets the clock for signing timestamps and relative times.
-func WithClock(now func() time.Time) Option { return func(s *Sink) { s.now = now } }
-
-// New returns a sink posting to hookURL, signing with secret (empty: the
-// bot has no signature check).
-func New(hookURL, secret string, opts ...Option) (*Sink, error) {
-	u, err := url.Parse(hookURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, ErrBadHook
+// New returns a sink posting to hookURL, with robot's options (the
+// default timeout is DefaultTimeout), signing with secret (empty: the bot
+// has no signature check).
+func New(hookURL, secret string, opts ...robot.Option) (*Sink, error) {
+	c, err := robot.Dial(robot.Robot{Kind: delivery.FeishuBot, Name: "feishu bot", Hook: hookURL, Secret: secret, Timeout: DefaultTimeout}, opts...)
+	if err != nil {
+		return nil, err
 	}
-	s := &Sink{hook: hookURL, secret: secret, log: zerolog.Nop(), now: time.Now}
-	for _, o := range opts {
-		o(s)
-	}
-	if s.client == nil {
-		if s.egress.Timeout <= 0 {
-			s.egress.Timeout = DefaultTimeout
-		}
-		s.client = egress.Client(s.egress)
-	}
-	return s, nil
+	return &Sink{conn: c, secret: secret}, nil
 }
 
 // Sign computes the custom bot signature for timestamp (unix seconds):
@@ -125,62 +85,27 @@ type answer struct {
 // Send posts d.Message as one card. The message renders relative to its
 // OccurredAt (or now).
 func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
-	if d.To.Kind != delivery.FeishuBot {
-		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_address"}
-	}
-	if d.Part != 0 {
-		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_part"}
-	}
-	at := d.Message.OccurredAt
-	if at.IsZero() {
-		at = s.now()
-	}
-	card, err := render.FeishuCard(d.Message, d.Lang, d.Zone, at)
+	return s.conn.Send(d, 1, func() (delivery.Outcome, error) { return s.send(ctx, d) })
+}
+
+func (s *Sink) send(ctx context.Context, d delivery.Delivery) (delivery.Outcome, error) {
+	card, err := render.FeishuCard(d.Message, d.Lang, d.Zone, s.conn.At(d))
 	if err != nil {
-		return delivery.Outcome{Result: delivery.Failed, Reason: "render"}
+		return delivery.Outcome{Result: delivery.Failed, Reason: "render"}, nil
 	}
 	req := request{MsgType: "interactive", Card: card}
 	if s.secret != "" {
-		req.Timestamp = strconv.FormatInt(s.now().Unix(), 10)
+		req.Timestamp = strconv.FormatInt(s.conn.Now().Unix(), 10)
 		req.Sign = Sign(req.Timestamp, s.secret)
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
-		return delivery.Outcome{Result: delivery.Failed, Reason: "render"}
+		return delivery.Outcome{Result: delivery.Failed, Reason: "render"}, nil
 	}
 	if len(body) > MaxBody {
-		return delivery.Outcome{Result: delivery.Failed, Reason: "too_large"}
+		return delivery.Outcome{Result: delivery.Failed, Reason: "too_large"}, nil
 	}
-	out, err := s.post(ctx, body)
-	ev := s.log.Debug()
-	if out.Result != delivery.Completed {
-		ev = s.log.Warn()
-	}
-	if err != nil {
-		ev = ev.Str("error", s.redact(err))
-	}
-	ev.Str("recipient_kind", string(delivery.FeishuBot)).Str("recipient", d.To.Redacted()).
-		Stringer("result", out.Result).Str("reason", out.Reason).Msg("feishu bot send")
-	return out
-}
-
-func (s *Sink) post(ctx context.Context, body []byte) (delivery.Outcome, error) {
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, s.hook, bytes.NewReader(body))
-	if err != nil {
-		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_hook"}, err
-	}
-	hr.Header.Set("Content-Type", "application/json; charset=utf-8")
-	resp, err := s.client.Do(hr)
-	if err != nil {
-		return classifyTransport(err), err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
-	if err != nil {
-		// The request was answered; only the answer was lost.
-		return delivery.Outcome{Result: delivery.Unknown, Reason: "connection_lost"}, err
-	}
-	return classify(resp.StatusCode, raw), nil
+	return s.conn.Post(ctx, body, s.conn.Hook, classify)
 }
 
 // classify maps an HTTP answer of the hook to an outcome.
@@ -216,39 +141,4 @@ func classify(status int, raw []byte) delivery.Outcome {
 		return delivery.Outcome{Result: delivery.RetryAfter, After: throttleWait, Reason: "rate_limited"}
 	}
 	return delivery.Outcome{Result: delivery.Failed, Reason: "code_" + strconv.Itoa(code)}
-}
-
-// classifyTransport classifies a failed round trip. A destination the
-// guard refused is final: nothing was sent, and nothing will be until the
-// configuration changes.
-func classifyTransport(err error) delivery.Outcome {
-	if errors.Is(err, egress.ErrBlocked) || errors.Is(err, egress.ErrBadURL) {
-		return delivery.Outcome{Result: delivery.Failed, Reason: "blocked_destination"}
-	}
-	return delivery.ClassifyTransport(err)
-}
-
-// redact renders err without the hook URL, whose path is a credential.
-func (s *Sink) redact(err error) string {
-	var uerr *url.Error
-	msg := err.Error()
-	if errors.As(err, &uerr) {
-		msg = fmt.Sprintf("%s %s: %v", uerr.Op, redactURL(uerr.URL), uerr.Err)
-	}
-	msg = strings.ReplaceAll(msg, s.hook, redactURL(s.hook))
-	if u, perr := url.Parse(s.hook); perr == nil && len(u.Path) > 1 {
-		msg = strings.ReplaceAll(msg, u.Path, "/…")
-	}
-	if s.secret != "" {
-		msg = strings.ReplaceAll(msg, s.secret, "…")
-	}
-	return msg
-}
-
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<url>"
-	}
-	return u.Scheme + "://" + u.Host + "/…"
 }

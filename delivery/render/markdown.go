@@ -27,10 +27,6 @@ func (st MarkdownStyle) size(s string) int {
 	return st.Size(s)
 }
 
-// mdLine is one rendered line: its markup, and the same content without
-// markup for the rare line too long to fit a part on its own.
-type mdLine struct{ md, plain string }
-
 // Markdown renders m as robot markdown, split into parts of at most
 // st.Limit. Parts break between lines; a line longer than the limit is
 // cut, markup-free, between characters (never inside one), so every part
@@ -38,10 +34,10 @@ type mdLine struct{ md, plain string }
 // stand in a link, else it shows the URL after the title.
 func Markdown(m delivery.Message, lang string, zone *time.Location, now time.Time, st MarkdownStyle) []string {
 	v := prepare(m, lang, zone, now)
-	var lines []mdLine
+	var lines []line
 	add := func(md, plain string) {
 		// Invalid bytes go as U+FFFD, so a cut always falls between characters.
-		lines = append(lines, mdLine{strings.ToValidUTF8(md, "\uFFFD"), strings.ToValidUTF8(plain, "\uFFFD")})
+		lines = append(lines, line{strings.ToValidUTF8(md, "\uFFFD"), strings.ToValidUTF8(plain, "\uFFFD")})
 	}
 	add("**"+v.title+"**", v.title)
 	if v.text != "" {
@@ -77,7 +73,8 @@ func Markdown(m delivery.Message, lang string, zone *time.Location, now time.Tim
 	if v.more > 0 {
 		add(v.w.more(v.more), v.w.more(v.more))
 	}
-	return packMarkdown(lines, st)
+	cut := func(s string, limit int) int { return cutSize(s, limit, st) }
+	return packer{limit: st.Limit, brk: st.Break, size: st.size, cut: cut}.pack(lines)
 }
 
 // linkable reports whether [title](url) reads as one link: an absolute
@@ -85,70 +82,6 @@ func Markdown(m delivery.Message, lang string, zone *time.Location, now time.Tim
 // without brackets.
 func linkable(title, url string) bool {
 	return safeLink(url) && !strings.ContainsAny(url, "() \t<>") && !strings.ContainsAny(title, "[]")
-}
-
-// packMarkdown joins lines with st.Break into parts of at most st.Limit.
-func packMarkdown(lines []mdLine, st MarkdownStyle) []string {
-	brk := st.size(st.Break)
-	var parts []string
-	var cur strings.Builder
-	n := 0 // size of cur
-	flush := func() {
-		s := cur.String()
-		for st.Break != "" && strings.HasSuffix(s, st.Break) { // the break before a blank line
-			s = strings.TrimSuffix(s, st.Break)
-		}
-		if s != "" {
-			parts = append(parts, s)
-		}
-		cur.Reset()
-		n = 0
-	}
-	for _, l := range lines {
-		sep := 0
-		if n > 0 {
-			sep = brk
-		}
-		ln := st.size(l.md)
-		if ln > st.Limit {
-			rest := l.plain
-			if room := st.Limit - n - sep; room > 0 {
-				if head := rest[:cutSize(rest, room, st)]; head != "" {
-					if sep > 0 {
-						cur.WriteString(st.Break)
-					}
-					cur.WriteString(head)
-					n += sep + st.size(head)
-					rest = rest[len(head):]
-				}
-			}
-			for rest != "" {
-				flush()
-				head := rest[:cutSize(rest, st.Limit, st)]
-				if head == "" { // the limit holds not even one character
-					return []string{""}
-				}
-				cur.WriteString(head)
-				n = st.size(head)
-				rest = rest[len(head):]
-			}
-			continue
-		}
-		if n+sep+ln > st.Limit {
-			flush()
-			sep = 0
-		}
-		if sep > 0 {
-			cur.WriteString(st.Break)
-		}
-		cur.WriteString(l.md)
-		n += sep + ln
-	}
-	flush()
-	if len(parts) == 0 {
-		return []string{""}
-	}
-	return parts
 }
 
 // cutSize returns the byte length of the longest prefix of s (valid

@@ -106,58 +106,11 @@ func safeLink(u string) bool {
 // line too long for any part is cut, tag-free, across as many parts as it
 // needs, starting in the room left in the current one.
 func pack(lines []htmlLine, limit int) []string {
-	var parts []string
-	var cur strings.Builder
-	n := 0 // characters in cur
-	flush := func() {
-		if s := strings.TrimRight(cur.String(), "\n"); s != "" {
-			parts = append(parts, s)
-		}
-		cur.Reset()
-		n = 0
+	ls := make([]line, len(lines))
+	for i, l := range lines {
+		ls[i] = line{l.html, l.plain}
 	}
-	for _, l := range lines {
-		ln := Length(l.html)
-		sep := 0
-		if n > 0 {
-			sep = 1
-		}
-		if ln > limit {
-			rest := l.plain
-			if room := limit - n - sep; room > 0 {
-				if head := rest[:cut(rest, room)]; head != "" {
-					if sep == 1 {
-						cur.WriteByte('\n')
-					}
-					cur.WriteString(head)
-					n += sep + Length(head)
-					rest = rest[len(head):]
-				}
-			}
-			for rest != "" {
-				flush()
-				head := rest[:cut(rest, limit)]
-				cur.WriteString(head)
-				n = Length(head)
-				rest = rest[len(head):]
-			}
-			continue
-		}
-		if n+sep+ln > limit {
-			flush()
-			sep = 0
-		}
-		if sep == 1 {
-			cur.WriteByte('\n')
-		}
-		cur.WriteString(l.html)
-		n += sep + ln
-	}
-	flush()
-	if len(parts) == 0 {
-		return []string{""}
-	}
-	return parts
+	return packer{limit: limit, brk: "\n", size: Length, cut: cut}.pack(ls)
 }
 
 // cut returns the byte length of the longest prefix of s, escaped and

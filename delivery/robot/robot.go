@@ -1,8 +1,9 @@
-// Package robot holds what the group-robot sinks (WeCom, DingTalk) share:
-// pacing by a token bucket in the store, one JSON POST to the robot's hook
-// URL through the guarded egress client, and the reading of the
-// {"errcode","errmsg"} answer both platforms give. Each robot's package
-// owns its config, rendering, signing and errcode table.
+// Package robot holds what the group-robot sinks (WeCom, DingTalk, Feishu
+// custom bots) share: the connection to one hook URL through the guarded
+// egress client, pacing by a token bucket in the store, one JSON POST per
+// part, the logging of each send without secrets, and the reading of the
+// {"errcode","errmsg"} answer WeCom and DingTalk give. Each robot's
+// package owns its config, rendering, signing and answer codes.
 package robot
 
 import (
@@ -82,9 +83,16 @@ func Classify(status int, raw []byte, codes map[int]Code) delivery.Outcome {
 	return delivery.Outcome{Result: delivery.Failed, Reason: c.Reason}
 }
 
-// Post sends body to hook and classifies the answer by codes. The error,
-// for logging only, still needs Redact.
-func Post(ctx context.Context, client *http.Client, hook string, body []byte, codes map[int]Code) (delivery.Outcome, error) {
+// Codes are the errcodes of a platform with a meaning of their own; any
+// other non-zero errcode fails the push.
+type Codes map[int]Code
+
+// Classify is Classify by cs.
+func (cs Codes) Classify(status int, raw []byte) delivery.Outcome { return Classify(status, raw, cs) }
+
+// post sends body to hook and classifies the answer. The error, for
+// logging only, still needs Redact.
+func post(ctx context.Context, client *http.Client, hook string, body []byte, classify func(status int, raw []byte) delivery.Outcome) (delivery.Outcome, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hook, bytes.NewReader(body))
 	if err != nil {
 		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_hook"}, err
@@ -92,10 +100,7 @@ func Post(ctx context.Context, client *http.Client, hook string, body []byte, co
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
 	resp, err := client.Do(req)
 	if err != nil {
-		if errors.Is(err, egress.ErrBlocked) || errors.Is(err, egress.ErrBadURL) {
-			return delivery.Outcome{Result: delivery.Failed, Reason: "blocked_destination"}, err
-		}
-		return delivery.ClassifyTransport(err), err
+		return classifyTransport(err), err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
@@ -103,7 +108,17 @@ func Post(ctx context.Context, client *http.Client, hook string, body []byte, co
 		// The request was answered; only the answer was lost.
 		return delivery.Outcome{Result: delivery.Unknown, Reason: delivery.ReasonConnLost}, err
 	}
-	return Classify(resp.StatusCode, raw, codes), nil
+	return classify(resp.StatusCode, raw), nil
+}
+
+// classifyTransport classifies a failed round trip. A destination the
+// guard refused is final: nothing was sent, and nothing will be until the
+// configuration changes.
+func classifyTransport(err error) delivery.Outcome {
+	if errors.Is(err, egress.ErrBlocked) || errors.Is(err, egress.ErrBadURL) {
+		return delivery.Outcome{Result: delivery.Failed, Reason: "blocked_destination"}
+	}
+	return delivery.ClassifyTransport(err)
 }
 
 // Pacer paces the sends to one robot by a bucket in the store, shared by

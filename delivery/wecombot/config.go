@@ -32,11 +32,7 @@ func (c *Config) Check(ck section.Checker) {
 
 // NewSink implements delivery.SinkConfig.
 func (c *Config) NewSink(deps delivery.SinkDeps) (delivery.Sink, error) {
-	opts := []Option{WithEgress(deps.Egress), WithLogger(deps.Log)}
-	if deps.Store != nil {
-		opts = append(opts, WithBuckets(deps.Store.Buckets()))
-	}
-	return New(c.URL, opts...)
+	return New(c.URL, robot.FromDeps(deps)...)
 }
 
 // Secrets implements delivery.SinkConfig.

@@ -30,9 +30,6 @@ var (
 	keyTurnCount     = []byte("n")
 )
 
-// defaultHistoryPage is the page size of a HistoryQuery without a Limit.
-const defaultHistoryPage = 50
-
 type history Store
 
 var _ store.History = (*history)(nil)
@@ -132,35 +129,52 @@ func createLog(tx *bbolt.Tx, log string) (lb, turns, terms *bbolt.Bucket, err er
 func trimLog(lb, turns, terms *bbolt.Bucket, keep int, since uint64) error {
 	n := counter(lb, keyTurnCount)
 	c := turns.Cursor()
-	var dead [][]byte
-	var deadTerms []posting
+	var dead doomed
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		var t store.Turn
 		if err := json.Unmarshal(v, &t); err != nil {
 			return fmt.Errorf("corrupt history turn: %w", err)
 		}
-		if n-len(dead) <= keep && (since == 0 || nanos(t.At) >= since) {
+		if n-len(dead.keys) <= keep && (since == 0 || nanos(t.At) >= since) {
 			break
 		}
-		dead = append(dead, append([]byte{}, k...))
-		for _, term := range t.Terms {
-			deadTerms = append(deadTerms, posting{term, binaryU64(k)})
-		}
+		dead.add(k, t)
 	}
-	for _, p := range deadTerms {
+	if len(dead.keys) == 0 {
+		return nil
+	}
+	if err := dead.drop(turns, terms); err != nil {
+		return err
+	}
+	return setCounter(lb, keyTurnCount, max(0, n-len(dead.keys)))
+}
+
+// doomed collects turns to drop, with their index entries, while a cursor
+// walks the turns; drop deletes them once the walk is done.
+type doomed struct {
+	keys     [][]byte
+	postings []posting
+}
+
+func (d *doomed) add(k []byte, t store.Turn) {
+	d.keys = append(d.keys, append([]byte{}, k...))
+	for _, term := range t.Terms {
+		d.postings = append(d.postings, posting{term, binaryU64(k)})
+	}
+}
+
+func (d *doomed) drop(turns, terms *bbolt.Bucket) error {
+	for _, p := range d.postings {
 		if err := postRemove(terms, p.term, p.seq); err != nil {
 			return err
 		}
 	}
-	for _, k := range dead {
+	for _, k := range d.keys {
 		if err := turns.Delete(k); err != nil {
 			return err
 		}
 	}
-	if len(dead) == 0 {
-		return nil
-	}
-	return setCounter(lb, keyTurnCount, max(0, n-len(dead)))
+	return nil
 }
 
 // setOldest records the log's oldest turn in history_oldest (or removes
@@ -224,10 +238,7 @@ func (h *history) List(ctx context.Context, log string, q store.HistoryQuery) ([
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = defaultHistoryPage
-	}
+	limit := q.PageSize()
 	var out []store.Turn
 	err := (*Store)(h).view(func(tx *bbolt.Tx) error {
 		before, err := bound(q)
@@ -238,16 +249,12 @@ func (h *history) List(ctx context.Context, log string, q store.HistoryQuery) ([
 		if turns == nil {
 			return nil
 		}
-		c := turns.Cursor()
-		var k, v []byte
-		if before == 0 {
-			k, v = c.Last()
-		} else if k, _ = c.Seek(u64(before)); k == nil {
-			k, v = c.Last()
-		} else {
-			k, v = c.Prev()
+		var from []byte
+		if before != 0 {
+			from = u64(before)
 		}
-		for ; k != nil && len(out) < limit; k, v = c.Prev() {
+		c := turns.Cursor()
+		for k, v := newestBefore(c, from); k != nil && len(out) < limit; k, v = c.Prev() {
 			var t store.Turn
 			if err := json.Unmarshal(v, &t); err != nil {
 				return fmt.Errorf("corrupt history turn: %w", err)
@@ -270,10 +277,7 @@ func (h *history) Search(ctx context.Context, log string, terms []string, q stor
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = defaultHistoryPage
-	}
+	limit := q.PageSize()
 	var out []store.Turn
 	err := (*Store)(h).view(func(tx *bbolt.Tx) error {
 		out = nil
@@ -379,36 +383,24 @@ func (h *history) Forget(ctx context.Context, log, principal string) (int, error
 			}
 			return root.DeleteBucket([]byte(log))
 		}
-		var dead [][]byte
-		var deadTerms []posting
+		var dead doomed
 		err := turns.ForEach(func(k, v []byte) error {
 			var t store.Turn
 			if err := json.Unmarshal(v, &t); err != nil {
 				return fmt.Errorf("corrupt history turn: %w", err)
 			}
-			if t.Principal != principal {
-				return nil
-			}
-			dead = append(dead, append([]byte{}, k...))
-			for _, term := range t.Terms {
-				deadTerms = append(deadTerms, posting{term, binaryU64(k)})
+			if t.Principal == principal {
+				dead.add(k, t)
 			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		for _, p := range deadTerms {
-			if err := postRemove(terms, p.term, p.seq); err != nil {
-				return err
-			}
+		if err := dead.drop(turns, terms); err != nil {
+			return err
 		}
-		for _, k := range dead {
-			if err := turns.Delete(k); err != nil {
-				return err
-			}
-		}
-		n = len(dead)
+		n = len(dead.keys)
 		if err := setCounter(lb, keyTurnCount, max(0, counter(lb, keyTurnCount)-n)); err != nil {
 			return err
 		}

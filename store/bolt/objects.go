@@ -179,6 +179,18 @@ var (
 	keyUnread = []byte("unread")
 )
 
+// newestBefore positions c on the last key below before (nil: the last
+// key of all), for a walk newest first with c.Prev.
+func newestBefore(c *bbolt.Cursor, before []byte) (k, v []byte) {
+	if before == nil {
+		return c.Last()
+	}
+	if k, _ = c.Seek(before); k == nil {
+		return c.Last()
+	}
+	return c.Prev()
+}
+
 // defaultInboxPage is the page size of an InboxQuery without a Limit.
 const defaultInboxPage = 50
 
@@ -342,16 +354,12 @@ func (in *inbox) List(ctx context.Context, principal string, q store.InboxQuery)
 		if p == nil {
 			return nil
 		}
-		c := p.Bucket(bktItems).Cursor()
-		var k, v []byte
-		if q.Before == "" {
-			k, v = c.Last()
-		} else if k, _ = c.Seek([]byte(q.Before)); k == nil {
-			k, v = c.Last()
-		} else {
-			k, v = c.Prev()
+		var from []byte
+		if q.Before != "" {
+			from = []byte(q.Before)
 		}
-		for ; k != nil && len(out) < limit; k, v = c.Prev() {
+		c := p.Bucket(bktItems).Cursor()
+		for k, v := newestBefore(c, from); k != nil && len(out) < limit; k, v = c.Prev() {
 			var it store.InboxItem
 			if err := json.Unmarshal(v, &it); err != nil {
 				return fmt.Errorf("corrupt inbox item: %w", err)

@@ -6,13 +6,7 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
-
-	"github.com/herald-bridge/herald/store"
 )
-
-type buckets struct{ s *Store }
-
-var _ store.Buckets = (*buckets)(nil)
 
 // scriptBucketTake keeps a bucket as its theoretical arrival time in µs
 // (GCRA), as the embedded backend does: KEYS bucket; ARGV now, every,
@@ -35,7 +29,7 @@ func (b *buckets) Take(ctx context.Context, name string, every time.Duration, bu
 		return 0, errors.New("redis store: bucket take: every and burst must be positive")
 	}
 	us := max(every.Microseconds(), 1)
-	wait, err := scriptBucketTake.Run(ctx, b.s.rdb, []string{b.s.prefix + "rb:" + name}, micros(now), us, burst).Int64()
+	wait, err := scriptBucketTake.Run(ctx, b.s.rdb, []string{b.s.bucketKey(name)}, micros(now), us, burst).Int64()
 	if err != nil {
 		return 0, wrap("bucket take", err)
 	}

@@ -12,16 +12,6 @@ import (
 	"github.com/herald-bridge/herald/store"
 )
 
-type catalog struct{ s *Store }
-
-var _ store.Catalog = (*catalog)(nil)
-
-func (s *Store) taskKey(id string) string      { return s.tagged + "task:rec:" + id }
-func (s *Store) taskIDsKey() string            { return s.tagged + "task:ids" }
-func (s *Store) snapKey(taskID string) string  { return s.tagged + "snap:" + taskID }
-func (s *Store) leaseKey(name string) string   { return s.tagged + "lease:h:" + name }
-func (s *Store) counterKey(name string) string { return s.tagged + "lease:n:" + name }
-
 // fenceArgs returns the lease key and the (fenced, epoch) script arguments
 // for f. An unfenced call still names a key of the {P} slot so that the
 // script's key list stays in one slot.
@@ -161,10 +151,6 @@ func (c *catalog) Delete(ctx context.Context, f store.Fence, id string, expect u
 	}
 	return nil
 }
-
-type snapshots struct{ s *Store }
-
-var _ store.Snapshots = (*snapshots)(nil)
 
 func (sn *snapshots) Get(ctx context.Context, taskID string) ([]byte, error) {
 	b, err := sn.s.rdb.Get(ctx, sn.s.snapKey(taskID)).Bytes()

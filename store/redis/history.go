@@ -14,41 +14,14 @@ import (
 	"github.com/herald-bridge/herald/store"
 )
 
-// History layout. One log's keys share the hash tag {<log>}, so each
-// script below touches one cluster slot (the index keys a script derives
-// from stored terms carry the same tag):
-//
-//	P hist:{<log>}:t          hash seq -> turn JSON (without id and terms)
-//	P hist:{<log>}:w          hash seq -> the turn's terms, newline-separated
-//	P hist:{<log>}:i          zset seq by seq: the log in append order
-//	P hist:{<log>}:a          zset seq by time (µs): for the retention cut
-//	P hist:{<log>}:seq        turn sequence
-//	P hist:{<log>}:x:<term>   zset seq by seq: the inverted index
-//	P hist:oldest             zset log by its oldest turn's time (µs)
-//
-// hist:oldest lives in another slot; it is written after the log's own
-// script and read only to know when the next turn expires, so a crash
-// between the two leaves a stale hint that the next append or prune
-// corrects, never a lost or kept turn.
-type history struct{ s *Store }
-
-var _ store.History = (*history)(nil)
+// The history keys are in keys.go. hist:oldest lives in another slot than
+// a log's keys; it is written after the log's own script and read only to
+// know when the next turn expires, so a crash between the two leaves a
+// stale hint that the next append or prune corrects, never a lost or kept
+// turn.
 
 // History returns the conversation history.
 func (s *Store) History() store.History { return s.history }
-
-type histKeys struct {
-	base, t, w, i, a, seq, x string
-}
-
-func (s *Store) histKeys(log string) histKeys {
-	b := s.prefix + "hist:{" + log + "}:"
-	return histKeys{base: b, t: b + "t", w: b + "w", i: b + "i", a: b + "a", seq: b + "seq", x: b + "x:"}
-}
-
-func (k histKeys) fixed() []string { return []string{k.t, k.w, k.i, k.a, k.seq} }
-
-func (s *Store) histOldest() string { return s.prefix + "hist:oldest" }
 
 // luaHistDrop defines drop(m): one turn and its index entries. KEYS[1..4]
 // are t, w, i, a; ARGV[1] is the index key prefix.
@@ -242,16 +215,12 @@ func (h *history) decode(log string, seqs []string, vals []any) ([]store.Turn, e
 }
 
 func (h *history) List(ctx context.Context, log string, q store.HistoryQuery) ([]store.Turn, error) {
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 50
-	}
 	max, err := histCursor(q.Before)
 	if err != nil {
 		return nil, err
 	}
 	k := h.s.histKeys(log)
-	seqs, err := h.s.rdb.ZRevRangeByScore(ctx, k.i, &goredis.ZRangeBy{Min: "-inf", Max: max, Count: int64(limit)}).Result()
+	seqs, err := h.s.rdb.ZRevRangeByScore(ctx, k.i, &goredis.ZRangeBy{Min: "-inf", Max: max, Count: int64(q.PageSize())}).Result()
 	if err != nil {
 		return nil, wrap("history list", err)
 	}
@@ -278,10 +247,6 @@ func (h *history) Search(ctx context.Context, log string, terms []string, q stor
 	if len(terms) == 0 {
 		return nil, nil
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 50
-	}
 	max, err := histCursor(q.Before)
 	if err != nil {
 		return nil, err
@@ -295,7 +260,7 @@ func (h *history) Search(ctx context.Context, log string, terms []string, q stor
 	if !q.Since.IsZero() {
 		cut = micros(q.Since)
 	}
-	res, err := scriptHistSearch.Run(ctx, h.s.rdb, keys, max, cut, limit).StringSlice()
+	res, err := scriptHistSearch.Run(ctx, h.s.rdb, keys, max, cut, q.PageSize()).StringSlice()
 	if err != nil {
 		return nil, wrap("history search", err)
 	}

@@ -12,28 +12,6 @@ import (
 	"github.com/herald-bridge/herald/store"
 )
 
-type inbox struct{ s *Store }
-
-var _ store.Inbox = (*inbox)(nil)
-
-// inboxKeys are one principal's keys; the {principal} hash tag keeps them in
-// one cluster slot for the append and mark-read scripts.
-type inboxKeys struct {
-	items, all, unread, read, keys, seq string
-}
-
-func (s *Store) inboxKeys(principal string) inboxKeys {
-	b := s.prefix + "inbox:{" + principal + "}:"
-	return inboxKeys{
-		items:  b + "items",  // hash id -> item JSON (read flag kept apart)
-		all:    b + "all",    // zset id by sequence
-		unread: b + "unread", // zset id by sequence
-		read:   b + "read",   // zset id by sequence
-		keys:   b + "keys",   // hash effect key -> id
-		seq:    b + "seq",
-	}
-}
-
 // Item ids are the per-principal sequence, zero-padded so that they sort.
 const inboxIDWidth = 16
 

@@ -12,10 +12,6 @@ import (
 	"github.com/herald-bridge/herald/store"
 )
 
-type leases struct{ s *Store }
-
-var _ store.Leases = (*leases)(nil)
-
 func expiryArgs(t time.Time) (string, string) {
 	return strconv.FormatInt(micros(t), 10), t.Format(time.RFC3339Nano)
 }
@@ -83,14 +79,10 @@ func (ls *leases) Current(ctx context.Context, name string) (store.Lease, error)
 	return l, nil
 }
 
-type dedup struct{ s *Store }
-
-var _ store.Dedup = (*dedup)(nil)
-
 // Mark sets the mark with SET NX and Redis expiry. A ttl of 0 or less keeps
 // the mark until deleted; expiry is rounded up to whole milliseconds.
 func (d *dedup) Mark(ctx context.Context, ns, id string, ttl time.Duration) (bool, error) {
-	key := d.s.prefix + "dd:" + strconv.Itoa(len(ns)) + ":" + ns + ":" + id
+	key := d.s.dedupKey(ns, id)
 	args := goredis.SetArgs{Mode: "NX"}
 	if ttl > 0 {
 		args.TTL = roundMillis(ttl)
@@ -111,13 +103,6 @@ func roundMillis(d time.Duration) time.Duration {
 	}
 	return d
 }
-
-type kv struct {
-	s      *Store
-	prefix string
-}
-
-var _ store.KV = (*kv)(nil)
 
 func (k *kv) Get(ctx context.Context, key string) ([]byte, error) {
 	b, err := k.s.rdb.Get(ctx, k.prefix+key).Bytes()
@@ -145,10 +130,6 @@ func (k *kv) Delete(ctx context.Context, key string) error {
 	return wrap("kv delete", k.s.rdb.Del(ctx, k.prefix+key).Err())
 }
 
-type runs struct{ s *Store }
-
-var _ store.Runs = (*runs)(nil)
-
 // DefaultKeepRuns is the run history bound used when Append gets keep <= 0.
 const DefaultKeepRuns = 30
 
@@ -156,7 +137,7 @@ func (r *runs) Append(ctx context.Context, taskID string, run []byte, keep int) 
 	if keep <= 0 {
 		keep = DefaultKeepRuns
 	}
-	key := r.s.prefix + "runs:" + taskID
+	key := r.s.runsKey(taskID)
 	if run == nil {
 		run = []byte{}
 	}
@@ -173,7 +154,7 @@ func (r *runs) List(ctx context.Context, taskID string, limit int) ([][]byte, er
 	if limit > 0 {
 		stop = int64(limit) - 1
 	}
-	vals, err := r.s.rdb.LRange(ctx, r.s.prefix+"runs:"+taskID, 0, stop).Result()
+	vals, err := r.s.rdb.LRange(ctx, r.s.runsKey(taskID), 0, stop).Result()
 	if err != nil {
 		return nil, wrap("runs list", err)
 	}

@@ -15,19 +15,6 @@ import (
 	"github.com/herald-bridge/herald/store"
 )
 
-type ledger struct{ s *Store }
-
-var _ store.Ledger = (*ledger)(nil)
-
-func (s *Store) effectKey(key string) string       { return s.tagged + "fx:e:" + key }
-func (s *Store) taskEffectsKey(task string) string { return s.tagged + "fx:t:" + task }
-func (s *Store) seqKey() string                    { return s.tagged + "fx:seq" }
-func (s *Store) inflightKey() string               { return s.tagged + "fx:inflight" }
-func (s *Store) queueKey() string                  { return s.tagged + "q" }
-func (s *Store) sendingKey(worker string) string   { return s.tagged + "fx:sending:" + worker }
-func (s *Store) sendingSetKey() string             { return s.tagged + "fx:sending" }
-func (s *Store) endedKey() string                  { return s.tagged + "fx:ended" }
-
 // queueScore orders the queue by NotBefore; an effect without one is due
 // from its creation.
 func queueScore(e *store.Effect) string {

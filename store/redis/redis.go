@@ -1,35 +1,8 @@
 // Package redis implements every storage object of package store on Redis
 // with the same guarantees as the embedded backend.
 //
-// # Key layout
-//
-// Every key starts with the configured prefix P (default "herald:"). The
-// objects that take part in the fenced, revision-checked ledger commit share
-// the hash tag {P}, so that they live in one cluster slot:
-//
-//	{P}schema           stored schema version
-//	{P}task:rec:<id>    catalog record (hash: rev, val)
-//	{P}task:ids         set of catalog ids
-//	{P}snap:<task>      task snapshot
-//	{P}fx:e:<key>       effect (ledger entry, JSON)
-//	{P}fx:t:<task>      zset: a task's effect keys in commit order
-//	{P}fx:seq           commit sequence for fx:t
-//	{P}fx:inflight      set: effect keys with an attempt in flight
-//	{P}q                zset: queued effect keys scored by NotBefore (µs)
-//	{P}lease:h:<name>   lease (hash: holder, epoch, exp, expt)
-//	{P}lease:n:<name>   lease epoch counter; INCR only, never reset
-//	{P}sched:...        scheduling shards (shards.go)
-//
-// The other objects are independent of the ledger and spread over the
-// cluster by their own keys:
-//
-//	P dd:<len(ns)>:<ns>:<id>             dedup marks (Redis expiry)
-//	P inbox:{<principal>}:items|all|unread|read|keys|seq
-//	P runs:<task>                        run history list (LTRIM)
-//	P dlg:<key>                          dialog state (Redis expiry)
-//	P chan:<key>                         channel state
-//	P rb:<name>                          rate bucket (Redis expiry once full)
-//	P hist:{<log>}:...                   conversation history (history.go)
+// Every key starts with the configured prefix P (default "herald:"); the
+// key layout is in keys.go.
 //
 // # Scripts and cluster slots
 //
@@ -190,8 +163,8 @@ func New(ctx context.Context, rdb goredis.UniversalClient, opts Options) (*Store
 	s.dedup = &dedup{s}
 	s.inbox = &inbox{s}
 	s.runs = &runs{s}
-	s.dialogs = &kv{s: s, prefix: opts.KeyPrefix + "dlg:"}
-	s.channels = &kv{s: s, prefix: opts.KeyPrefix + "chan:"}
+	s.dialogs = &kv{s: s, prefix: s.dialogPrefix()}
+	s.channels = &kv{s: s, prefix: s.channelPrefix()}
 	s.buckets = &buckets{s}
 	s.history = &history{s}
 	if err := s.checkSchema(ctx); err != nil {
@@ -210,7 +183,7 @@ func New(ctx context.Context, rdb goredis.UniversalClient, opts Options) (*Store
 }
 
 func (s *Store) checkSchema(ctx context.Context) error {
-	key := s.tagged + "schema"
+	key := s.schemaKey()
 	if err := s.rdb.SetNX(ctx, key, SchemaVersion, 0).Err(); err != nil {
 		return wrap("open", err)
 	}

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"cmp"
 	"net/url"
 	"strconv"
 	"strings"
@@ -48,15 +49,11 @@ func parseJSON(body []byte, contentType string, base *url.URL, spec watch.Spec, 
 		title := plainText(field(el, spec.Title, "title", "name", "subject", "summary").String())
 		link := resolve(base, field(el, spec.Link, "html_url", "web_url", "permalink", "link", "url", "href").String())
 		due := parseDue(field(el, spec.Due), zone)
-		id := strings.TrimSpace(field(el, spec.ID, "id", "uid", "guid", "key").String())
 		nt := normTitle(title)
-		switch {
-		case id != "":
-		case link != "":
-			id = link
-		case nt != "":
-			id = nt
-		default:
+		// An item is known by its id, else its link, else its title, else
+		// its content.
+		id := cmp.Or(strings.TrimSpace(field(el, spec.ID, "id", "uid", "guid", "key").String()), link, nt)
+		if id == "" {
 			id = "sha256:" + digest(el.Raw)[:32]
 		}
 		if title == "" {

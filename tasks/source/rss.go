@@ -2,6 +2,7 @@ package source
 
 import (
 	"bytes"
+	"cmp"
 	"net/url"
 	"strings"
 
@@ -79,14 +80,9 @@ func parseFeed(body []byte, contentType string, base *url.URL) ([]watch.Item, er
 			title = truncate(text, 120)
 		}
 		nt := normTitle(title)
-		id := strings.TrimSpace(it.GUID)
-		switch {
-		case id != "":
-		case link != "":
-			id = link
-		case nt != "":
-			id = nt
-		default:
+		// An item is known by its guid, else its link, else its title.
+		id := cmp.Or(strings.TrimSpace(it.GUID), link, nt)
+		if id == "" {
 			continue // nothing to know it by
 		}
 		cs = append(cs, candidate{

@@ -19,11 +19,9 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -112,16 +110,7 @@ var assets = map[string]string{
 
 // Mount adds the console's routes to s.
 func (c *Console) Mount(s *webhook.Server) {
-	s.Handle("/console", func(w http.ResponseWriter, r *http.Request) error {
-		return serveFile(w, r, "index.html", "text/html; charset=utf-8")
-	})
-	s.Handle("/console/{asset}", func(w http.ResponseWriter, r *http.Request) error {
-		ctype, ok := assets[r.PathValue("asset")]
-		if !ok {
-			return webhook.ErrNotFound
-		}
-		return serveFile(w, r, r.PathValue("asset"), ctype)
-	})
+	webhook.Page{Name: "console", Path: "/console", Files: pageFiles, Dir: "page", Assets: assets, CSP: pageCSP}.Mount(s)
 	s.Handle("/console/api/login", c.login)
 	s.Handle("/console/api/logout", c.authed(http.MethodPost, c.logout))
 	s.Handle("/console/api/session", c.authed(http.MethodGet, c.session))
@@ -129,41 +118,14 @@ func (c *Console) Mount(s *webhook.Server) {
 	s.Handle("/console/api/tasks", c.authed(http.MethodGet, c.tasks))
 	s.Handle("/console/api/task", c.authed(http.MethodGet, c.task))
 	s.Handle("/console/api/delivery", c.authed(http.MethodGet, c.delivery))
-	s.Handle("/console/api/approve", c.authed(http.MethodPost, c.approve))
-	s.Handle("/console/api/reject", c.authed(http.MethodPost, c.reject))
-	s.Handle("/console/api/redeliver", c.authed(http.MethodPost, c.redeliver))
-}
-
-func serveFile(w http.ResponseWriter, r *http.Request, name, ctype string) error {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		return webhook.ErrMethod
-	}
-	b, err := pageFiles.ReadFile("page/" + name)
-	if err != nil {
-		return fmt.Errorf("read embedded console file %s: %w", name, err)
-	}
-	h := w.Header()
-	h.Set("Content-Type", ctype)
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	secure(h)
-	w.WriteHeader(http.StatusOK)
-	if r.Method == http.MethodHead {
-		return nil
-	}
-	_, err = w.Write(b)
-	return err
+	s.Handle("/console/api/approve", c.authed(http.MethodPost, c.action(c.approve)))
+	s.Handle("/console/api/reject", c.authed(http.MethodPost, c.action(c.reject)))
+	s.Handle("/console/api/redeliver", c.authed(http.MethodPost, c.action(c.redeliver)))
 }
 
 // secure sets the headers every console response carries; no-store keeps
 // admin data out of shared caches and the browser's history cache.
-func secure(h http.Header) {
-	h.Set("Content-Security-Policy", pageCSP)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Cache-Control", "no-store")
-}
+func secure(h http.Header) { webhook.SecureHeaders(h, pageCSP) }
 
 // Refusals with stable codes the page (and tests) rely on.
 var (
@@ -358,44 +320,43 @@ type idIn struct {
 	Key    string `json:"key"`
 }
 
-func (c *Console) approve(w http.ResponseWriter, r *http.Request, sess Session) error {
-	var in idIn
-	if err := readJSON(w, r, &in); err != nil {
-		return err
+// action makes a console action of do: it reads the body, runs do as
+// the signed-in person, drops the cached views, whatever the outcome, and
+// answers with what do returned.
+func (c *Console) action(do func(ctx context.Context, principal string, in idIn) (map[string]string, error)) handler {
+	return func(w http.ResponseWriter, r *http.Request, sess Session) error {
+		var in idIn
+		if err := readJSON(w, r, &in); err != nil {
+			return err
+		}
+		res, err := do(r.Context(), sess.Principal, in)
+		c.cache.drop()
+		return act(w, res, err)
 	}
-	t, err := c.o.Manager.Approve(r.Context(), sess.Principal, in.ID)
-	c.cache.drop()
-	if err != nil {
-		return actionError(err)
-	}
-	return act(w, map[string]string{"id": t.ID, "state": string(t.State)}, nil)
 }
 
-func (c *Console) reject(w http.ResponseWriter, r *http.Request, sess Session) error {
-	var in idIn
-	if err := readJSON(w, r, &in); err != nil {
-		return err
-	}
+func (c *Console) approve(ctx context.Context, principal string, in idIn) (map[string]string, error) {
+	return taskState(c.o.Manager.Approve(ctx, principal, in.ID))
+}
+
+func (c *Console) reject(ctx context.Context, principal string, in idIn) (map[string]string, error) {
 	if len(in.Reason) > 500 {
 		in.Reason = in.Reason[:500]
 	}
-	t, err := c.o.Manager.Reject(r.Context(), sess.Principal, in.ID, strings.TrimSpace(in.Reason))
-	c.cache.drop()
-	if err != nil {
-		return actionError(err)
-	}
-	return act(w, map[string]string{"id": t.ID, "state": string(t.State)}, nil)
+	return taskState(c.o.Manager.Reject(ctx, principal, in.ID, strings.TrimSpace(in.Reason)))
 }
 
-func (c *Console) redeliver(w http.ResponseWriter, r *http.Request, sess Session) error {
-	var in idIn
-	if err := readJSON(w, r, &in); err != nil {
-		return err
-	}
-	fx, err := c.o.Manager.Redeliver(r.Context(), sess.Principal, in.Key)
-	c.cache.drop()
+func taskState(t *tasks.Task, err error) (map[string]string, error) {
 	if err != nil {
-		return actionError(err)
+		return nil, err
 	}
-	return act(w, map[string]string{"key": fx.Key, "state": string(fx.State)}, nil)
+	return map[string]string{"id": t.ID, "state": string(t.State)}, nil
+}
+
+func (c *Console) redeliver(ctx context.Context, principal string, in idIn) (map[string]string, error) {
+	fx, err := c.o.Manager.Redeliver(ctx, principal, in.Key)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"key": fx.Key, "state": string(fx.State)}, nil
 }

@@ -1,0 +1,11 @@
+package feishubot
+
+import "github.com/herald-bridge/herald/delivery/robot"
+
+// The sink's options under the names its tests use; the options are
+// robot's.
+var (
+	WithEgress = robot.WithEgress
+	WithLogger = robot.WithLogger
+	WithClock  = robot.WithClock
+)

@@ -190,9 +190,19 @@ func TestI3_BackupRestoreIsQuietAndSendsNothingTwice(t *testing.T) {
 		fx := newFixture(t)
 		var cfgs [3]string
 		for i := range cfgs {
-			yaml := strings.Replace(fx.config(t, transferTasks(fx)), "driver: bolt", "driver: redis", 1)
-			yaml = strings.Replace(yaml, `redis: {url: "redis://127.0.0.1:6379/0", key_prefix: "herald:"}`,
-				fmt.Sprintf("redis: {url: %q, key_prefix: %q}", url, replicaPrefix(t, url)), 1)
+			// Each service gets a key prefix of its own: a run must not
+			// find another run's tasks or scheduling leases.
+			yaml := fx.config(t, transferTasks(fx))
+			for _, r := range [][2]string{
+				{"driver: bolt", "driver: redis"},
+				{`url: "redis://127.0.0.1:6379/0"`, fmt.Sprintf("url: %q", url)},
+				{`key_prefix: "herald:"`, fmt.Sprintf("key_prefix: %q", replicaPrefix(t, url))},
+			} {
+				if !strings.Contains(yaml, r[0]) {
+					t.Fatalf("the reference config no longer has %s", r[0])
+				}
+				yaml = strings.Replace(yaml, r[0], r[1], 1)
+			}
 			cfgs[i] = writeConfig(t, yaml)
 		}
 		backupRestore(t, fx, cfgs)

@@ -124,11 +124,13 @@ func Restore(ctx context.Context, url, prefix, from string, r io.Reader) (int, e
 		default:
 			return n, errors.New("redis store: restore: a key outside the snapshot's prefix")
 		}
-		if ttl == -2 || strings.HasPrefix(key, "{"+prefix+"}lease:h:") {
-			// A lease is a running process's ownership, and a restored
-			// store has no running process: it is left out, so the new
-			// service need not wait for it to expire. Its epoch counter
-			// (lease:n:) comes along, so epochs still only grow (I5).
+		if ttl == -2 || strings.HasPrefix(key, "{"+prefix+"}lease:h:") || key == "{"+prefix+"}sched:live" {
+			// A lease is a running process's ownership, and the live set
+			// the replicas that share the shards: a restored store has no
+			// running process, so both are left out, and the new service
+			// neither waits for them to expire nor takes only a share of
+			// the shards. Epoch counters (lease:n:) come along, so epochs
+			// still only grow (I5).
 			continue
 		}
 		if ttl < 0 {

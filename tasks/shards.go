@@ -369,7 +369,13 @@ func (m *Manager) release(sl store.ShardLeases, extra int) []int {
 			out, shards = append(out, l), append(shards, pref[k])
 		}
 	}
-	m.waitShardRuns(shards)
+	if !m.waitShardRuns(shards) {
+		// A run that has not stopped yet must not meet the next owner's
+		// run of its task: these shards are not handed over but left to
+		// expire, which gives it the rest of the lease to stop.
+		m.log.Warn().Ints("shards", shards).Msg("runs still stopping; extra scheduling shards left to expire")
+		return shards
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.o.LeaseTTL/4)
 	defer cancel()
 	if err := sl.ReleaseShards(ctx, m.o.Holder, out, false); err != nil {
@@ -397,8 +403,8 @@ func (m *Manager) handBack(sl store.ShardLeases) {
 }
 
 // waitShardRuns waits, within a quarter lease TTL, for the runs of the
-// given shards to end.
-func (m *Manager) waitShardRuns(shards []int) {
+// given shards to end, and says whether they all did.
+func (m *Manager) waitShardRuns(shards []int) bool {
 	limit := m.clock.After(m.o.LeaseTTL / 4)
 	m.mu.Lock()
 	n := m.shards.count()
@@ -414,12 +420,12 @@ func (m *Manager) waitShardRuns(shards []int) {
 		}
 		m.runMu.Unlock()
 		if s == nil {
-			return
+			return true
 		}
 		select {
 		case <-s.done:
 		case <-limit:
-			return
+			return false
 		}
 	}
 }

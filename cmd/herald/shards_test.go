@@ -50,8 +50,13 @@ func (f *shardFeeds) handle(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	defer func() { f.mu.Lock(); f.inFlight[p]--; f.mu.Unlock() }()
 	// The source's own work: long enough that two runs of one task
-	// would be seen answering at once.
-	time.Sleep(100 * time.Millisecond)
+	// would be seen answering at once. A request its run gave up on (the
+	// client went away) is no longer a run in progress.
+	select {
+	case <-time.After(100 * time.Millisecond):
+	case <-r.Context().Done():
+		return
+	}
 	var b strings.Builder
 	b.WriteString(`<?xml version="1.0"?><rss version="2.0"><channel><title>shard feed</title><link>https://feeds.example.org/</link><description>d</description>`)
 	for _, g := range guids {

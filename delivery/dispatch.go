@@ -96,6 +96,7 @@ type Dispatcher struct {
 
 	direct   chan struct{}        // free slots for hand-offs (Reserve)
 	directWG sync.WaitGroup       // hand-offs in progress
+	handoffs chan handoff         // to Run's idle hand-off goroutines (unbuffered)
 	limbo    map[string]time.Time // unconfirmed claims to check, until when (Unconfirmed)
 
 	// releasing keeps take from reading the queue while Release makes a
@@ -126,7 +127,7 @@ func NewDispatcher(o Options) (*Dispatcher, error) {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics(nil)
 	}
-	return &Dispatcher{o: o, wake: make(chan struct{}, 1), taken: map[string]bool{}, busy: map[string]bool{}, direct: make(chan struct{}, o.Workers)}, nil
+	return &Dispatcher{o: o, wake: make(chan struct{}, 1), taken: map[string]bool{}, busy: map[string]bool{}, direct: make(chan struct{}, o.Workers), handoffs: make(chan handoff)}, nil
 }
 
 // Wake tells the dispatcher new work was queued.
@@ -159,13 +160,17 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	work := make(chan group)
 	var wg sync.WaitGroup
 	for range d.o.Workers {
-		wg.Add(1)
+		wg.Add(2)
 		go func() {
 			defer wg.Done()
 			for g := range work {
 				d.deliver(context.WithoutCancel(ctx), g)
 				d.release(g)
 			}
+		}()
+		go func() {
+			defer wg.Done()
+			d.handing(ctx)
 		}()
 	}
 	defer func() { close(work); wg.Wait(); d.directWG.Wait() }()

@@ -10,13 +10,21 @@ import (
 	"github.com/herald-bridge/herald/store"
 )
 
+// handoffWait is how long Reserve waits for a worker when every one is
+// busy. Accepting faster than the recipients take pushes only grows a
+// queue, which costs each push two more durable rounds and a read of the
+// queue; a short wait passes that pressure back to the sender instead,
+// and still queues when a recipient is slow for longer.
+const handoffWait = 50 * time.Millisecond
+
 // Reserve offers a free local worker for one push to recipient, so the
 // caller can claim it already in flight for that worker
 // (store.RunCommit.Worker) and hand it over with Handoff: one durable
 // round fewer than queueing it. It declines while the dispatcher is not
-// running, every slot is busy, the recipient cannot be resolved, or its
-// pushes are held (quiet hours, mute); the caller then queues as usual.
-// Every reservation ends with exactly one Handoff or release().
+// running, when no worker frees up within handoffWait, when the
+// recipient cannot be resolved, or when its pushes are held (quiet hours,
+// mute); the caller then queues as usual. Every reservation ends with
+// exactly one Handoff or release().
 func (d *Dispatcher) Reserve(ctx context.Context, recipient, taskID string) (worker string, release func(), ok bool) {
 	done := d.stopping()
 	if done == nil {
@@ -27,7 +35,17 @@ func (d *Dispatcher) Reserve(ctx context.Context, recipient, taskID string) (wor
 		return "", nil, false
 	case d.direct <- struct{}{}:
 	default:
-		return "", nil, false
+		t := time.NewTimer(handoffWait)
+		defer t.Stop()
+		select {
+		case <-done:
+			return "", nil, false
+		case <-ctx.Done():
+			return "", nil, false
+		case <-t.C:
+			return "", nil, false
+		case d.direct <- struct{}{}:
+		}
 	}
 	release = func() { <-d.direct }
 	route, err := d.o.Router.Resolve(recipient)
@@ -70,17 +88,45 @@ func privateChat(principal string) string {
 	return ""
 }
 
+// handoff is one push handed over to a worker.
+type handoff struct {
+	g       group
+	release func()
+}
+
 // Handoff sends effects claimed in flight for this dispatcher's worker
 // (after Reserve) and records their outcome; release is called when done.
+// An idle hand-off goroutine of Run takes it; one that has grown its
+// stack on earlier sends does not grow it again for each push. When none
+// is idle (Run is ending), a goroutine of its own sends it.
 func (d *Dispatcher) Handoff(fxs []store.Effect, msg Message, release func()) {
+	msg.Items = slices.Clone(msg.Items)
+	sortItems(msg.Items) // as merge would
+	h := handoff{g: group{fx: fxs, begun: true, msg: &msg}, release: release}
 	d.directWG.Add(1)
-	go func() {
-		defer d.directWG.Done()
-		defer release()
-		msg.Items = slices.Clone(msg.Items)
-		sortItems(msg.Items) // as merge would
-		d.deliver(context.Background(), group{fx: fxs, begun: true, msg: &msg})
-	}()
+	select {
+	case d.handoffs <- h:
+	default:
+		go d.hand(h)
+	}
+}
+
+func (d *Dispatcher) hand(h handoff) {
+	defer d.directWG.Done()
+	defer h.release()
+	d.deliver(context.Background(), h.g)
+}
+
+// handing serves hand-offs until ctx ends.
+func (d *Dispatcher) handing(ctx context.Context) {
+	for {
+		select {
+		case h := <-d.handoffs:
+			d.hand(h)
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // stopping is closed once the dispatcher is shutting down.

@@ -32,9 +32,9 @@ import (
 // Checkpoint policy: when this many effects are in memory, when the log
 // file has grown this much, or this long after the last one.
 var (
-	checkpointEffects       = 2048
+	checkpointEffects       = 8192
 	checkpointBytes   int64 = logPrealloc / 2
-	checkpointEvery         = 250 * time.Millisecond
+	checkpointEvery         = time.Second
 )
 
 // logged is one effect held in memory.
@@ -81,8 +81,7 @@ type logOp struct {
 	// answers
 	res   store.CommitResult
 	out   fx
-	taken []encoded // a capture: the effects, and their versions
-	vers  []uint64
+	taken []taken // a capture: the effects as they stand
 	gen   uint64
 }
 
@@ -358,16 +357,23 @@ func (o *overlay) apply(op *logOp) error {
 	return nil
 }
 
+// taken is a logged effect as a checkpoint took it.
+type taken struct {
+	e          encoded // its state encoded by the checkpoint
+	ver, order uint64
+}
+
 // turn takes every logged effect for a checkpoint and turns the log over.
+// It runs in a round, under the lock: it only copies. The checkpoint
+// sorts and encodes outside it; a later step replaces e.f.st and clones
+// its attempts, so the copies stay as they are.
 func (o *overlay) turn(op *logOp) error {
-	all := make([]*logged, 0, len(o.m))
+	op.taken = make([]taken, 0, len(o.m))
 	for _, e := range o.m {
-		all = append(all, e)
-	}
-	slices.SortFunc(all, func(a, b *logged) int { return cmp.Compare(a.order, b.order) })
-	op.taken, op.vers = make([]encoded, len(all)), make([]uint64, len(all))
-	for i, e := range all {
-		op.taken[i], op.vers[i] = e.encoded(), e.ver
+		op.taken = append(op.taken, taken{
+			e:   encoded{key: e.f.body.Key, task: e.f.body.TaskID, body: e.body, st: e.f.st},
+			ver: e.ver, order: e.order,
+		})
 	}
 	gen, err := o.log.rotate()
 	if err != nil {
@@ -394,9 +400,13 @@ func (o *overlay) checkpoint() error {
 	if err := o.gc.queue(op); err != nil {
 		return err
 	}
+	slices.SortFunc(op.taken, func(a, b taken) int { return cmp.Compare(a.order, b.order) }) // claim order: file sequence numbers follow it
+	for i := range op.taken {
+		op.taken[i].e.state = encodeState(op.taken[i].e.st)
+	}
 	err := o.db.Update(func(tx *bbolt.Tx) error {
-		for _, e := range op.taken {
-			if err := put(tx, e); err != nil {
+		for _, t := range op.taken {
+			if err := put(tx, t.e); err != nil {
 				return err
 			}
 		}
@@ -407,10 +417,10 @@ func (o *overlay) checkpoint() error {
 	if err != nil {
 		return o.fail(fmt.Errorf("checkpoint: %w", err))
 	}
-	for i, e := range op.taken {
-		if cur := o.m[e.key]; cur != nil && cur.ver == op.vers[i] {
-			delete(o.m, e.key)
-			delete(o.wait, e.key)
+	for _, t := range op.taken {
+		if cur := o.m[t.e.key]; cur != nil && cur.ver == t.ver {
+			delete(o.m, t.e.key)
+			delete(o.wait, t.e.key)
 		}
 	}
 	return nil

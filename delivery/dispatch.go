@@ -276,8 +276,6 @@ func (d *Dispatcher) take(ctx context.Context) ([]group, error) {
 func (d *Dispatcher) deliver(ctx context.Context, g group) {
 	now := d.o.Now()
 	recipient, taskID := g.fx[0].Recipient, g.fx[0].TaskID
-	log := d.o.Log.With().Str("task", taskID).Logger()
-
 	route, err := d.o.Router.Resolve(recipient)
 	if g.begun {
 		// Claimed in flight for this worker (Reserve/Handoff): the checks
@@ -291,6 +289,7 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 		d.send(ctx, route, g.fx, g.fx, g.msg)
 		return
 	}
+	log := d.o.Log.With().Str("task", taskID).Logger()
 	switch {
 	case errors.Is(err, ErrTransportOff):
 		// Waits durably for the transport to come back (config reload);

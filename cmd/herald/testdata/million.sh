@@ -21,13 +21,21 @@
 #
 # Environment (defaults in brackets): BENCH_BIN (required), HERALD
 # [bin/herald], N [1000000], CHUNKS [10], C [32], RETENTION [1m],
-# PORT [28380], SINK_PORT [29399], DATA_DIR [a temporary dir, removed at the end],
+# RATE [none: as fast as herald takes them] in events per second, sent
+# on a fixed schedule (load -rate), PORT [28380], SINK_PORT [29399], DATA_DIR [a temporary dir, removed at the end],
 # MAX_SECONDS [3600]: the whole run is stopped after this long.
+#
+# At full speed the first chunk ends before anything is old enough to
+# prune, so the rows after it also show the ledger filling up to one
+# retention's worth of pushes. At a RATE where the first chunk lasts
+# longer than RETENTION, pruning is under way by the first row, and any
+# growth in the rows after it is growth beyond a full retention window.
 set -euo pipefail
 
 : "${BENCH_BIN:?set BENCH_BIN to the directory holding the load and sink programs}"
 HERALD="${HERALD:-bin/herald}"
 N="${N:-1000000}"; CHUNKS="${CHUNKS:-10}"; C="${C:-32}"; RETENTION="${RETENTION:-1m}"
+rate_flags=(); [ -z "${RATE:-}" ] || rate_flags=(-rate "$RATE")
 PORT="${PORT:-28380}"; SINK_PORT="${SINK_PORT:-29399}"; MAX_SECONDS="${MAX_SECONDS:-3600}"
 WORK="$(mktemp -d)"
 DATA_DIR="${DATA_DIR:-$WORK/data}"
@@ -73,7 +81,7 @@ row() { # label events/s dups missing
     "$(du -sm "$DATA_DIR" | cut -f1)" "$3" "$4"
 }
 
-echo "N=$N in $CHUNKS chunks, C=$C, retention $RETENTION, data dir $DATA_DIR"
+echo "N=$N in $CHUNKS chunks, C=$C, rate ${RATE:-closed loop}, retention $RETENTION, data dir $DATA_DIR"
 echo
 echo "| after | events/s | RSS MiB | peak RSS MiB | data dir MiB | duplicates | missing |"
 echo "|---|---|---|---|---|---|---|"
@@ -83,7 +91,7 @@ for ((i = 1; i <= CHUNKS; i++)); do
   [ "$left" -gt 0 ] || { echo "stopped: MAX_SECONDS=$MAX_SECONDS reached" >&2; exit 1; }
   out=$(timeout "$left" "$BENCH_BIN/load" -target "http://127.0.0.1:$PORT/hooks/load" \
     -sink "http://127.0.0.1:$SINK_PORT" -n "$per" -c "$C" -sign standard -secret "$SECRET" \
-    -timeout 120s -settle 1s 2>>"$WORK/load.log")
+    "${rate_flags[@]}" -timeout 120s -settle 1s 2>>"$WORK/load.log")
   field() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p" <<<"$out"; }
   row "$(( i * per )) events" "$(field events_per_s)" "$(field duplicates)" "$(field missing)"
 done

@@ -166,17 +166,15 @@ func writeFileAtomic(path string, write func(io.Writer) error) (int64, error) {
 }
 
 func cmdExport(e *env, args []string) int {
-	au, sum := summaryOf("export")
-	fs := e.flags("export")
-	which := fs.String("tasks", "all", "all, or the principal whose tasks to export")
-	asOPML := fs.Bool("opml", false, "write the rss tasks as OPML 2.0 instead of a bundle")
-	out := fs.String("out", "", "the file to write")
-	pos, code, ok := e.parse(fs, "export", au, sum, args)
+	which := e.flags.String("tasks", "all", "all, or the principal whose tasks to export")
+	asOPML := e.flags.Bool("opml", false, "write the rss tasks as OPML 2.0 instead of a bundle")
+	out := e.flags.String("out", "", "the file to write")
+	pos, code, ok := e.parse(args)
 	if !ok {
 		return code
 	}
 	if len(pos) != 0 || *out == "" {
-		return usageErr(e, "export", "want --out FILE (and no other arguments)")
+		return e.usage("want --out FILE (and no other arguments)")
 	}
 	var b bundle.Bundle
 	if code := e.do("export", exportIn{Tasks: *which}, &b, time.Minute); code != exitOK {
@@ -223,18 +221,13 @@ func batches(list []bundle.Task) [][]bundle.Task {
 }
 
 func cmdImport(e *env, args []string) int {
-	au, sum := summaryOf("import")
-	fs := e.flags("import")
-	as := fs.String("as", "", "the principal whose requests the tasks become (default: the first admin)")
-	dry := fs.Bool("dry-run", false, "say what would happen and change nothing")
-	pos, code, ok := e.parse(fs, "import", au, sum, args)
+	as := e.flags.String("as", "", "the principal whose requests the tasks become (default: the first admin)")
+	dry := e.flags.Bool("dry-run", false, "say what would happen and change nothing")
+	file, code, ok := e.parseOne(args, "want exactly one FILE (a bundle .zip or an .opml file)")
 	if !ok {
 		return code
 	}
-	if len(pos) != 1 {
-		return usageErr(e, "import", "want exactly one FILE (a bundle .zip or an .opml file)")
-	}
-	f, err := os.Open(pos[0])
+	f, err := os.Open(file)
 	if err != nil {
 		return e.fail(err)
 	}
@@ -245,7 +238,7 @@ func cmdImport(e *env, args []string) int {
 	}
 	list, err := transfer.Decode(data)
 	if err != nil {
-		return e.fail(fmt.Errorf("%s: %w", pos[0], err))
+		return e.fail(fmt.Errorf("%s: %w", file, err))
 	}
 	rows := []transfer.Row{}
 	for _, part := range batches(list) {
@@ -275,15 +268,13 @@ func importRows(rows []transfer.Row) [][]string {
 }
 
 func cmdBackup(e *env, args []string) int {
-	au, sum := summaryOf("backup")
-	fs := e.flags("backup")
-	out := fs.String("out", "", "the file to write")
-	pos, code, ok := e.parse(fs, "backup", au, sum, args)
+	out := e.flags.String("out", "", "the file to write")
+	pos, code, ok := e.parse(args)
 	if !ok {
 		return code
 	}
 	if len(pos) != 0 || *out == "" {
-		return usageErr(e, "backup", "want --out FILE")
+		return e.usage("want --out FILE")
 	}
 	abs, err := filepath.Abs(*out)
 	if err != nil {

@@ -30,6 +30,7 @@ import (
 
 	"github.com/herald-bridge/herald/conversation"
 	"github.com/herald-bridge/herald/conversation/perchat"
+	sink "github.com/herald-bridge/herald/delivery/telegram"
 	"github.com/herald-bridge/herald/store"
 )
 
@@ -194,21 +195,12 @@ func New(o Options) (*Channel, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	c := &Channel{o: o, log: o.Log, status: "starting", wait: sleep}
-	b, err := bot.New(o.Token,
-		bot.WithServerURL(o.APIURL),
-		bot.WithSkipGetMe(),
-		bot.WithHTTPClient(o.PollTimeout, o.HTTPClient),
-		bot.WithDefaultHandler(func(context.Context, *bot.Bot, *models.Update) {}),
-		bot.WithErrorsHandler(func(err error) {
-			c.log.Debug().Str("error", c.scrub(err.Error())).Msg("telegram client")
-		}),
-	)
+	b, err := sink.NewBot(o.Token, o.APIURL, o.PollTimeout, o.HTTPClient, o.Log,
+		bot.WithDefaultHandler(func(context.Context, *bot.Bot, *models.Update) {}))
 	if err != nil {
-		return nil, fmt.Errorf("telegram: %s", c.scrub(err.Error()))
+		return nil, err
 	}
-	c.bot = b
-	return c, nil
+	return &Channel{o: o, bot: b, log: o.Log, status: "starting", wait: sleep}, nil
 }
 
 // Status reports what the channel is doing: "starting", "polling",
@@ -257,10 +249,7 @@ func (c *Channel) secretOK(got string) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
-// scrub removes the bot token from s.
-func (c *Channel) scrub(s string) string {
-	return strings.ReplaceAll(s, c.o.Token, "<token>")
-}
+func (c *Channel) scrub(s string) string { return sink.Scrub(c.o.Token, s) }
 
 // wrap turns a client error into one that names the call and never
 // carries the token or a migration's new chat id, keeping the chain for

@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -181,8 +182,7 @@ type Channel struct {
 	idMu sync.Mutex
 	me   identity // zero until getMe answered
 
-	stMu   sync.Mutex
-	status string
+	status atomic.Value // string
 
 	// wait sleeps for d unless ctx ends first (tests replace it).
 	wait func(ctx context.Context, d time.Duration) bool
@@ -200,24 +200,18 @@ func New(o Options) (*Channel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Channel{o: o, bot: b, log: o.Log, status: "starting", wait: sleep}, nil
+	c := &Channel{o: o, bot: b, log: o.Log, wait: sleep}
+	c.status.Store("starting")
+	return c, nil
 }
 
 // Status reports what the channel is doing: "starting", "polling",
 // "webhook", "retrying: <class>", "standby (another replica polls)" or
 // "stopped".
-func (c *Channel) Status() string {
-	c.stMu.Lock()
-	defer c.stMu.Unlock()
-	return c.status
-}
+func (c *Channel) Status() string { return c.status.Load().(string) }
 
 func (c *Channel) setStatus(s string) {
-	c.stMu.Lock()
-	changed := c.status != s
-	c.status = s
-	c.stMu.Unlock()
-	if changed {
+	if c.status.Swap(s) != s {
 		c.log.Info().Str("status", s).Msg("telegram channel")
 	}
 }

@@ -236,6 +236,21 @@ func (e *env) parseOne(args []string, want string) (string, int, bool) {
 	return pos[0], exitOK, true
 }
 
+// parseOut parses a command that writes one file, which --out names, and
+// takes no positional args; want is the usage error when it gets any or
+// no --out.
+func (e *env) parseOut(args []string, want string) (string, int, bool) {
+	out := e.flags.String("out", "", "the file to write")
+	pos, code, ok := e.parse(args)
+	if !ok {
+		return "", code, false
+	}
+	if len(pos) != 0 || *out == "" {
+		return "", e.usage(want), false
+	}
+	return *out, exitOK, true
+}
+
 // parseSub parses a command whose first positional arg, when given, must
 // be one of subs.
 func (e *env) parseSub(args []string, subs ...string) ([]string, int, bool) {

@@ -168,20 +168,16 @@ func writeFileAtomic(path string, write func(io.Writer) error) (int64, error) {
 func cmdExport(e *env, args []string) int {
 	which := e.flags.String("tasks", "all", "all, or the principal whose tasks to export")
 	asOPML := e.flags.Bool("opml", false, "write the rss tasks as OPML 2.0 instead of a bundle")
-	out := e.flags.String("out", "", "the file to write")
-	pos, code, ok := e.parse(args)
+	out, code, ok := e.parseOut(args, "want --out FILE (and no other arguments)")
 	if !ok {
 		return code
-	}
-	if len(pos) != 0 || *out == "" {
-		return e.usage("want --out FILE (and no other arguments)")
 	}
 	var b bundle.Bundle
 	if code := e.do("export", exportIn{Tasks: *which}, &b, time.Minute); code != exitOK {
 		return code
 	}
 	n := len(b.Tasks)
-	_, err := writeFileAtomic(*out, func(w io.Writer) error {
+	_, err := writeFileAtomic(out, func(w io.Writer) error {
 		if *asOPML {
 			var err error
 			n, err = opml.Write(w, "herald feeds", b.Created, b.Tasks)
@@ -190,13 +186,13 @@ func cmdExport(e *env, args []string) int {
 		return bundle.Write(w, b)
 	})
 	if err != nil {
-		return e.fail(fmt.Errorf("write %s: %w", *out, err))
+		return e.fail(fmt.Errorf("write %s: %w", out, err))
 	}
 	if e.json {
-		e.printJSON(map[string]any{"out": *out, "tasks": n})
+		e.printJSON(map[string]any{"out": out, "tasks": n})
 		return exitOK
 	}
-	fmt.Fprintf(e.stdout, "wrote %d task(s) to %s\n", n, *out)
+	fmt.Fprintf(e.stdout, "wrote %d task(s) to %s\n", n, out)
 	return exitOK
 }
 
@@ -268,15 +264,11 @@ func importRows(rows []transfer.Row) [][]string {
 }
 
 func cmdBackup(e *env, args []string) int {
-	out := e.flags.String("out", "", "the file to write")
-	pos, code, ok := e.parse(args)
+	out, code, ok := e.parseOut(args, "want --out FILE")
 	if !ok {
 		return code
 	}
-	if len(pos) != 0 || *out == "" {
-		return e.usage("want --out FILE")
-	}
-	abs, err := filepath.Abs(*out)
+	abs, err := filepath.Abs(out)
 	if err != nil {
 		return e.fail(err)
 	}

@@ -71,14 +71,17 @@ func validLog(s string) bool {
 
 const logHint = "give a principal (telegram:<id>, feishu:<open_id>, console:<name>) or a group chat (telegram:chat:<id>, feishu:chat:<id>)"
 
-// historySearchIn is the body of history.search.
-type historySearchIn struct {
-	Log   string `json:"log"`
-	Query string `json:"query"`
-	Page  int    `json:"page"`
+// historyIn is the body of history.search and history.list: the log they
+// read, and how each pages it.
+type historyIn struct {
+	Log    string `json:"log"`
+	Query  string `json:"query"`  // search
+	Page   int    `json:"page"`   // search
+	Before string `json:"before"` // list
+	Limit  int    `json:"limit"`  // list
 }
 
-func (o *adminOps) searchHistory(ctx context.Context, in historySearchIn) (any, error) {
+func (o *adminOps) searchHistory(ctx context.Context, in historyIn) (any, error) {
 	if !validLog(in.Log) {
 		return nil, hook.BadInput(logHint)
 	}
@@ -95,14 +98,7 @@ func (o *adminOps) searchHistory(ctx context.Context, in historySearchIn) (any, 
 	return historyPage{Log: in.Log, Page: p.Page, More: p.More, Turns: viewTurns(p.Turns)}, nil
 }
 
-// historyListIn is the body of history.list.
-type historyListIn struct {
-	Log    string `json:"log"`
-	Before string `json:"before"`
-	Limit  int    `json:"limit"`
-}
-
-func (o *adminOps) listHistory(ctx context.Context, in historyListIn) (any, error) {
+func (o *adminOps) listHistory(ctx context.Context, in historyIn) (any, error) {
 	if !validLog(in.Log) {
 		return nil, hook.BadInput(logHint)
 	}

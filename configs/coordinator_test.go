@@ -3,8 +3,10 @@ package configs
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -60,7 +62,7 @@ func TestCoordinator_ReloadKeepsOldConfigOnBadFile(t *testing.T) {
 	c, path, logs := newTestCoordinator(t, goodConfig, env("TOKEN", token))
 	var calls []string
 	c.Subscribe(func(cfg *Config) error {
-		calls = append(calls, "first:"+strings.Join(sortedKeys(cfg.Recipients), ","))
+		calls = append(calls, "first:"+strings.Join(slices.Sorted(maps.Keys(cfg.Recipients)), ","))
 		return nil
 	})
 	c.Subscribe(func(cfg *Config) error { calls = append(calls, "second"); return nil })

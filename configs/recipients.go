@@ -1,7 +1,9 @@
 package configs
 
 import (
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/herald-bridge/herald/delivery"
@@ -95,7 +97,7 @@ var recipientChoice = func() string {
 }()
 
 func (v *validator) recipients() {
-	for _, name := range sortedKeys(v.cfg.Recipients) {
+	for _, name := range slices.Sorted(maps.Keys(v.cfg.Recipients)) {
 		r := v.cfg.Recipients[name]
 		rp := "recipients." + name
 		if !namePattern.MatchString(name) || delivery.IsLiteral(name) {

@@ -2,6 +2,7 @@ package configs
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"regexp"
@@ -285,15 +286,6 @@ func (v *validator) limit(path string, n, max int) {
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
-func sortedKeys[T any](m map[string]T) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // target checks a notify or route entry: a literal address or the name of
 // a configured recipient.
 // targets checks the list of recipients at path.key, which must name one
@@ -323,7 +315,7 @@ func (v *validator) target(path, s string) {
 }
 
 func (v *validator) inbound() {
-	for _, name := range sortedKeys(v.cfg.Inbound) {
+	for _, name := range slices.Sorted(maps.Keys(v.cfg.Inbound)) {
 		h := v.cfg.Inbound[name]
 		hp := "inbound." + name
 		if !namePattern.MatchString(name) {

@@ -188,7 +188,7 @@ func TestInboxPage_EveryFileIsEmbeddedAndServed(t *testing.T) {
 		onDisk = append(onDisk, e.Name())
 	}
 	want = append(want, "index.html")
-	for name := range inboxAssets {
+	for name := range pageAssets {
 		want = append(want, name)
 	}
 	sort.Strings(want)

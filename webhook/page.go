@@ -12,12 +12,33 @@ import (
 // origin and works on a machine without internet access. Its responses
 // carry the page's content security policy and are never cached.
 type Page struct {
-	Name   string            // in errors: "inbox page"
-	Path   string            // "/inbox"
-	Files  embed.FS          // index.html and the assets, in Dir
-	Dir    string            // "inboxpage"
-	Assets map[string]string // asset name -> content type; nothing else is served
-	CSP    string
+	Name  string   // in errors: "inbox page"
+	Path  string   // "/inbox"
+	Files embed.FS // index.html and the assets, in Dir
+	Dir   string   // "inboxpage"
+	// Images lets the page load images from its own origin.
+	Images bool
+}
+
+// pageAssets are the files a page serves under Path/, by name, with their
+// content types: one script and one style sheet; nothing else there
+// exists.
+var pageAssets = map[string]string{
+	"app.js":    "text/javascript; charset=utf-8",
+	"style.css": "text/css; charset=utf-8",
+}
+
+// CSP is the page's content security policy: only its own script and
+// style sheet run and it fetches only from its own origin, so markup that
+// slipped into what it shows cannot execute; it cannot be framed, change
+// its base URL or submit a form.
+func (p Page) CSP() string {
+	img := ""
+	if p.Images {
+		img = "img-src 'self'; "
+	}
+	return "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " + img +
+		"frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 }
 
 // Mount serves the page on s: GET and HEAD of Path and Path/{asset}.
@@ -27,7 +48,7 @@ func (p Page) Mount(s *Server) {
 	})
 	s.Handle(p.Path+"/{asset}", func(w http.ResponseWriter, r *http.Request) error {
 		name := r.PathValue("asset")
-		ctype, ok := p.Assets[name]
+		ctype, ok := pageAssets[name]
 		if !ok {
 			return ErrNotFound
 		}
@@ -50,7 +71,7 @@ func (p Page) serve(w http.ResponseWriter, r *http.Request, name, ctype string) 
 	h := w.Header()
 	h.Set("Content-Type", ctype)
 	h.Set("Content-Length", strconv.Itoa(len(b)))
-	SecureHeaders(h, p.CSP)
+	SecureHeaders(h, p.CSP())
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
 		return nil

@@ -33,6 +33,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	lark "github.com/larksuite/oapi-sdk-go/v3"
@@ -190,8 +191,7 @@ type Channel struct {
 	gate   sync.RWMutex
 	closed bool
 
-	mu     sync.Mutex
-	status string
+	status atomic.Value // string; "" until Run
 
 	cardWait time.Duration
 }
@@ -268,16 +268,11 @@ func (c *Channel) shutdown() {
 
 // Status is a short state for readiness and the admin API.
 func (c *Channel) Status() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.status
+	s, _ := c.status.Load().(string)
+	return s
 }
 
-func (c *Channel) setStatus(s string) {
-	c.mu.Lock()
-	c.status = s
-	c.mu.Unlock()
-}
+func (c *Channel) setStatus(s string) { c.status.Store(s) }
 
 // scrub removes the app's secrets from s.
 func (c *Channel) scrub(s string) string {

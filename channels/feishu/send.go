@@ -11,12 +11,12 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 
 	"github.com/herald-bridge/herald/conversation"
+	"github.com/herald-bridge/herald/conversation/textcut"
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/address"
 	sink "github.com/herald-bridge/herald/delivery/feishu"
@@ -159,11 +159,7 @@ func clip(s string) string {
 	if len(s) <= maxText {
 		return s
 	}
-	s = s[:maxText]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
+	return textcut.Bytes(s, maxText) + "…"
 }
 
 func textContent(text string) string {

@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -30,6 +31,7 @@ import (
 
 	"github.com/herald-bridge/herald/conversation"
 	"github.com/herald-bridge/herald/conversation/perchat"
+	sink "github.com/herald-bridge/herald/delivery/telegram"
 	"github.com/herald-bridge/herald/store"
 )
 
@@ -180,8 +182,7 @@ type Channel struct {
 	idMu sync.Mutex
 	me   identity // zero until getMe answered
 
-	stMu   sync.Mutex
-	status string
+	status atomic.Value // string
 
 	// wait sleeps for d unless ctx ends first (tests replace it).
 	wait func(ctx context.Context, d time.Duration) bool
@@ -194,38 +195,23 @@ func New(o Options) (*Channel, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	c := &Channel{o: o, log: o.Log, status: "starting", wait: sleep}
-	b, err := bot.New(o.Token,
-		bot.WithServerURL(o.APIURL),
-		bot.WithSkipGetMe(),
-		bot.WithHTTPClient(o.PollTimeout, o.HTTPClient),
-		bot.WithDefaultHandler(func(context.Context, *bot.Bot, *models.Update) {}),
-		bot.WithErrorsHandler(func(err error) {
-			c.log.Debug().Str("error", c.scrub(err.Error())).Msg("telegram client")
-		}),
-	)
+	b, err := sink.NewBot(o.Token, o.APIURL, o.PollTimeout, o.HTTPClient, o.Log,
+		bot.WithDefaultHandler(func(context.Context, *bot.Bot, *models.Update) {}))
 	if err != nil {
-		return nil, fmt.Errorf("telegram: %s", c.scrub(err.Error()))
+		return nil, err
 	}
-	c.bot = b
+	c := &Channel{o: o, bot: b, log: o.Log, wait: sleep}
+	c.status.Store("starting")
 	return c, nil
 }
 
 // Status reports what the channel is doing: "starting", "polling",
 // "webhook", "retrying: <class>", "standby (another replica polls)" or
 // "stopped".
-func (c *Channel) Status() string {
-	c.stMu.Lock()
-	defer c.stMu.Unlock()
-	return c.status
-}
+func (c *Channel) Status() string { return c.status.Load().(string) }
 
 func (c *Channel) setStatus(s string) {
-	c.stMu.Lock()
-	changed := c.status != s
-	c.status = s
-	c.stMu.Unlock()
-	if changed {
+	if c.status.Swap(s) != s {
 		c.log.Info().Str("status", s).Msg("telegram channel")
 	}
 }
@@ -257,10 +243,7 @@ func (c *Channel) secretOK(got string) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
-// scrub removes the bot token from s.
-func (c *Channel) scrub(s string) string {
-	return strings.ReplaceAll(s, c.o.Token, "<token>")
-}
+func (c *Channel) scrub(s string) string { return sink.Scrub(c.o.Token, s) }
 
 // wrap turns a client error into one that names the call and never
 // carries the token or a migration's new chat id, keeping the chain for

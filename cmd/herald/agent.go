@@ -58,15 +58,13 @@ type agentTokenView struct {
 }
 
 func cmdAgent(e *env, args []string) int {
-	au, sum := summaryOf("agent")
-	fs := e.flags("agent")
-	out := fs.String("out", "", "with token: write the token to this file (0600) instead of printing it")
-	pos, code, ok := e.parse(fs, "agent", au, sum, args)
+	out := e.flags.String("out", "", "with token: write the token to this file (0600) instead of printing it")
+	pos, code, ok := e.parse(args)
 	if !ok {
 		return code
 	}
 	if len(pos) == 0 {
-		return usageErr(e, "agent", "want token NAME, revoke NAME or list")
+		return e.usage("want token NAME, revoke NAME or list")
 	}
 	switch pos[0] {
 	case "list":
@@ -75,10 +73,10 @@ func cmdAgent(e *env, args []string) int {
 		})
 	case "token", "revoke":
 		if len(pos) != 2 {
-			return usageErr(e, "agent", pos[0]+" needs one agent NAME")
+			return e.usage(pos[0] + " needs one agent NAME")
 		}
 	default:
-		return usageErr(e, "agent", fmt.Sprintf("unknown subcommand %q", pos[0]))
+		return e.usage(fmt.Sprintf("unknown subcommand %q", pos[0]))
 	}
 	name := pos[1]
 	if pos[0] == "revoke" {

@@ -45,15 +45,13 @@ type chatSession struct {
 }
 
 func cmdChat(e *env, args []string) int {
-	au, sum := summaryOf("chat")
-	fs := e.flags("chat")
-	as := fs.String("as", "", "talk as console:NAME (default $USER, else admin)")
-	rest, code, ok := e.parse(fs, "chat", au, sum, args)
+	as := e.flags.String("as", "", "talk as console:NAME (default $USER, else admin)")
+	rest, code, ok := e.parse(args)
 	if !ok {
 		return code
 	}
 	if len(rest) > 0 {
-		return usageErr(e, "chat", "unexpected argument "+rest[0])
+		return e.usage("unexpected argument " + rest[0])
 	}
 	name := *as
 	if name == "" {
@@ -63,7 +61,7 @@ func cmdChat(e *env, args []string) int {
 		}
 	}
 	if !console.ValidName(name) {
-		return usageErr(e, "chat", "a name has 1-32 letters, digits, '-', '_' or '.'")
+		return e.usage("a name has 1-32 letters, digits, '-', '_' or '.'")
 	}
 	c, err := dial(e)
 	if err != nil {

@@ -74,9 +74,7 @@ func dash(s string) string {
 }
 
 func cmdStatus(e *env, args []string) int {
-	au, sum := summaryOf("status")
-	fs := e.flags("status")
-	if _, code, ok := e.parse(fs, "status", au, sum, args); !ok {
+	if _, code, ok := e.parse(args); !ok {
 		return code
 	}
 	st, code, done := call[statusView](e, "status", struct{}{}, 10*time.Second)
@@ -106,21 +104,19 @@ func cmdStatus(e *env, args []string) int {
 }
 
 func cmdTasks(e *env, args []string) int {
-	au, sum := summaryOf("tasks")
-	fs := e.flags("tasks")
-	noWait := fs.Bool("no-wait", false, "with run: start the check and return at once")
-	limit := fs.Int("limit", tasks.MaxPage, "with list: at most this many tasks (one page, in id order)")
-	after := fs.String("after", "", "with list: the tasks after this id (the next page)")
-	pos, code, ok := e.parse(fs, "tasks", au, sum, args)
+	noWait := e.flags.Bool("no-wait", false, "with run: start the check and return at once")
+	limit := e.flags.Int("limit", tasks.MaxPage, "with list: at most this many tasks (one page, in id order)")
+	after := e.flags.String("after", "", "with list: the tasks after this id (the next page)")
+	pos, code, ok := e.parse(args)
 	if !ok {
 		return code
 	}
 	subs := []string{"list", "show", "pause", "resume", "delete", "run", "rebaseline"}
 	if len(pos) == 0 {
-		return usageErr(e, "tasks", "missing subcommand; the subcommands are "+strings.Join(subs, ", "))
+		return e.usage("missing subcommand; the subcommands are " + strings.Join(subs, ", "))
 	}
 	sub := pos[0]
-	if code, ok := subcommand(e, "tasks", sub, subs...); !ok {
+	if code, ok := e.subcommand(sub, subs...); !ok {
 		return code
 	}
 	if sub == "list" {
@@ -139,7 +135,7 @@ func cmdTasks(e *env, args []string) int {
 		return exitOK
 	}
 	if len(pos) != 2 {
-		return usageErr(e, "tasks", fmt.Sprintf("%s needs exactly one task id", sub))
+		return e.usage(fmt.Sprintf("%s needs exactly one task id", sub))
 	}
 	id := pos[1]
 	switch sub {
@@ -201,16 +197,16 @@ func cmdTasks(e *env, args []string) int {
 		}
 		return exitOK
 	}
-	return usageErr(e, "tasks", fmt.Sprintf("unknown subcommand %q", sub))
+	return e.usage(fmt.Sprintf("unknown subcommand %q", sub))
 }
 
 func cmdRequests(e *env, args []string) int {
-	pos, code, ok := e.parseSub(e.flags("requests"), "requests", args, "approve", "reject")
+	pos, code, ok := e.parseSub(args, "approve", "reject")
 	if !ok {
 		return code
 	}
 	if len(pos) < 2 {
-		return usageErr(e, "requests", "want approve ID or reject ID [REASON]")
+		return e.usage("want approve ID or reject ID [REASON]")
 	}
 	var t taskView
 	in := map[string]string{"id": pos[1], "reason": strings.Join(pos[2:], " ")}
@@ -226,21 +222,14 @@ func cmdRequests(e *env, args []string) int {
 }
 
 func cmdLedger(e *env, args []string) int {
-	au, sum := summaryOf("ledger")
-	fs := e.flags("ledger")
-	yes := fs.Bool("yes", false, "with redeliver: do not ask for confirmation")
-	limit := fs.Int("limit", 100, "with show: at most this many effects")
-	pos, code, ok := e.parse(fs, "ledger", au, sum, args)
+	yes := e.flags.Bool("yes", false, "with redeliver: do not ask for confirmation")
+	limit := e.flags.Int("limit", 100, "with show: at most this many effects")
+	pos, code, ok := e.parseSub(args, "show", "redeliver")
 	if !ok {
 		return code
 	}
-	if len(pos) > 0 {
-		if code, ok := subcommand(e, "ledger", pos[0], "show", "redeliver"); !ok {
-			return code
-		}
-	}
 	if len(pos) != 2 {
-		return usageErr(e, "ledger", "want show TASK or redeliver EFFECT-ID")
+		return e.usage("want show TASK or redeliver EFFECT-ID")
 	}
 	switch pos[0] {
 	case "show":
@@ -251,7 +240,7 @@ func cmdLedger(e *env, args []string) int {
 	case "redeliver":
 		if !*yes {
 			if f, ok := e.stdin.(*os.File); !ok || !isatty.IsTerminal(f.Fd()) {
-				return usageErr(e, "ledger", "redeliver sends the push again; confirm with --yes when not on a terminal")
+				return e.usage("redeliver sends the push again; confirm with --yes when not on a terminal")
 			}
 			fmt.Fprintf(e.stderr, "Send effect %s again? It may reach the recipient twice. [y/N] ", pos[1])
 			line, _ := bufio.NewReader(e.stdin).ReadString('\n')
@@ -267,24 +256,17 @@ func cmdLedger(e *env, args []string) int {
 		fmt.Fprintf(e.stdout, "%s queued again (attempt %d will follow)\n", f.Key, f.Attempts+1)
 		return exitOK
 	}
-	return usageErr(e, "ledger", fmt.Sprintf("unknown subcommand %q", pos[0]))
+	return e.usage(fmt.Sprintf("unknown subcommand %q", pos[0]))
 }
 
 func cmdInbox(e *env, args []string) int {
-	au, sum := summaryOf("inbox")
-	fs := e.flags("inbox")
-	unread := fs.Bool("unread", false, "with list: unread items only")
-	pos, code, ok := e.parse(fs, "inbox", au, sum, args)
+	unread := e.flags.Bool("unread", false, "with list: unread items only")
+	pos, code, ok := e.parseSub(args, "list", "read", "token")
 	if !ok {
 		return code
 	}
-	if len(pos) > 0 {
-		if code, ok := subcommand(e, "inbox", pos[0], "list", "read", "token"); !ok {
-			return code
-		}
-	}
 	if len(pos) < 2 {
-		return usageErr(e, "inbox", "want list PRINCIPAL, read PRINCIPAL ID|all or token PRINCIPAL")
+		return e.usage("want list PRINCIPAL, read PRINCIPAL ID|all or token PRINCIPAL")
 	}
 	switch pos[0] {
 	case "list":
@@ -298,7 +280,7 @@ func cmdInbox(e *env, args []string) int {
 		})
 	case "read":
 		if len(pos) != 3 {
-			return usageErr(e, "inbox", "read needs PRINCIPAL and an item id or all")
+			return e.usage("read needs PRINCIPAL and an item id or all")
 		}
 		var n struct {
 			Marked int `json:"marked"`
@@ -330,21 +312,16 @@ func cmdInbox(e *env, args []string) int {
 		fmt.Fprintf(e.stdout, "%s\nUse it as: curl -H 'Authorization: Bearer <token>' %s\n", t.Token, t.URL)
 		return exitOK
 	}
-	return usageErr(e, "inbox", fmt.Sprintf("unknown subcommand %q", pos[0]))
+	return e.usage(fmt.Sprintf("unknown subcommand %q", pos[0]))
 }
 
 func cmdSendTest(e *env, args []string) int {
-	au, sum := summaryOf("send-test")
-	fs := e.flags("send-test")
-	pos, code, ok := e.parse(fs, "send-test", au, sum, args)
+	recipient, code, ok := e.parseOne(args, "want exactly one RECIPIENT")
 	if !ok {
 		return code
 	}
-	if len(pos) != 1 {
-		return usageErr(e, "send-test", "want exactly one RECIPIENT")
-	}
 	var v sendTestView
-	if code := e.do("send-test", map[string]string{"recipient": pos[0]}, &v, 2*time.Minute); code != exitOK {
+	if code := e.do("send-test", map[string]string{"recipient": recipient}, &v, 2*time.Minute); code != exitOK {
 		return code
 	}
 	if e.json {

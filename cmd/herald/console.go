@@ -137,19 +137,14 @@ func (s *service) mountConsoleAdmin(a *hook.Admin) {
 }
 
 func cmdConsole(e *env, args []string) int {
-	au, sum := summaryOf("console")
-	fs := e.flags("console")
-	as := fs.String("as", "", "sign in as the admin console:NAME (default: the first console: admin in policy.admins)")
-	valid := fs.String("valid", "", "how long the sign-in code works (default 10m, at most 1h)")
-	all := fs.Bool("all", false, "logout: end every console session and unused sign-in code")
-	rest, code, ok := e.parse(fs, "console", au, sum, args)
+	as := e.flags.String("as", "", "sign in as the admin console:NAME (default: the first console: admin in policy.admins)")
+	valid := e.flags.String("valid", "", "how long the sign-in code works (default 10m, at most 1h)")
+	all := e.flags.Bool("all", false, "logout: end every console session and unused sign-in code")
+	sub, code, ok := e.parseOne(args, "say login or logout --all")
 	if !ok {
 		return code
 	}
-	if len(rest) != 1 {
-		return usageErr(e, "console", "say login or logout --all")
-	}
-	switch rest[0] {
+	switch sub {
 	case "login":
 		var out consoleLogin
 		if c := e.do("console.login", map[string]string{"as": *as, "valid": *valid}, &out, 10*time.Second); c != exitOK {
@@ -165,7 +160,7 @@ func cmdConsole(e *env, args []string) int {
 		return exitOK
 	case "logout":
 		if !*all {
-			return usageErr(e, "console", "logout needs --all: it ends every console session")
+			return e.usage("logout needs --all: it ends every console session")
 		}
 		if c := e.do("console.logout", map[string]bool{"all": true}, nil, 10*time.Second); c != exitOK {
 			return c
@@ -177,5 +172,5 @@ func cmdConsole(e *env, args []string) int {
 		fmt.Fprintln(e.stdout, "Every console session has ended; sign in again with herald console login.")
 		return exitOK
 	}
-	return usageErr(e, "console", "unknown subcommand "+rest[0]+"; say login or logout --all")
+	return e.usage("unknown subcommand " + sub + "; say login or logout --all")
 }

@@ -44,12 +44,12 @@ func (o *adminOps) listDownloads(ctx context.Context, in idIn) (any, error) {
 // cmdDownloads is `herald downloads list TASK`: the course files a task
 // keeps, read through the admin API.
 func cmdDownloads(e *env, args []string) int {
-	pos, code, ok := e.parseSub(e.flags("downloads"), "downloads", args, "list")
+	pos, code, ok := e.parseSub(args, "list")
 	if !ok {
 		return code
 	}
 	if len(pos) != 2 {
-		return usageErr(e, "downloads", "want list TASK")
+		return e.usage("want list TASK")
 	}
 	kept, code, done := call[[]download.Kept](e, "downloads.list", map[string]any{"id": pos[1]}, 30*time.Second)
 	if done {

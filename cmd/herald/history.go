@@ -71,14 +71,17 @@ func validLog(s string) bool {
 
 const logHint = "give a principal (telegram:<id>, feishu:<open_id>, console:<name>) or a group chat (telegram:chat:<id>, feishu:chat:<id>)"
 
-// historySearchIn is the body of history.search.
-type historySearchIn struct {
-	Log   string `json:"log"`
-	Query string `json:"query"`
-	Page  int    `json:"page"`
+// historyIn is the body of history.search and history.list: the log they
+// read, and how each pages it.
+type historyIn struct {
+	Log    string `json:"log"`
+	Query  string `json:"query"`  // search
+	Page   int    `json:"page"`   // search
+	Before string `json:"before"` // list
+	Limit  int    `json:"limit"`  // list
 }
 
-func (o *adminOps) searchHistory(ctx context.Context, in historySearchIn) (any, error) {
+func (o *adminOps) searchHistory(ctx context.Context, in historyIn) (any, error) {
 	if !validLog(in.Log) {
 		return nil, hook.BadInput(logHint)
 	}
@@ -95,14 +98,7 @@ func (o *adminOps) searchHistory(ctx context.Context, in historySearchIn) (any, 
 	return historyPage{Log: in.Log, Page: p.Page, More: p.More, Turns: viewTurns(p.Turns)}, nil
 }
 
-// historyListIn is the body of history.list.
-type historyListIn struct {
-	Log    string `json:"log"`
-	Before string `json:"before"`
-	Limit  int    `json:"limit"`
-}
-
-func (o *adminOps) listHistory(ctx context.Context, in historyListIn) (any, error) {
+func (o *adminOps) listHistory(ctx context.Context, in historyIn) (any, error) {
 	if !validLog(in.Log) {
 		return nil, hook.BadInput(logHint)
 	}
@@ -119,22 +115,20 @@ func (o *adminOps) listHistory(ctx context.Context, in historyListIn) (any, erro
 }
 
 func cmdHistory(e *env, args []string) int {
-	au, sum := summaryOf("history")
-	fs := e.flags("history")
-	page := fs.Int("page", 1, "with search: the page of 10 hits, newest first")
-	limit := fs.Int("limit", 50, "with list: at most this many turns")
-	pos, code, ok := e.parse(fs, "history", au, sum, args)
+	page := e.flags.Int("page", 1, "with search: the page of 10 hits, newest first")
+	limit := e.flags.Int("limit", 50, "with list: at most this many turns")
+	pos, code, ok := e.parse(args)
 	if !ok {
 		return code
 	}
 	if len(pos) < 2 {
-		return usageErr(e, "history", "want search PRINCIPAL WORDS or list PRINCIPAL")
+		return e.usage("want search PRINCIPAL WORDS or list PRINCIPAL")
 	}
 	var p historyPage
 	switch pos[0] {
 	case "search":
 		if len(pos) < 3 {
-			return usageErr(e, "history", "search needs PRINCIPAL and the words to look for")
+			return e.usage("search needs PRINCIPAL and the words to look for")
 		}
 		in := map[string]any{"log": pos[1], "query": strings.Join(pos[2:], " "), "page": *page}
 		if p, code, ok = callHistory(e, "history.search", in); ok {
@@ -142,13 +136,13 @@ func cmdHistory(e *env, args []string) int {
 		}
 	case "list":
 		if len(pos) != 2 {
-			return usageErr(e, "history", "list needs exactly one PRINCIPAL")
+			return e.usage("list needs exactly one PRINCIPAL")
 		}
 		if p, code, ok = callHistory(e, "history.list", map[string]any{"log": pos[1], "limit": *limit}); ok {
 			return code
 		}
 	default:
-		return usageErr(e, "history", fmt.Sprintf("unknown subcommand %q", pos[0]))
+		return e.usage(fmt.Sprintf("unknown subcommand %q", pos[0]))
 	}
 	if len(p.Turns) == 0 {
 		fmt.Fprintln(e.stdout, "no turns")

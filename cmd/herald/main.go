@@ -32,10 +32,13 @@ type command struct {
 	run     func(e *env, args []string) int
 }
 
-// env is what every command gets: its streams and the common flags.
+// env is what every command gets: its streams, its flag set and the
+// common flags' values.
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	cmd            command
+	flags          *flag.FlagSet // the command's own flags and the common ones
 	config         string
 	dataDir        string
 	json           bool
@@ -97,7 +100,7 @@ func runCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
-			return c.run(&env{stdin: stdin, stdout: stdout, stderr: stderr}, append(args[1:], global...))
+			return c.run(newEnv(c, stdin, stdout, stderr), append(args[1:], global...))
 		}
 	}
 	names := make([]string, 0, len(commands()))
@@ -136,9 +139,7 @@ func hoistGlobal(args []string) (global, rest []string, bad string) {
 }
 
 func cmdVersion(e *env, args []string) int {
-	au, sum := summaryOf("version")
-	fs := e.flags("version")
-	if _, code, ok := e.parse(fs, "version", au, sum, args); !ok {
+	if _, code, ok := e.parse(args); !ok {
 		return code
 	}
 	if e.json {
@@ -180,33 +181,37 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 the service is not running.
 `)
 }
 
-// flags returns a FlagSet with the common flags bound to e.
-func (e *env) flags(c string) *flag.FlagSet {
-	fs := flag.NewFlagSet("herald "+c, flag.ContinueOnError)
+// newEnv is the env of one run of c, with the common flags bound to it;
+// c adds its own flags to e.flags before it parses.
+func newEnv(c command, stdin io.Reader, stdout, stderr io.Writer) *env {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, cmd: c}
+	fs := flag.NewFlagSet("herald "+c.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&e.config, "config", envOr("HERALD_CONFIG", "herald.yaml"), "config file")
 	fs.StringVar(&e.dataDir, "data-dir", os.Getenv("HERALD_DATA_DIR"), "data directory (default ./data)")
 	fs.BoolVar(&e.json, "json", false, "machine-readable JSON output")
 	fs.Usage = func() {}
-	return fs
+	e.flags = fs
+	return e
 }
 
-// parse parses flags allowing them after positional args too. It returns
-// the positional args, or an exit code when parsing ended the command.
-func (e *env) parse(fs *flag.FlagSet, cmd, argsUsage, summary string, args []string) ([]string, int, bool) {
+// parse parses the command's flags, allowing them after positional args
+// too. It returns the positional args, or an exit code when parsing ended
+// the command.
+func (e *env) parse(args []string) ([]string, int, bool) {
 	var pos []string
 	for {
-		err := fs.Parse(args)
+		err := e.flags.Parse(args)
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(e.stdout, "%s\n\nUsage:\n  herald %s %s\n\nFlags:\n", summary, cmd, argsUsage)
-			fs.SetOutput(e.stdout)
-			fs.PrintDefaults()
+			fmt.Fprintf(e.stdout, "%s\n\nUsage:\n  herald %s %s\n\nFlags:\n", e.cmd.sentence(), e.cmd.name, e.cmd.args)
+			e.flags.SetOutput(e.stdout)
+			e.flags.PrintDefaults()
 			return nil, exitOK, false
 		}
 		if err != nil {
-			return nil, usageErr(e, cmd, err.Error()), false
+			return nil, e.usage(err.Error()), false
 		}
-		rest := fs.Args()
+		rest := e.flags.Args()
 		if len(rest) == 0 {
 			if e.dataDir == "" {
 				e.dataDir, e.dataDirFound = defaultDataDir, true
@@ -218,58 +223,77 @@ func (e *env) parse(fs *flag.FlagSet, cmd, argsUsage, summary string, args []str
 	}
 }
 
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
+// parseOne parses a command that takes exactly one positional arg and
+// returns it; want is the usage error for any other number.
+func (e *env) parseOne(args []string, want string) (string, int, bool) {
+	pos, code, ok := e.parse(args)
+	if !ok {
+		return "", code, false
 	}
-	return def
+	if len(pos) != 1 {
+		return "", e.usage(want), false
+	}
+	return pos[0], exitOK, true
 }
 
-func usageErr(e *env, cmd, msg string) int {
-	if e.json {
-		e.printError("usage", fmt.Sprintf("herald %s: %s", cmd, msg))
-		return exitUsage
+// parseOut parses a command that writes one file, which --out names, and
+// takes no positional args; want is the usage error when it gets any or
+// no --out.
+func (e *env) parseOut(args []string, want string) (string, int, bool) {
+	out := e.flags.String("out", "", "the file to write")
+	pos, code, ok := e.parse(args)
+	if !ok {
+		return "", code, false
 	}
-	for _, c := range commands() {
-		if c.name == cmd {
-			fmt.Fprintf(e.stderr, "herald %s: %s\nUsage: herald %s %s (see --help)\n", cmd, msg, cmd, c.args)
-			return exitUsage
-		}
+	if len(pos) != 0 || *out == "" {
+		return "", e.usage(want), false
 	}
-	fmt.Fprintf(e.stderr, "herald %s: %s\n", cmd, msg)
-	return exitUsage
+	return *out, exitOK, true
 }
 
-// subcommand checks that sub is one of a command's subcommands, naming
-// them all when it is not.
-func subcommand(e *env, cmd, sub string, subs ...string) (int, bool) {
-	if slices.Contains(subs, sub) {
-		return exitOK, true
-	}
-	return usageErr(e, cmd, fmt.Sprintf("unknown subcommand %q; the subcommands are %s", sub, strings.Join(subs, ", "))), false
-}
-
-// parseSub parses the flags and arguments of a command whose first
-// argument, when given, must be one of subs.
-func (e *env) parseSub(fs *flag.FlagSet, cmd string, args []string, subs ...string) ([]string, int, bool) {
-	au, sum := summaryOf(cmd)
-	pos, code, ok := e.parse(fs, cmd, au, sum, args)
+// parseSub parses a command whose first positional arg, when given, must
+// be one of subs.
+func (e *env) parseSub(args []string, subs ...string) ([]string, int, bool) {
+	pos, code, ok := e.parse(args)
 	if !ok {
 		return nil, code, false
 	}
 	if len(pos) > 0 {
-		if code, ok := subcommand(e, cmd, pos[0], subs...); !ok {
+		if code, ok := e.subcommand(pos[0], subs...); !ok {
 			return nil, code, false
 		}
 	}
 	return pos, exitOK, true
 }
 
-func summaryOf(cmd string) (string, string) {
-	for _, c := range commands() {
-		if c.name == cmd {
-			return c.args, strings.ToUpper(c.summary[:1]) + c.summary[1:] + "."
-		}
+// subcommand checks that sub is one of the command's subcommands, naming
+// them all when it is not.
+func (e *env) subcommand(sub string, subs ...string) (int, bool) {
+	if slices.Contains(subs, sub) {
+		return exitOK, true
 	}
-	return "", ""
+	return e.usage(fmt.Sprintf("unknown subcommand %q; the subcommands are %s", sub, strings.Join(subs, ", "))), false
+}
+
+// usage reports a usage error of the command, with its usage line unless
+// the output is JSON.
+func (e *env) usage(msg string) int {
+	if e.json {
+		e.printError("usage", fmt.Sprintf("herald %s: %s", e.cmd.name, msg))
+		return exitUsage
+	}
+	fmt.Fprintf(e.stderr, "herald %s: %s\nUsage: herald %s %s (see --help)\n", e.cmd.name, msg, e.cmd.name, e.cmd.args)
+	return exitUsage
+}
+
+// sentence is the command's summary as the first line of its --help.
+func (c command) sentence() string {
+	return strings.ToUpper(c.summary[:1]) + c.summary[1:] + "."
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
 }

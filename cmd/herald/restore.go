@@ -21,29 +21,24 @@ import (
 // service to ask. It holds the data dir's lock throughout, so a service
 // cannot start on it midway.
 func cmdRestore(e *env, args []string) int {
-	au, sum := summaryOf("restore")
-	fs := e.flags("restore")
-	pos, code, ok := e.parse(fs, "restore", au, sum, args)
+	file, code, ok := e.parseOne(args, "want exactly one FILE written by herald backup")
 	if !ok {
 		return code
-	}
-	if len(pos) != 1 {
-		return usageErr(e, "restore", "want exactly one FILE written by herald backup")
 	}
 	cfg, err := configs.Load(e.config)
 	if err != nil {
 		fmt.Fprintln(e.stderr, err)
 		return exitFailure
 	}
-	n, err := restore(cfg, e.dataDir, pos[0])
+	n, err := restore(cfg, e.dataDir, file)
 	if err != nil {
 		return e.fail(err)
 	}
 	if e.json {
-		e.printJSON(map[string]any{"restored": pos[0], "data_dir": e.dataDir, "store": cfg.Store.Driver, "keys": n})
+		e.printJSON(map[string]any{"restored": file, "data_dir": e.dataDir, "store": cfg.Store.Driver, "keys": n})
 		return exitOK
 	}
-	fmt.Fprintf(e.stdout, "restored %s into data dir %s (store %s); start herald on it with herald serve\n", pos[0], e.dataDir, cfg.Store.Driver)
+	fmt.Fprintf(e.stdout, "restored %s into data dir %s (store %s); start herald on it with herald serve\n", file, e.dataDir, cfg.Store.Driver)
 	return exitOK
 }
 

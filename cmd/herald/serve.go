@@ -51,9 +51,7 @@ func newLogger(w io.Writer) zerolog.Logger {
 }
 
 func cmdCheckConfig(e *env, args []string) int {
-	au, sum := summaryOf("check-config")
-	fs := e.flags("check-config")
-	if _, code, ok := e.parse(fs, "check-config", au, sum, args); !ok {
+	if _, code, ok := e.parse(args); !ok {
 		return code
 	}
 	cfg, err := configs.Load(e.config)
@@ -104,9 +102,7 @@ func printConfigErrorJSON(e *env, err error) {
 }
 
 func cmdServe(e *env, args []string) int {
-	au, sum := summaryOf("serve")
-	fs := e.flags("serve")
-	if _, code, ok := e.parse(fs, "serve", au, sum, args); !ok {
+	if _, code, ok := e.parse(args); !ok {
 		return code
 	}
 	log := newLogger(e.stderr)

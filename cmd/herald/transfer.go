@@ -166,24 +166,18 @@ func writeFileAtomic(path string, write func(io.Writer) error) (int64, error) {
 }
 
 func cmdExport(e *env, args []string) int {
-	au, sum := summaryOf("export")
-	fs := e.flags("export")
-	which := fs.String("tasks", "all", "all, or the principal whose tasks to export")
-	asOPML := fs.Bool("opml", false, "write the rss tasks as OPML 2.0 instead of a bundle")
-	out := fs.String("out", "", "the file to write")
-	pos, code, ok := e.parse(fs, "export", au, sum, args)
+	which := e.flags.String("tasks", "all", "all, or the principal whose tasks to export")
+	asOPML := e.flags.Bool("opml", false, "write the rss tasks as OPML 2.0 instead of a bundle")
+	out, code, ok := e.parseOut(args, "want --out FILE (and no other arguments)")
 	if !ok {
 		return code
-	}
-	if len(pos) != 0 || *out == "" {
-		return usageErr(e, "export", "want --out FILE (and no other arguments)")
 	}
 	var b bundle.Bundle
 	if code := e.do("export", exportIn{Tasks: *which}, &b, time.Minute); code != exitOK {
 		return code
 	}
 	n := len(b.Tasks)
-	_, err := writeFileAtomic(*out, func(w io.Writer) error {
+	_, err := writeFileAtomic(out, func(w io.Writer) error {
 		if *asOPML {
 			var err error
 			n, err = opml.Write(w, "herald feeds", b.Created, b.Tasks)
@@ -192,13 +186,13 @@ func cmdExport(e *env, args []string) int {
 		return bundle.Write(w, b)
 	})
 	if err != nil {
-		return e.fail(fmt.Errorf("write %s: %w", *out, err))
+		return e.fail(fmt.Errorf("write %s: %w", out, err))
 	}
 	if e.json {
-		e.printJSON(map[string]any{"out": *out, "tasks": n})
+		e.printJSON(map[string]any{"out": out, "tasks": n})
 		return exitOK
 	}
-	fmt.Fprintf(e.stdout, "wrote %d task(s) to %s\n", n, *out)
+	fmt.Fprintf(e.stdout, "wrote %d task(s) to %s\n", n, out)
 	return exitOK
 }
 
@@ -223,18 +217,13 @@ func batches(list []bundle.Task) [][]bundle.Task {
 }
 
 func cmdImport(e *env, args []string) int {
-	au, sum := summaryOf("import")
-	fs := e.flags("import")
-	as := fs.String("as", "", "the principal whose requests the tasks become (default: the first admin)")
-	dry := fs.Bool("dry-run", false, "say what would happen and change nothing")
-	pos, code, ok := e.parse(fs, "import", au, sum, args)
+	as := e.flags.String("as", "", "the principal whose requests the tasks become (default: the first admin)")
+	dry := e.flags.Bool("dry-run", false, "say what would happen and change nothing")
+	file, code, ok := e.parseOne(args, "want exactly one FILE (a bundle .zip or an .opml file)")
 	if !ok {
 		return code
 	}
-	if len(pos) != 1 {
-		return usageErr(e, "import", "want exactly one FILE (a bundle .zip or an .opml file)")
-	}
-	f, err := os.Open(pos[0])
+	f, err := os.Open(file)
 	if err != nil {
 		return e.fail(err)
 	}
@@ -245,7 +234,7 @@ func cmdImport(e *env, args []string) int {
 	}
 	list, err := transfer.Decode(data)
 	if err != nil {
-		return e.fail(fmt.Errorf("%s: %w", pos[0], err))
+		return e.fail(fmt.Errorf("%s: %w", file, err))
 	}
 	rows := []transfer.Row{}
 	for _, part := range batches(list) {
@@ -275,17 +264,11 @@ func importRows(rows []transfer.Row) [][]string {
 }
 
 func cmdBackup(e *env, args []string) int {
-	au, sum := summaryOf("backup")
-	fs := e.flags("backup")
-	out := fs.String("out", "", "the file to write")
-	pos, code, ok := e.parse(fs, "backup", au, sum, args)
+	out, code, ok := e.parseOut(args, "want --out FILE")
 	if !ok {
 		return code
 	}
-	if len(pos) != 0 || *out == "" {
-		return usageErr(e, "backup", "want --out FILE")
-	}
-	abs, err := filepath.Abs(*out)
+	abs, err := filepath.Abs(out)
 	if err != nil {
 		return e.fail(err)
 	}

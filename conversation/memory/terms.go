@@ -15,6 +15,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/herald-bridge/herald/conversation/textcut"
 )
 
 // Bounds of the index.
@@ -93,17 +95,6 @@ func runs(c string, fn func(text string, cjk bool)) {
 	}
 }
 
-func clip(w string) string {
-	if len(w) <= maxTermBytes {
-		return w
-	}
-	w = w[:maxTermBytes]
-	for !utf8.ValidString(w) {
-		w = w[:len(w)-1]
-	}
-	return w
-}
-
 // Terms are the index terms of a text: each CJK character and each pair
 // of neighbouring CJK characters, each other word lowercased; once each.
 func Terms(text string) []string {
@@ -117,7 +108,7 @@ func Terms(text string) []string {
 	}
 	runs(canon(text), func(f string, isCJK bool) {
 		if !isCJK {
-			add(clip(f))
+			add(textcut.Bytes(f, maxTermBytes))
 			return
 		}
 		rs := []rune(f)
@@ -187,7 +178,7 @@ func ParseQuery(q string) Query {
 		out.Phrases = append(out.Phrases, phrase)
 		runs(c, func(f string, isCJK bool) {
 			if !isCJK {
-				add(clip(f))
+				add(textcut.Bytes(f, maxTermBytes))
 				return
 			}
 			rs := []rune(f)

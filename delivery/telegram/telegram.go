@@ -86,20 +86,36 @@ func New(token, apiURL string, opts ...Option) (*Sink, error) {
 	if c.client == nil {
 		c.client = &http.Client{Timeout: DefaultTimeout}
 	}
-	s := &Sink{token: token, log: c.log, pace: newPacer(c.limits), now: c.now}
-	b, err := bot.New(token,
-		bot.WithServerURL(strings.TrimRight(apiURL, "/")),
-		bot.WithSkipGetMe(),
-		bot.WithHTTPClient(c.client.Timeout, c.client),
-		bot.WithErrorsHandler(func(err error) {
-			s.log.Debug().Str("error", s.scrub(err.Error())).Msg("telegram client")
-		}),
-	)
+	b, err := NewBot(token, strings.TrimRight(apiURL, "/"), c.client.Timeout, c.client, c.log)
 	if err != nil {
-		return nil, fmt.Errorf("telegram: %s", s.scrub(err.Error()))
+		return nil, err
 	}
-	s.bot = b
-	return s, nil
+	return &Sink{bot: b, token: token, log: c.log, pace: newPacer(c.limits), now: c.now}, nil
+}
+
+// NewBot returns a Bot API client for token at apiURL, for the sink and
+// the chat channel alike: it asks nothing at start (no getMe), polls for
+// at most pollTimeout, and logs its errors to log at debug level; neither
+// the log nor its error carries the token. opts add to that.
+func NewBot(token, apiURL string, pollTimeout time.Duration, client *http.Client, log zerolog.Logger, opts ...bot.Option) (*bot.Bot, error) {
+	opts = append([]bot.Option{
+		bot.WithServerURL(apiURL),
+		bot.WithSkipGetMe(),
+		bot.WithHTTPClient(pollTimeout, client),
+		bot.WithErrorsHandler(func(err error) {
+			log.Debug().Str("error", Scrub(token, err.Error())).Msg("telegram client")
+		}),
+	}, opts...)
+	b, err := bot.New(token, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("telegram: %s", Scrub(token, err.Error()))
+	}
+	return b, nil
+}
+
+// Scrub removes the bot token from s.
+func Scrub(token, s string) string {
+	return strings.ReplaceAll(s, token, "<token>")
 }
 
 // Send sends part d.Part of d.Message to the chat d.To and classifies the
@@ -184,10 +200,7 @@ func chatID(a delivery.Address) (int64, error) {
 	return id, nil
 }
 
-// scrub removes the bot token from s.
-func (s *Sink) scrub(str string) string {
-	return strings.ReplaceAll(str, s.token, "<token>")
-}
+func (s *Sink) scrub(str string) string { return Scrub(s.token, str) }
 
 // otherCode matches the library's error for codes it has no sentinel for.
 var otherCode = regexp.MustCompile(`error response from telegram for method \w+, (\d+) `)

@@ -55,14 +55,17 @@ func Write(w io.Writer, m Manifest, snap func(io.Writer) error) error {
 		return err
 	}
 	zw := zip.NewWriter(w)
-	f, err := zw.CreateHeader(&zip.FileHeader{Name: ManifestName, Method: zip.Deflate, Modified: m.Created})
+	entry := func(name string) (io.Writer, error) {
+		return zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: m.Created})
+	}
+	f, err := entry(ManifestName)
 	if err != nil {
 		return err
 	}
 	if _, err := f.Write(head); err != nil {
 		return err
 	}
-	f, err = zw.CreateHeader(&zip.FileHeader{Name: payloadName(m.Driver), Method: zip.Deflate, Modified: m.Created})
+	f, err = entry(payloadName(m.Driver))
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -102,7 +103,7 @@ func FromTask(t *tasks.Task) Task {
 	if s.Token != "" || s.TokenFrom != "" {
 		out.Needs = append(out.Needs, "token")
 	}
-	for _, h := range sortedKeys(s.Headers) {
+	for _, h := range slices.Sorted(maps.Keys(s.Headers)) {
 		out.Needs = append(out.Needs, "header "+h)
 	}
 	own := []string{t.ReplyTo, address.InboxOf(t.Owner), address.ChatOf(t.Owner)}
@@ -133,7 +134,7 @@ func cleanURL(raw string) (string, []string) {
 		needs = append(needs, "url credentials")
 	}
 	q := u.Query()
-	for _, k := range sortedKeys(q) {
+	for _, k := range slices.Sorted(maps.Keys(q)) {
 		if credential.MatchString(k) {
 			q.Del(k)
 			needs = append(needs, "url parameter "+k)
@@ -143,15 +144,6 @@ func cleanURL(raw string) (string, []string) {
 		u.RawQuery = q.Encode()
 	}
 	return u.String(), needs
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func shortDuration(d time.Duration) string {

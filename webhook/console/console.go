@@ -97,20 +97,13 @@ const maxBody = 16 << 10
 //go:embed page/index.html page/app.js page/style.css
 var pageFiles embed.FS
 
-// pageCSP: only the page's own script and style; fetches to its own
-// origin; no framing, no forms, no base changes. Charts are SVG built
-// as DOM nodes, so no inline style or script is ever needed.
-const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; " +
-	"frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
-
-var assets = map[string]string{
-	"app.js":    "text/javascript; charset=utf-8",
-	"style.css": "text/css; charset=utf-8",
-}
+// page is the console's browser page. Charts are SVG built as DOM nodes,
+// so no inline style or script is ever needed.
+var page = webhook.Page{Name: "console", Path: "/console", Files: pageFiles, Dir: "page", Images: true}
 
 // Mount adds the console's routes to s.
 func (c *Console) Mount(s *webhook.Server) {
-	webhook.Page{Name: "console", Path: "/console", Files: pageFiles, Dir: "page", Assets: assets, CSP: pageCSP}.Mount(s)
+	page.Mount(s)
 	s.Handle("/console/api/login", c.login)
 	s.Handle("/console/api/logout", c.authed(http.MethodPost, c.logout))
 	s.Handle("/console/api/session", c.authed(http.MethodGet, c.session))
@@ -125,7 +118,7 @@ func (c *Console) Mount(s *webhook.Server) {
 
 // secure sets the headers every console response carries; no-store keeps
 // admin data out of shared caches and the browser's history cache.
-func secure(h http.Header) { webhook.SecureHeaders(h, pageCSP) }
+func secure(h http.Header) { webhook.SecureHeaders(h, page.CSP()) }
 
 // Refusals with stable codes the page (and tests) rely on.
 var (

@@ -32,7 +32,7 @@ import (
 const (
 	logMagic    = "heraldL1"
 	logHeader   = 16 // magic, generation
-	logPrealloc = 16 << 20
+	logPrealloc = 4 << 20
 	logRecHead  = 8 // length, checksum
 )
 

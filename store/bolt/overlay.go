@@ -32,9 +32,9 @@ import (
 // Checkpoint policy: when this many effects are in memory, when the log
 // file has grown this much, or this long after the last one.
 var (
-	checkpointEffects       = 8192
+	checkpointEffects       = 2048
 	checkpointBytes   int64 = logPrealloc / 2
-	checkpointEvery         = time.Second
+	checkpointEvery         = 250 * time.Millisecond
 )
 
 // logged is one effect held in memory.

@@ -30,6 +30,13 @@ func runningDispatcher(t *testing.T, workers int) (*delivery.Dispatcher, context
 	done := make(chan struct{})
 	go func() { _ = d.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
+	waitForHandoffs(t, ctx, d)
+	return d, ctx
+}
+
+// waitForHandoffs waits until a running dispatcher takes hand-offs.
+func waitForHandoffs(t *testing.T, ctx context.Context, d *delivery.Dispatcher) {
+	t.Helper()
 	waitFor(t, func() bool {
 		_, release, ok := d.Reserve(ctx, "ops", "hook:ci")
 		if ok {
@@ -37,7 +44,6 @@ func runningDispatcher(t *testing.T, workers int) (*delivery.Dispatcher, context
 		}
 		return ok
 	}, "the dispatcher to take hand-offs")
-	return d, ctx
 }
 
 // A sender that finds every worker busy waits a moment for one rather

@@ -83,13 +83,7 @@ func TestI1_HandoffWhoseCommitAnswerWasLostIsDeliveredOnce(t *testing.T) {
 	done := make(chan struct{})
 	go func() { _ = d.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	waitFor(t, func() bool {
-		_, release, ok := d.Reserve(ctx, "ops", "hook:ci")
-		if ok {
-			release()
-		}
-		return ok
-	}, "the dispatcher to take hand-offs")
+	waitForHandoffs(t, ctx, d)
 
 	admit := tasks.Admission{Source: "hook:ci", Identity: "d-lost", Recipients: []string{"ops"}, Message: inbound("deploy")}
 	st.lose.Store(true)

@@ -2,11 +2,11 @@ package delivery
 
 import (
 	"context"
-	"github.com/herald-bridge/herald/delivery/address"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/store"
 )
 
@@ -98,7 +98,8 @@ type handoff struct {
 // (after Reserve) and records their outcome; release is called when done.
 // An idle hand-off goroutine of Run takes it; one that has grown its
 // stack on earlier sends does not grow it again for each push. When none
-// is idle (Run is ending), a goroutine of its own sends it.
+// is idle (all busy for a moment, or Run ending), a goroutine of its own
+// sends it.
 func (d *Dispatcher) Handoff(fxs []store.Effect, msg Message, release func()) {
 	msg.Items = slices.Clone(msg.Items)
 	sortItems(msg.Items) // as merge would

@@ -91,8 +91,13 @@ type Dispatcher struct {
 
 	mu    sync.Mutex
 	taken map[string]bool // keys handed to a worker in this process
-	busy  map[string]bool // tasks and recipients with a group in a worker (order.go)
-	done  <-chan struct{} // closed when Run's context ends
+	// settled holds the keys a worker gave back while take was reading
+	// the queue: what take read of them may be older than their outcome
+	// (a retry set for later read as still due), so take leaves them to
+	// its next read. Nil when take is not reading.
+	settled map[string]bool
+	busy    map[string]bool // tasks and recipients with a group in a worker (order.go)
+	done    <-chan struct{} // closed when Run's context ends
 
 	direct   chan struct{}        // free slots for hand-offs (Reserve)
 	directWG sync.WaitGroup       // hand-offs in progress
@@ -220,6 +225,9 @@ func (d *Dispatcher) release(g group) {
 	d.mu.Lock()
 	for _, fx := range g.fx {
 		delete(d.taken, fx.Key)
+		if d.settled != nil {
+			d.settled[fx.Key] = true
+		}
 	}
 	if !g.begun && ordered(g.fx[0].Kind) {
 		delete(d.busy, orderKey(g.fx[0]))
@@ -235,17 +243,22 @@ func (d *Dispatcher) release(g group) {
 func (d *Dispatcher) take(ctx context.Context) ([]group, error) {
 	d.releasing.RLock()
 	defer d.releasing.RUnlock()
+	d.mu.Lock()
+	d.settled = map[string]bool{}
+	d.mu.Unlock()
 	due, err := d.o.Ledger.Due(ctx, d.o.Now(), 512)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	settled := d.settled
+	d.settled = nil
 	if err != nil {
 		return nil, err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	index := map[string]int{}
 	var out []group
 	for _, fx := range due {
-		if d.taken[fx.Key] {
-			continue
+		if d.taken[fx.Key] || settled[fx.Key] {
+			continue // out with a worker, or read before its worker's outcome
 		}
 		if !ordered(fx.Kind) {
 			d.taken[fx.Key] = true

@@ -12,17 +12,23 @@ import (
 	"github.com/herald-bridge/herald/store/bolt"
 )
 
-// runningDispatcher starts a dispatcher with workers slots for hand-offs
-// and waits until it takes them.
-func runningDispatcher(t *testing.T, workers int) (*delivery.Dispatcher, context.Context) {
+// openBolt opens a fresh bbolt store, closed when the test ends.
+func openBolt(t *testing.T) *bolt.Store {
 	t.Helper()
 	bs, err := bolt.Open(filepath.Join(t.TempDir(), "herald.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bs.Close() })
-	d, err := delivery.NewDispatcher(delivery.Options{Ledger: bs.Ledger(), Router: webhookRoute(t, newReceiver(t, nil), false),
-		Worker: "w1", Workers: workers, Poll: 5 * time.Millisecond, Log: zerolog.Nop()})
+	return bs
+}
+
+// startDispatcher runs a dispatcher with o (worker "w1", a quick poll)
+// until the test ends.
+func startDispatcher(t *testing.T, o delivery.Options) (*delivery.Dispatcher, context.Context) {
+	t.Helper()
+	o.Worker, o.Poll, o.Log = "w1", 5*time.Millisecond, zerolog.Nop()
+	d, err := delivery.NewDispatcher(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,6 +36,15 @@ func runningDispatcher(t *testing.T, workers int) (*delivery.Dispatcher, context
 	done := make(chan struct{})
 	go func() { _ = d.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
+	return d, ctx
+}
+
+// runningDispatcher starts a dispatcher with workers slots for hand-offs
+// and waits until it takes them.
+func runningDispatcher(t *testing.T, workers int) (*delivery.Dispatcher, context.Context) {
+	t.Helper()
+	d, ctx := startDispatcher(t, delivery.Options{Ledger: openBolt(t).Ledger(),
+		Router: webhookRoute(t, newReceiver(t, nil), false), Workers: workers})
 	waitForHandoffs(t, ctx, d)
 	return d, ctx
 }

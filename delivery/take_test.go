@@ -4,17 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/store"
-	"github.com/herald-bridge/herald/store/bolt"
 )
 
 // lateReadLedger makes the dispatcher's second read of the queue see a
@@ -54,11 +50,7 @@ func (l *lateReadLedger) Settle(ctx context.Context, key string, o store.Outcome
 // the push again on the strength of what it read: a receiver that asked
 // for an hour's wait gets one request, not a second one at once.
 func TestQueueReadOlderThanAWorkersOutcomeSendsNothingAgain(t *testing.T) {
-	bs, err := bolt.Open(filepath.Join(t.TempDir(), "herald.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bs.Close()
+	bs := openBolt(t)
 	rv := newReceiver(t, func(_ int, w http.ResponseWriter) bool {
 		w.Header().Set("Retry-After", "3600")
 		w.WriteHeader(http.StatusTooManyRequests)
@@ -76,15 +68,8 @@ func TestQueueReadOlderThanAWorkersOutcomeSendsNothingAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := &lateReadLedger{Ledger: bs.Ledger(), secondRead: make(chan struct{}), settled: make(chan struct{})}
-	d, err := delivery.NewDispatcher(delivery.Options{Ledger: l, Router: webhookRoute(t, rv, false),
-		Worker: "w1", Workers: 2, Poll: 5 * time.Millisecond, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = d.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	startDispatcher(t, delivery.Options{Ledger: l, Router: webhookRoute(t, rv, false), Workers: 2})
+	ctx := context.Background()
 
 	waitFor(t, func() bool {
 		fx, err := bs.Ledger().Get(ctx, "k-late")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/store"
-	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
@@ -57,21 +55,12 @@ func (l lossyLedger) Get(ctx context.Context, key string) (store.Effect, error) 
 // provably unsent and goes back to the queue, and is delivered once (I1,
 // I3). The sender's retry of the same delivery then pushes nothing more.
 func TestI1_HandoffWhoseCommitAnswerWasLostIsDeliveredOnce(t *testing.T) {
-	bs, err := bolt.Open(filepath.Join(t.TempDir(), "herald.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bs.Close()
+	bs := openBolt(t) // closed after the dispatcher stops
 	st := &lossyStore{Store: bs}
 	st.getFails.Store(2) // the store is still away for the first checks
 	rv := newReceiver(t, nil)
 
-	var d *delivery.Dispatcher
-	d, err = delivery.NewDispatcher(delivery.Options{Ledger: st.Ledger(), Router: webhookRoute(t, rv, false),
-		Worker: "w1", Poll: 5 * time.Millisecond, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, ctx := startDispatcher(t, delivery.Options{Ledger: st.Ledger(), Router: webhookRoute(t, rv, false)})
 	m, err := tasks.New(tasks.Options{Store: st, Holder: "w1", Log: zerolog.Nop(), WakeDelivery: d.Wake, Direct: d,
 		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) {
 			return nil, errors.New("no sources")
@@ -79,10 +68,6 @@ func TestI1_HandoffWhoseCommitAnswerWasLostIsDeliveredOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = d.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
 	waitForHandoffs(t, ctx, d)
 
 	admit := tasks.Admission{Source: "hook:ci", Identity: "d-lost", Recipients: []string{"ops"}, Message: inbound("deploy")}

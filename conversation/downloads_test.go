@@ -27,7 +27,7 @@ func (r *rig) keep(taskID string, f watch.File, written string) {
 		Recipient: download.Recipient(taskID), Kind: download.Kind, Payload: payload, State: store.Pending, NotBefore: now, CreatedAt: now, UpdatedAt: now}}}); err != nil {
 		r.t.Fatal(err)
 	}
-	if _, err := r.store.Ledger().Begin(ctx, key, "w", now); err != nil {
+	if _, err := r.store.Ledger().Begin(ctx, key, "w", 0, now); err != nil {
 		r.t.Fatal(err)
 	}
 	if _, err := r.store.Ledger().Settle(ctx, key, store.Outcome{State: store.Completed, ProviderID: written}, now); err != nil {

@@ -91,13 +91,8 @@ type Dispatcher struct {
 
 	mu    sync.Mutex
 	taken map[string]bool // keys handed to a worker in this process
-	// settled holds the keys a worker gave back while take was reading
-	// the queue: what take read of them may be older than their outcome
-	// (a retry set for later read as still due), so take leaves them to
-	// its next read. Nil when take is not reading.
-	settled map[string]bool
-	busy    map[string]bool // tasks and recipients with a group in a worker (order.go)
-	done    <-chan struct{} // closed when Run's context ends
+	busy  map[string]bool // tasks and recipients with a group in a worker (order.go)
+	done  <-chan struct{} // closed when Run's context ends
 
 	direct   chan struct{}        // free slots for hand-offs (Reserve)
 	directWG sync.WaitGroup       // hand-offs in progress
@@ -225,9 +220,6 @@ func (d *Dispatcher) release(g group) {
 	d.mu.Lock()
 	for _, fx := range g.fx {
 		delete(d.taken, fx.Key)
-		if d.settled != nil {
-			d.settled[fx.Key] = true
-		}
 	}
 	if !g.begun && ordered(g.fx[0].Kind) {
 		delete(d.busy, orderKey(g.fx[0]))
@@ -243,22 +235,17 @@ func (d *Dispatcher) release(g group) {
 func (d *Dispatcher) take(ctx context.Context) ([]group, error) {
 	d.releasing.RLock()
 	defer d.releasing.RUnlock()
-	d.mu.Lock()
-	d.settled = map[string]bool{}
-	d.mu.Unlock()
 	due, err := d.o.Ledger.Due(ctx, d.o.Now(), 512)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	settled := d.settled
-	d.settled = nil
 	if err != nil {
 		return nil, err
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	index := map[string]int{}
 	var out []group
 	for _, fx := range due {
-		if d.taken[fx.Key] || settled[fx.Key] {
-			continue // out with a worker, or read before its worker's outcome
+		if d.taken[fx.Key] {
+			continue
 		}
 		if !ordered(fx.Kind) {
 			d.taken[fx.Key] = true
@@ -493,9 +480,9 @@ func (d *Dispatcher) begin(ctx context.Context, fxs []store.Effect) []store.Effe
 	ok := make([]bool, len(fxs))
 	now := d.o.Now()
 	d.each(len(fxs), func(i int) {
-		b, err := d.o.Ledger.Begin(ctx, fxs[i].Key, d.o.Worker, now)
+		b, err := d.o.Ledger.Begin(ctx, fxs[i].Key, d.o.Worker, len(fxs[i].Attempts), now)
 		if err != nil {
-			return // taken by another worker or replica, or no longer pending
+			return // taken by another worker or replica, no longer pending, or attempted since it was read
 		}
 		won[i], ok[i] = b, true
 	})

@@ -163,7 +163,7 @@ func TestOrder_ChangeWaitsWhileAnotherReplicaSendsTheNewsBeforeIt(t *testing.T) 
 	r := newRig(t)
 	rv := newReceiver(t, nil)
 	news := r.admit("t-news", "x@new", "ops", notice(item("x", "Exam announced", delivery.ChangeNew, "")), 0)
-	if _, err := r.st.Ledger().Begin(context.Background(), news, "replica-b", r.clock.Now()); err != nil {
+	if _, err := r.st.Ledger().Begin(context.Background(), news, "replica-b", 0, r.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	r.clock.Advance(time.Second)

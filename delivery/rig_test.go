@@ -181,13 +181,13 @@ type scanLedger struct {
 	beforeBegin func(key string) error
 }
 
-func (l *scanLedger) Begin(ctx context.Context, key, worker string, now time.Time) (store.Effect, error) {
+func (l *scanLedger) Begin(ctx context.Context, key, worker string, seen int, now time.Time) (store.Effect, error) {
 	if l.beforeBegin != nil {
 		if err := l.beforeBegin(key); err != nil {
 			return store.Effect{}, err
 		}
 	}
-	return l.Ledger.Begin(ctx, key, worker, now)
+	return l.Ledger.Begin(ctx, key, worker, seen, now)
 }
 
 func (l *scanLedger) Due(ctx context.Context, now time.Time, limit int) ([]store.Effect, error) {

@@ -35,9 +35,9 @@ func (l *lateReadLedger) Due(ctx context.Context, now time.Time, limit int) ([]s
 	return fxs, err
 }
 
-func (l *lateReadLedger) Begin(ctx context.Context, key, worker string, now time.Time) (store.Effect, error) {
+func (l *lateReadLedger) Begin(ctx context.Context, key, worker string, seen int, now time.Time) (store.Effect, error) {
 	<-l.secondRead
-	return l.Ledger.Begin(ctx, key, worker, now)
+	return l.Ledger.Begin(ctx, key, worker, seen, now)
 }
 
 func (l *lateReadLedger) Settle(ctx context.Context, key string, o store.Outcome, now time.Time) (store.Effect, error) {

@@ -190,10 +190,14 @@ type Ledger interface {
 	// NextDue returns the earliest NotBefore among queued effects.
 	NextDue(ctx context.Context) (time.Time, bool, error)
 	// Begin marks the effect in flight for worker and records a new attempt
-	// for part Effect.PartsSent.
+	// for part Effect.PartsSent. seen is how many attempts the effect had
+	// when the caller read it: if another attempt has begun since, the
+	// caller's read is older than that attempt's outcome (a retry put off
+	// to later may still read as due), and Begin refuses rather than send
+	// it again early, on any replica.
 	// Exactly one of several concurrent callers wins; the others get
-	// ErrIllegalTransition (not pending, or already in flight).
-	Begin(ctx context.Context, key, worker string, now time.Time) (Effect, error)
+	// ErrIllegalTransition (not pending, already in flight, or read stale).
+	Begin(ctx context.Context, key, worker string, seen int, now time.Time) (Effect, error)
 	// Settle records the outcome of the in-flight attempt. Pending means the
 	// attempt provably did not cross the boundary: the effect is queued again
 	// at RetryAt. Completed/Failed/Unknown are final. Refuses when the effect

@@ -72,7 +72,7 @@ func settleHistory(b *testing.B, s *Store, from, to int64) {
 	now := time.Now()
 	for i := from; i < to; i++ {
 		key := benchKey(i)
-		if _, err := s.Ledger().Begin(ctx, key, "w", now); err != nil {
+		if _, err := s.Ledger().Begin(ctx, key, "w", 0, now); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := s.Ledger().Settle(ctx, key, store.Outcome{State: store.Completed, ProviderID: "m"}, now); err != nil {
@@ -151,7 +151,7 @@ func BenchmarkLedgerBeginSettle(b *testing.B) {
 			now := time.Now()
 			one := func(i int64) error {
 				key := benchKey(benchHistory + i)
-				if _, err := s.Ledger().Begin(ctx, key, "w", now); err != nil {
+				if _, err := s.Ledger().Begin(ctx, key, "w", 0, now); err != nil {
 					return err
 				}
 				if err := s.Ledger().Sending(ctx, "w", []store.AttemptRef{{Key: key, N: 1}}); err != nil {

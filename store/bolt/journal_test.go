@@ -26,7 +26,7 @@ func TestI3_SendingJournalStaysSmall(t *testing.T) {
 		if _, err := l.Commit(ctx, store.RunCommit{TaskID: "t", Effects: []store.Effect{{Key: k, TaskID: "t", Recipient: "r", Kind: "test"}}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Begin(ctx, k, "w1", now); err != nil {
+		if _, err := l.Begin(ctx, k, "w1", 0, now); err != nil {
 			t.Fatal(err)
 		}
 		if err := l.Sending(ctx, "w1", []store.AttemptRef{{Key: k, N: 1}}); err != nil {

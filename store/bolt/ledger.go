@@ -280,8 +280,8 @@ func (l *ledger) transition(ctx context.Context, op, key string, st step) (store
 	return f.effect(), nil
 }
 
-func (l *ledger) Begin(ctx context.Context, key, worker string, now time.Time) (store.Effect, error) {
-	return l.transition(ctx, "begin", key, beginStep(worker, now))
+func (l *ledger) Begin(ctx context.Context, key, worker string, seen int, now time.Time) (store.Effect, error) {
+	return l.transition(ctx, "begin", key, beginStep(worker, seen, now))
 }
 
 func (l *ledger) Settle(ctx context.Context, key string, o store.Outcome, now time.Time) (store.Effect, error) {

@@ -25,10 +25,13 @@ func queuedOnly(st *effectState, op string) error {
 	return nil
 }
 
-func beginStep(worker string, now time.Time) step {
+func beginStep(worker string, seen int, now time.Time) step {
 	return func(st *effectState) error {
 		if err := queuedOnly(st, "begin"); err != nil {
 			return err
+		}
+		if len(st.Attempts) != seen {
+			return fmt.Errorf("begin after %d attempts, read with %d: %w", len(st.Attempts), seen, store.ErrIllegalTransition)
 		}
 		st.InFlight, st.Worker, st.UpdatedAt = true, worker, now
 		st.Attempts = append(st.Attempts, store.Attempt{

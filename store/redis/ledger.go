@@ -282,11 +282,11 @@ func throughOutage(ctx context.Context, op func(retry bool) (store.Effect, error
 	}
 }
 
-func (l *ledger) Begin(ctx context.Context, key, worker string, now time.Time) (store.Effect, error) {
-	return throughOutage(ctx, func(retry bool) (store.Effect, error) { return l.begin(ctx, key, worker, now, retry) })
+func (l *ledger) Begin(ctx context.Context, key, worker string, seen int, now time.Time) (store.Effect, error) {
+	return throughOutage(ctx, func(retry bool) (store.Effect, error) { return l.begin(ctx, key, worker, seen, now, retry) })
 }
 
-func (l *ledger) begin(ctx context.Context, key, worker string, now time.Time, retry bool) (store.Effect, error) {
+func (l *ledger) begin(ctx context.Context, key, worker string, seen int, now time.Time, retry bool) (store.Effect, error) {
 	return l.swap(ctx, "begin", key, func(e *store.Effect) (string, string, error) {
 		if retry && e.InFlight && e.Worker == worker {
 			if n := len(e.Attempts); n > 0 && e.Attempts[n-1].Start.Equal(now) {
@@ -295,6 +295,9 @@ func (l *ledger) begin(ctx context.Context, key, worker string, now time.Time, r
 		}
 		if e.State != store.Pending || e.InFlight {
 			return "", "", fmt.Errorf("begin %s effect (in flight %t): %w", e.State, e.InFlight, store.ErrIllegalTransition)
+		}
+		if len(e.Attempts) != seen {
+			return "", "", fmt.Errorf("begin after %d attempts, read with %d: %w", len(e.Attempts), seen, store.ErrIllegalTransition)
 		}
 		e.InFlight, e.Worker, e.UpdatedAt = true, worker, now
 		e.Attempts = append(e.Attempts, store.Attempt{

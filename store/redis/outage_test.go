@@ -107,7 +107,7 @@ func TestSettleRidesOutAnOutage(t *testing.T) {
 	if _, err := s.Ledger().Commit(ctx, store.RunCommit{TaskID: "t1", Effects: []store.Effect{effect("t1", "k")}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Ledger().Begin(ctx, "k", "w1", time.Now()); err != nil {
+	if _, err := s.Ledger().Begin(ctx, "k", "w1", 0, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -155,14 +155,14 @@ func TestRetryAfterLostReplyFindsItsOwnWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	if _, err := l.begin(ctx, "k", "w1", t0, false); err != nil {
+	if _, err := l.begin(ctx, "k", "w1", 0, t0, false); err != nil {
 		t.Fatal(err)
 	}
-	e, err := l.begin(ctx, "k", "w1", t0, true)
+	e, err := l.begin(ctx, "k", "w1", 0, t0, true)
 	if err != nil || len(e.Attempts) != 1 || !e.InFlight {
 		t.Fatalf("begin retry = %d attempts, in flight %t, %v; want the one attempt", len(e.Attempts), e.InFlight, err)
 	}
-	if _, err := l.begin(ctx, "k", "w2", t0, true); err == nil {
+	if _, err := l.begin(ctx, "k", "w2", 0, t0, true); err == nil {
 		t.Fatal("another worker's begin retry took the in-flight effect")
 	}
 
@@ -172,7 +172,7 @@ func TestRetryAfterLostReplyFindsItsOwnWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	t2 := t1.Add(time.Millisecond)
-	if _, err := l.Begin(ctx, "k", "w2", t2); err != nil { // another worker picked it up again
+	if _, err := l.Begin(ctx, "k", "w2", 1, t2); err != nil { // another worker picked it up again
 		t.Fatal(err)
 	}
 	if _, err := l.settle(ctx, "k", retryLater, t1, true); err != nil {

@@ -143,7 +143,7 @@ func TestBeginRaceAcrossReplicasOneWinner(t *testing.T) {
 	errs := make(chan error, n)
 	for i := range n {
 		wg.Go(func() {
-			_, err := replicas[i%2].Ledger().Begin(ctx, "k", fmt.Sprint("w", i), time.Now())
+			_, err := replicas[i%2].Ledger().Begin(ctx, "k", fmt.Sprint("w", i), 0, time.Now())
 			switch {
 			case err == nil:
 				won.Add(1)
@@ -365,7 +365,7 @@ func TestUnavailable(t *testing.T) {
 	s.Close()
 	checks := map[string]error{"ping": s.Ping(ctx)}
 	_, checks["commit"] = s.Ledger().Commit(ctx, store.RunCommit{TaskID: "t", Effects: []store.Effect{effect("t", "k")}})
-	_, checks["begin"] = s.Ledger().Begin(ctx, "k", "w", time.Now())
+	_, checks["begin"] = s.Ledger().Begin(ctx, "k", "w", 0, time.Now())
 	_, checks["mark"] = s.Dedup().Mark(ctx, "ns", "id", time.Minute)
 	for op, err := range checks {
 		if !errors.Is(err, store.ErrUnavailable) {
@@ -437,7 +437,7 @@ func BenchmarkLedgerBeginSettle(b *testing.B) {
 		for pb.Next() {
 			k := fmt.Sprint("k", next.Add(1)-1)
 			now := time.Now()
-			if _, err := s.Ledger().Begin(ctx, k, "w", now); err != nil {
+			if _, err := s.Ledger().Begin(ctx, k, "w", 0, now); err != nil {
 				b.Error(err)
 				return
 			}

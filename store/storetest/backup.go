@@ -27,7 +27,7 @@ func RunBackup(t *testing.T, s store.Store, b Backup) {
 	now := base()
 	rec := must(s.Catalog().Put(ctx, store.Fence{}, "t-1", 0, []byte(`{"id":"t-1"}`)))(t)
 	commit(t, s, "t-1", effect("t-1", "fx-flight", now))
-	inflight := must(s.Ledger().Begin(ctx, "fx-flight", "worker-a", now))(t)
+	inflight := must(s.Ledger().Begin(ctx, "fx-flight", "worker-a", 0, now))(t)
 	must(s.Inbox().Append(ctx, store.InboxItem{Principal: "console:a", EffectKey: "fx-flight", Title: "hello", Body: []byte("{}"), CreatedAt: now}, 0))(t)
 	noErr(t, s.Channels().Put(ctx, "offset", []byte("42"), 0))
 

@@ -46,7 +46,7 @@ func testLedger(t *testing.T, open Opener) {
 		s := open(t)
 		l := s.Ledger()
 		commit(t, s, "t1", effect("t1", "k1", time.Time{}))
-		must(l.Begin(ctx, "k1", "w1", time.Now()))(t)
+		must(l.Begin(ctx, "k1", "w1", 0, time.Now()))(t)
 		must(l.Settle(ctx, "k1", store.Outcome{State: store.Completed, ProviderID: "m-1"}, time.Now()))(t)
 		res := commit(t, s, "t1", effect("t1", "k1", time.Time{}), effect("t1", "k2", time.Time{}), effect("t1", "k2", time.Time{}))
 		if !slices.Equal(res.Claimed, []string{"k2"}) || !slices.Equal(res.Duplicates, []string{"k1", "k2"}) {
@@ -139,7 +139,7 @@ func testLedger(t *testing.T, open Opener) {
 		if !ok || !at.Equal(b.Add(time.Second)) {
 			t.Fatalf("NextDue = %v %v, want %v", at, ok, b.Add(time.Second))
 		}
-		must(l.Begin(ctx, "k1", "w1", b.Add(time.Second)))(t)
+		must(l.Begin(ctx, "k1", "w1", 0, b.Add(time.Second)))(t)
 		at, ok = must2(t)(l.NextDue(ctx))
 		if !ok || !at.Equal(b.Add(2*time.Second)) {
 			t.Fatalf("NextDue with k1 in flight = %v %v", at, ok)
@@ -157,7 +157,7 @@ func testLedger(t *testing.T, open Opener) {
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		for i := range n {
-			wg.Go(func() { _, errs[i] = l.Begin(ctx, "k1", fmt.Sprintf("w%d", i), time.Now()) })
+			wg.Go(func() { _, errs[i] = l.Begin(ctx, "k1", fmt.Sprintf("w%d", i), 0, time.Now()) })
 		}
 		wg.Wait()
 		won := 0
@@ -180,7 +180,7 @@ func testLedger(t *testing.T, open Opener) {
 			t.Fatalf("attempt = %+v", a)
 		}
 		wantKeys(t, must(l.Due(ctx, time.Now().Add(time.Hour), 0))(t))
-		_, err := l.Begin(ctx, "absent", "w1", time.Now())
+		_, err := l.Begin(ctx, "absent", "w1", 0, time.Now())
 		wantErr(t, err, store.ErrNotFound)
 	})
 
@@ -189,7 +189,7 @@ func testLedger(t *testing.T, open Opener) {
 		l := s.Ledger()
 		now := base()
 		commit(t, s, "t1", effect("t1", "k1", now))
-		must(l.Begin(ctx, "k1", "w1", now))(t)
+		must(l.Begin(ctx, "k1", "w1", 0, now))(t)
 		retry := now.Add(time.Minute)
 		e := must(l.Settle(ctx, "k1", store.Outcome{State: store.Pending, Error: "rate limited", RetryAt: retry, PartsSent: 2}, now.Add(time.Second)))(t)
 		if e.State != store.Pending || e.InFlight || e.Worker != "" || !e.NotBefore.Equal(retry) || e.PartsSent != 2 || e.Error != "rate limited" {
@@ -203,7 +203,7 @@ func testLedger(t *testing.T, open Opener) {
 		if got := must(l.Get(ctx, "k1"))(t); got.PartsSent != 2 {
 			t.Fatalf("PartsSent not persisted: %d", got.PartsSent)
 		}
-		e = must(l.Begin(ctx, "k1", "w2", retry))(t)
+		e = must(l.Begin(ctx, "k1", "w2", 1, retry))(t)
 		if len(e.Attempts) != 2 || e.Attempts[1].N != 2 || e.Attempts[1].Part != 2 || e.Attempts[1].By != "w2" {
 			t.Fatalf("second attempt = %+v", e.Attempts)
 		}
@@ -211,6 +211,27 @@ func testLedger(t *testing.T, open Opener) {
 		if e.State != store.Completed || e.ProviderID != "m-9" || e.PartsSent != 3 {
 			t.Fatalf("completed: %+v", e)
 		}
+	})
+
+	// A worker that read the effect before another worker's attempt (a
+	// queue read older than that attempt's outcome) must not begin it:
+	// the retry it would send is not due yet, on any replica.
+	t.Run("I1_BeginRefusesAReadOlderThanAnAttempt", func(t *testing.T) {
+		s := open(t)
+		l := s.Ledger()
+		now := base()
+		commit(t, s, "t1", effect("t1", "k1", now))
+		read := must(l.Get(ctx, "k1"))(t)
+		must(l.Begin(ctx, "k1", "w1", len(read.Attempts), now))(t)
+		retry := now.Add(time.Hour)
+		must(l.Settle(ctx, "k1", store.Outcome{State: store.Pending, Error: "rate_limited", RetryAt: retry}, now))(t)
+		_, err := l.Begin(ctx, "k1", "w2", len(read.Attempts), now)
+		wantErr(t, err, store.ErrIllegalTransition)
+		e := must(l.Get(ctx, "k1"))(t)
+		if e.InFlight || len(e.Attempts) != 1 || !e.NotBefore.Equal(retry) {
+			t.Fatalf("after a stale begin: in flight %t, %d attempts, due %s; want untouched", e.InFlight, len(e.Attempts), e.NotBefore)
+		}
+		must(l.Begin(ctx, "k1", "w2", len(e.Attempts), retry))(t)
 	})
 
 	t.Run("SettleFinalStates", func(t *testing.T) {
@@ -222,7 +243,7 @@ func testLedger(t *testing.T, open Opener) {
 				commit(t, s, "t1", effect("t1", "k1", now))
 				_, err := l.Settle(ctx, "k1", store.Outcome{State: final}, now)
 				wantErr(t, err, store.ErrIllegalTransition) // queued, not in flight
-				must(l.Begin(ctx, "k1", "w1", now))(t)
+				must(l.Begin(ctx, "k1", "w1", 0, now))(t)
 				e := must(l.Settle(ctx, "k1", store.Outcome{State: final, Error: "reason"}, now))(t)
 				if e.State != final || e.InFlight || e.Attempts[0].Outcome != final {
 					t.Fatalf("settled: %+v", e)
@@ -231,7 +252,7 @@ func testLedger(t *testing.T, open Opener) {
 				wantErr(t, err, store.ErrIllegalTransition)
 				_, err = l.Settle(ctx, "k1", store.Outcome{State: store.Pending, RetryAt: now}, now)
 				wantErr(t, err, store.ErrIllegalTransition)
-				_, err = l.Begin(ctx, "k1", "w2", now)
+				_, err = l.Begin(ctx, "k1", "w2", 0, now)
 				wantErr(t, err, store.ErrIllegalTransition)
 				_, err = l.Expire(ctx, "k1", "late", now)
 				wantErr(t, err, store.ErrIllegalTransition)
@@ -249,7 +270,7 @@ func testLedger(t *testing.T, open Opener) {
 		s := open(t)
 		l := s.Ledger()
 		commit(t, s, "t1", effect("t1", "k1", time.Time{}))
-		must(l.Begin(ctx, "k1", "w1", time.Now()))(t)
+		must(l.Begin(ctx, "k1", "w1", 0, time.Now()))(t)
 		_, err := l.Settle(ctx, "k1", store.Outcome{State: "sent-ish"}, time.Now())
 		wantErr(t, err, store.ErrIllegalTransition)
 		if got := must(l.Get(ctx, "k1"))(t); !got.InFlight {
@@ -267,7 +288,7 @@ func testLedger(t *testing.T, open Opener) {
 			t.Fatalf("expired: %+v", e)
 		}
 		wantKeys(t, must(l.Due(ctx, now.Add(time.Hour), 0))(t), "k2")
-		must(l.Begin(ctx, "k2", "w1", now))(t)
+		must(l.Begin(ctx, "k2", "w1", 0, now))(t)
 		_, err := l.Expire(ctx, "k2", "expired", now)
 		wantErr(t, err, store.ErrIllegalTransition)
 	})
@@ -284,7 +305,7 @@ func testLedger(t *testing.T, open Opener) {
 		}
 		wantKeys(t, must(l.Due(ctx, now.Add(time.Hour), 0))(t), "k2")
 		wantKeys(t, must(l.Due(ctx, until, 0))(t), "k2", "k1")
-		must(l.Begin(ctx, "k2", "w1", now))(t)
+		must(l.Begin(ctx, "k2", "w1", 0, now))(t)
 		_, err := l.Defer(ctx, "k2", until, "", now)
 		wantErr(t, err, store.ErrIllegalTransition)
 		at, ok := must2(t)(l.NextDue(ctx))
@@ -302,7 +323,7 @@ func testLedger(t *testing.T, open Opener) {
 				commit(t, s, "t1", effect("t1", "k1", now))
 				_, err := l.Redeliver(ctx, "k1", "console:admin", now)
 				wantErr(t, err, store.ErrIllegalTransition) // queued
-				must(l.Begin(ctx, "k1", "w1", now))(t)
+				must(l.Begin(ctx, "k1", "w1", 0, now))(t)
 				_, err = l.Redeliver(ctx, "k1", "console:admin", now)
 				wantErr(t, err, store.ErrIllegalTransition) // in flight
 				must(l.Settle(ctx, "k1", store.Outcome{State: final, PartsSent: 1}, now))(t)
@@ -318,7 +339,7 @@ func testLedger(t *testing.T, open Opener) {
 				wantKeys(t, must(l.Due(ctx, later, 0))(t), "k1")
 				_, err = l.Redeliver(ctx, "k1", "console:admin", later)
 				wantErr(t, err, store.ErrIllegalTransition) // pending again
-				e = must(l.Begin(ctx, "k1", "w2", later))(t)
+				e = must(l.Begin(ctx, "k1", "w2", 2, later))(t)
 				if a := e.Attempts[len(e.Attempts)-1]; a.By != "w2" || a.Part != 1 {
 					t.Fatalf("attempt after redelivery = %+v", a)
 				}
@@ -331,8 +352,8 @@ func testLedger(t *testing.T, open Opener) {
 		l := s.Ledger()
 		now := base()
 		commit(t, s, "t1", effect("t1", "dead", now), effect("t1", "live", now), effect("t1", "queued", now))
-		must(l.Begin(ctx, "dead", "w-dead", now))(t)
-		must(l.Begin(ctx, "live", "w-live", now))(t)
+		must(l.Begin(ctx, "dead", "w-dead", 0, now))(t)
+		must(l.Begin(ctx, "live", "w-live", 0, now))(t)
 		alive := func(w string) bool { return w == "w-live" }
 
 		got := must(l.Recover(ctx, store.Recovery{Alive: alive}, now.Add(time.Second)))(t)
@@ -370,7 +391,7 @@ func testLedger(t *testing.T, open Opener) {
 		}
 		// Not queued: no other worker may take it.
 		wantKeys(t, must(l.Due(ctx, now.Add(time.Hour), 0))(t))
-		if _, err := l.Begin(ctx, "direct", "w-2", now); !errors.Is(err, store.ErrIllegalTransition) {
+		if _, err := l.Begin(ctx, "direct", "w-2", 0, now); !errors.Is(err, store.ErrIllegalTransition) {
 			t.Fatalf("another worker began it: %v", err)
 		}
 		// A second claim of the key is still refused.
@@ -392,8 +413,8 @@ func testLedger(t *testing.T, open Opener) {
 		now := base()
 		noErr(t, l.Sending(ctx, "w-dead", nil)) // the worker records every send from now on
 		commit(t, s, "t1", effect("t1", "sent", now), effect("t1", "unsent", now))
-		must(l.Begin(ctx, "sent", "w-dead", now))(t)
-		must(l.Begin(ctx, "unsent", "w-dead", now))(t)
+		must(l.Begin(ctx, "sent", "w-dead", 0, now))(t)
+		must(l.Begin(ctx, "unsent", "w-dead", 0, now))(t)
 		// A claim handed to the worker in flight, never sent either.
 		must(l.Commit(ctx, store.RunCommit{TaskID: "t1", Worker: "w-dead", Effects: []store.Effect{effect("t1", "handed", now)}}))(t)
 		noErr(t, l.Sending(ctx, "w-dead", []store.AttemptRef{{Key: "sent", N: 1}}))
@@ -423,7 +444,7 @@ func testLedger(t *testing.T, open Opener) {
 			t.Fatalf("due after recovery = %v", due)
 		}
 		// Sent once, after recovery: a new attempt, recorded afresh.
-		e := must(l.Begin(ctx, "unsent", "w-2", later))(t)
+		e := must(l.Begin(ctx, "unsent", "w-2", 1, later))(t)
 		if n := len(e.Attempts); n != 2 || e.Attempts[1].N != 2 {
 			t.Fatalf("attempts after recovery = %+v", e.Attempts)
 		}
@@ -436,8 +457,8 @@ func testLedger(t *testing.T, open Opener) {
 		now := base()
 		noErr(t, l.Sending(ctx, "w-dead", nil))
 		commit(t, s, "t1", effect("t1", "dedups", now), effect("t1", "plain", now))
-		must(l.Begin(ctx, "dedups", "w-dead", now))(t)
-		must(l.Begin(ctx, "plain", "w-dead", now))(t)
+		must(l.Begin(ctx, "dedups", "w-dead", 0, now))(t)
+		must(l.Begin(ctx, "plain", "w-dead", 0, now))(t)
 		noErr(t, l.Sending(ctx, "w-dead", []store.AttemptRef{{Key: "dedups", N: 1}, {Key: "plain", N: 1}}))
 		replay := func(fx store.Effect) bool { return fx.Key == "dedups" }
 		later := now.Add(time.Minute)
@@ -461,7 +482,7 @@ func testLedger(t *testing.T, open Opener) {
 		now := base()
 		noErr(t, l.Sending(ctx, "w-slow", nil))
 		commit(t, s, "t1", effect("t1", "k", now))
-		must(l.Begin(ctx, "k", "w-slow", now))(t)
+		must(l.Begin(ctx, "k", "w-slow", 0, now))(t)
 		wantKeys(t, must(l.Recover(ctx, store.Recovery{}, now))(t), "k")
 		// The worker was only slow: it must not send what was queued again.
 		wantErr(t, l.Sending(ctx, "w-slow", []store.AttemptRef{{Key: "k", N: 1}}), store.ErrLeaseLost)
@@ -480,12 +501,12 @@ func testLedger(t *testing.T, open Opener) {
 		for i := range 50 {
 			k := fmt.Sprintf("k%02d", i)
 			commit(t, s, "t1", effect("t1", k, now))
-			must(l.Begin(ctx, k, "w-1", now))(t)
+			must(l.Begin(ctx, k, "w-1", 0, now))(t)
 			noErr(t, l.Sending(ctx, "w-1", []store.AttemptRef{{Key: k, N: 1}}))
 			must(l.Settle(ctx, k, store.Outcome{State: store.Completed}, now))(t)
 		}
 		commit(t, s, "t1", effect("t1", "last", now))
-		must(l.Begin(ctx, "last", "w-1", now))(t)
+		must(l.Begin(ctx, "last", "w-1", 0, now))(t)
 		got := must(l.Recover(ctx, store.Recovery{}, now))(t)
 		wantKeys(t, got, "last")
 		if got[0].State != store.Pending {

@@ -23,7 +23,7 @@ func testRetention(t *testing.T, open Opener) {
 	commit(t, s, "t1", effect("t1", "old-done", now), effect("t1", "old-failed", now), effect("t1", "queued", now),
 		effect("t1", "flying", now), effect("t1", "new-done", now))
 	for _, k := range []string{"old-done", "old-failed", "flying", "new-done"} {
-		must(l.Begin(ctx, k, "w1", now))(t)
+		must(l.Begin(ctx, k, "w1", 0, now))(t)
 	}
 	must(l.Settle(ctx, "old-done", store.Outcome{State: store.Completed}, now))(t)
 	must(l.Settle(ctx, "old-failed", store.Outcome{State: store.Failed, Error: "http_400"}, now))(t)

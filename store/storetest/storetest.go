@@ -499,10 +499,10 @@ func testReopen(t *testing.T, open Opener, reopen Reopener) {
 	fence := store.Fence{Lease: "scheduler", Epoch: lease.Epoch}
 	must(s.Ledger().Commit(ctx, store.RunCommit{Fence: fence, TaskID: "t1", TaskRevision: 1, Snapshot: []byte("snap"),
 		Effects: []store.Effect{effect("t1", "queued", now), effect("t1", "done", now), effect("t1", "flying", now)}}))(t)
-	must(s.Ledger().Begin(ctx, "done", "w1", now))(t)
+	must(s.Ledger().Begin(ctx, "done", "w1", 0, now))(t)
 	must(s.Ledger().Settle(ctx, "done", store.Outcome{State: store.Completed, ProviderID: "m-1", PartsSent: 2}, now))(t)
 	noErr(t, s.Ledger().Sending(ctx, "w1", nil))
-	must(s.Ledger().Begin(ctx, "flying", "w1", now))(t)
+	must(s.Ledger().Begin(ctx, "flying", "w1", 0, now))(t)
 	noErr(t, s.Ledger().Sending(ctx, "w1", []store.AttemptRef{{Key: "flying", N: 1}}))
 	must(s.Ledger().Commit(ctx, store.RunCommit{TaskID: "t1", Worker: "w1", Effects: []store.Effect{effect("t1", "handed", now)}}))(t)
 	it := must(appended(s.Inbox().Append(ctx, item("console:ops", "done", "hello"), 0)))(t)

@@ -336,14 +336,18 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 			return
 		}
 	}
-	joined, wait := d.inOrder(ctx, live, now)
+	joined, ended, endedAs, wait := d.inOrder(ctx, live, now)
+	d.endWithMessage(ctx, ended, endedAs)
 	if !wait.IsZero() {
-		d.each(len(live), func(i int) {
-			fx := live[i]
+		d.each(len(joined), func(i int) {
+			fx := joined[i]
 			if _, err := d.o.Ledger.Defer(ctx, fx.Key, notAfter(wait, fx.ExpiresAt), reasonOrder, now); err != nil {
 				log.Warn().Err(err).Msg("cannot hold a push behind an earlier one")
 			}
 		})
+		return
+	}
+	if len(joined) == 0 {
 		return
 	}
 	for _, one := range oneTypeEach(route, joined) {

@@ -50,14 +50,24 @@ func orderKey(fx store.Effect) string { return fx.Recipient + "\x00" + fx.TaskID
 // before must carry again exactly what it carried (a replay or a
 // redelivery under the same key, which a receiver may drop as a repeat),
 // so it goes alone, after whatever is older than all its members.
-func (d *Dispatcher) inOrder(ctx context.Context, live []store.Effect, now time.Time) ([]store.Effect, time.Time) {
+//
+// Before that, a push whose last attempt a crash interrupted goes with its
+// message (withItsMessage): it ends as another push of that message
+// recorded (returned in ended, to be settled so without a send), or goes
+// again together with the ones still queued. On a wait, the pushes
+// returned are the ones to hold.
+func (d *Dispatcher) inOrder(ctx context.Context, live []store.Effect, now time.Time) (out, ended []store.Effect, endedAs []store.Outcome, wait time.Time) {
 	if !ordered(live[0].Kind) {
-		return live, time.Time{}
+		return live, nil, nil, time.Time{}
 	}
 	fxs, err := d.o.Ledger.List(ctx, live[0].TaskID, orderScan)
 	if err != nil {
 		d.o.Log.Warn().Err(err).Str("task", live[0].TaskID).Msg("cannot check for earlier pushes; waiting")
-		return nil, now.Add(orderWait)
+		return live, nil, nil, now.Add(orderWait)
+	}
+	live, ended, endedAs, companion := withItsMessage(live, fxs)
+	if len(live) == 0 {
+		return nil, ended, endedAs, time.Time{}
 	}
 	in := make(map[string]bool, len(live))
 	oldest, newest, attempted := live[0], live[0].CreatedAt, false
@@ -71,22 +81,25 @@ func (d *Dispatcher) inOrder(ctx context.Context, live []store.Effect, now time.
 		}
 		attempted = attempted || len(fx.Attempts) > 0
 	}
-	var wait time.Time
 	later := func(t time.Time) {
 		if t.After(wait) {
 			wait = t
 		}
 	}
-	out := live
+	out = live
 	for _, o := range fxs {
 		if o.State != store.Pending || in[o.Key] || o.Recipient != live[0].Recipient || !ordered(o.Kind) ||
-			o.CreatedAt.After(newest) || (!o.ExpiresAt.IsZero() && !now.Before(o.ExpiresAt)) {
+			(o.CreatedAt.After(newest) && !companion[o.Key]) || (!o.ExpiresAt.IsZero() && !now.Before(o.ExpiresAt)) {
 			continue
 		}
 		held := o.Error == reasonHeld && o.NotBefore.After(now)
 		switch {
 		case o.InFlight:
 			later(now.Add(orderWait))
+		case companion[o.Key] && !o.NotBefore.After(now):
+			out = append(out, o) // the rest of an interrupted message: it goes again whole
+		case companion[o.Key]:
+			later(o.NotBefore) // its message is to be retried then: due together, it goes whole
 		case !attempted && len(o.Attempts) == 0 && (held || !o.NotBefore.After(now)):
 			out = append(out, o) // never attempted: it goes in this message
 		case held:
@@ -103,9 +116,93 @@ func (d *Dispatcher) inOrder(ctx context.Context, live []store.Effect, now time.
 		}
 	}
 	if !wait.IsZero() {
-		return nil, wait
+		return live, ended, endedAs, wait
 	}
-	return out, time.Time{}
+	return out, ended, endedAs, time.Time{}
+}
+
+// withItsMessage keeps a message whole across a crash. A message's
+// pushes are begun together but settled one by one: a crash between two
+// settles leaves some ended and the rest in flight, and recovery queues
+// those again on their own. Sent alone, such a push would go under its
+// own key, which the receiver has never seen, and its item would arrive
+// twice. So each push of live whose last attempt was interrupted looks
+// for the other pushes of that message among fxs (sameMessage): if one
+// recorded how the attempt ended, it ends the same way (ended, endedAs);
+// if one is still queued, it is a companion that goes with it.
+func withItsMessage(live, fxs []store.Effect) (rest, ended []store.Effect, endedAs []store.Outcome, companion map[string]bool) {
+	rest = live[:0:0]
+	for _, fx := range live {
+		a, ok := interrupted(fx)
+		if !ok {
+			rest = append(rest, fx)
+			continue
+		}
+		var as *store.Outcome
+		for _, o := range fxs {
+			if o.Key == fx.Key || o.Recipient != fx.Recipient || !ordered(o.Kind) {
+				continue
+			}
+			for _, b := range o.Attempts {
+				if !sameMessage(a, b) {
+					continue
+				}
+				switch {
+				case b.Outcome == store.Completed:
+					as = &store.Outcome{State: store.Completed, Error: reasonSentWith, ProviderID: o.ProviderID, PartsSent: o.PartsSent}
+				case b.Outcome == store.Failed || b.Outcome == store.Unknown:
+					as = &store.Outcome{State: b.Outcome, Error: b.Error, PartsSent: a.Part}
+				case o.State == store.Pending && store.LastAttempt(o) == b.N:
+					if companion == nil {
+						companion = map[string]bool{}
+					}
+					companion[o.Key] = true
+				}
+			}
+		}
+		if as != nil {
+			ended, endedAs = append(ended, fx), append(endedAs, *as)
+			continue
+		}
+		rest = append(rest, fx)
+	}
+	return rest, ended, endedAs, companion
+}
+
+// endWithMessage ends each of ended as endedAs says, without a send. The
+// ledger only settles an attempt, so one is begun and settled at once; its
+// reason says why (a crash in between reads as not sent, and this runs
+// again).
+func (d *Dispatcher) endWithMessage(ctx context.Context, ended []store.Effect, endedAs []store.Outcome) {
+	d.each(len(ended), func(i int) {
+		fx := ended[i]
+		if _, err := d.o.Ledger.Begin(ctx, fx.Key, d.o.Worker, len(fx.Attempts), d.o.Now()); err != nil {
+			return // taken meanwhile, or no longer queued
+		}
+		d.settle(ctx, fx.Key, endedAs[i])
+	})
+}
+
+// reasonSentWith is recorded on a push whose interrupted attempt is known
+// delivered because another push of the same message was.
+const reasonSentWith = "delivered: its message was, under another push's key"
+
+// interrupted returns fx's last attempt if recovery ended it (store.Recover).
+func interrupted(fx store.Effect) (store.Attempt, bool) {
+	n := len(fx.Attempts)
+	if n == 0 {
+		return store.Attempt{}, false
+	}
+	a := fx.Attempts[n-1]
+	return a, a.Error == store.InterruptedReplayed || a.Error == store.InterruptedUnsent
+}
+
+// sameMessage reports whether attempts a and b sent the same message: the
+// dispatcher begins a message's pushes together, so their attempts share
+// start, worker and part. A redelivery mark is not a send.
+func sameMessage(a, b store.Attempt) bool {
+	return a.Start.Equal(b.Start) && a.By == b.By && a.Part == b.Part &&
+		!strings.HasPrefix(a.Error, redeliveryMark) && !strings.HasPrefix(b.Error, redeliveryMark)
 }
 
 // earlier reports whether a was claimed before b (by time, then key).

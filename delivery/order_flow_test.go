@@ -3,6 +3,7 @@ package delivery_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -178,4 +179,91 @@ func TestOrder_ChangeWaitsWhileAnotherReplicaSendsTheNewsBeforeIt(t *testing.T) 
 	}
 	r.advance(time.Second)
 	r.settled(change, store.Completed)
+}
+
+// TestI1_I3_CrashBetweenAMessagesSettlesSendsNoPartOfItAgain: two news
+// items go out as one message under the first push's key; the process
+// dies after the receiver's answer was recorded on the first push and
+// before it was recorded on the second. Recovery queues the second again
+// (the receiver drops repeats by key). Sent alone it would go under its
+// own key, and its item would arrive twice: it ends as its message did,
+// or, when the message is to be retried, goes again with it, whole.
+func TestI1_I3_CrashBetweenAMessagesSettlesSendsNoPartOfItAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		first     store.Outcome
+		want      store.EffectState
+		wait      time.Duration
+		wantSends int
+	}{
+		{"delivered", store.Outcome{State: store.Completed, PartsSent: 1}, store.Completed, 0, 0},
+		{"refused for good", store.Outcome{State: store.Failed, Error: "http_400"}, store.Failed, 0, 0},
+		{"to be retried", store.Outcome{State: store.Pending, RetryAt: t0.Add(30 * time.Second), Error: "http_429"}, store.Completed, 30 * time.Second, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			rv := newReceiver(t, nil)
+			ctx := context.Background()
+			now := r.clock.Now()
+			var keys []string
+			var fxs []store.Effect
+			for i := range 2 {
+				msg := changed("t-news", fmt.Sprintf("n%d", i), fmt.Sprintf("Notice %d", i))
+				msg.OccurredAt = now
+				payload, err := json.Marshal(msg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				key := fmt.Sprintf("fx_msg_%d", i)
+				keys = append(keys, key)
+				fxs = append(fxs, store.Effect{Key: key, TaskID: "t-news", Recipient: "ops", Kind: delivery.KindChanged,
+					Payload: payload, NotBefore: now, ExpiresAt: now.Add(time.Hour), CreatedAt: now})
+			}
+			l := r.st.Ledger()
+			if _, err := l.Commit(ctx, store.RunCommit{TaskID: "t-news", Effects: fxs}); err != nil {
+				t.Fatal(err)
+			}
+			// What a dying worker left: both begun as one message and
+			// recorded as sending, the outcome settled on the first only.
+			if err := l.Sending(ctx, "w-dead", nil); err != nil {
+				t.Fatal(err)
+			}
+			var refs []store.AttemptRef
+			for _, k := range keys {
+				if _, err := l.Begin(ctx, k, "w-dead", 0, now); err != nil {
+					t.Fatal(err)
+				}
+				refs = append(refs, store.AttemptRef{Key: k, N: 1})
+			}
+			if err := l.Sending(ctx, "w-dead", refs); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Settle(ctx, keys[0], tc.first, now); err != nil {
+				t.Fatal(err)
+			}
+			got, err := l.Recover(ctx, store.Recovery{Replay: func(store.Effect) bool { return true }}, now)
+			if err != nil || len(got) != 1 || got[0].Key != keys[1] || got[0].State != store.Pending {
+				t.Fatalf("recovered %+v (%v); want the second push queued again", got, err)
+			}
+
+			r.start(webhookRoute(t, rv, true), "w", nil)
+			r.advance(time.Second)
+			r.advance(tc.wait)
+			for _, k := range keys {
+				r.settled(k, tc.want)
+			}
+			hits := rv.received()
+			if len(hits) != tc.wantSends {
+				t.Fatalf("the receiver saw %d requests (%v), want %d", len(hits), ids(hits), tc.wantSends)
+			}
+			for _, h := range hits {
+				var body struct {
+					Items []struct{ ID string } `json:"items"`
+				}
+				if err := json.Unmarshal(h.Body, &body); err != nil || h.ID != keys[0] || len(body.Items) != 2 {
+					t.Errorf("request under %q with %d items (%v); want the message again under %q", h.ID, len(body.Items), err, keys[0])
+				}
+			}
+		})
+	}
 }

@@ -70,7 +70,7 @@ func sentWith(fx store.Effect, all []store.Effect) []string {
 			continue
 		}
 		for _, a := range c.Attempts {
-			if a.Start.Equal(last.Start) && a.By == last.By && a.Part == last.Part && !strings.HasPrefix(a.Error, redeliveryMark) {
+			if sameMessage(a, last) {
 				out = append(out, c.Key)
 				break
 			}
@@ -79,10 +79,11 @@ func sentWith(fx store.Effect, all []store.Effect) []string {
 	return out
 }
 
-// lastSent is fx's last attempt that was a send (not a redelivery mark).
+// lastSent is fx's last attempt that was a send (not a redelivery mark,
+// nor the record that another push's send delivered it).
 func lastSent(fx store.Effect) (store.Attempt, bool) {
 	for i := len(fx.Attempts) - 1; i >= 0; i-- {
-		if a := fx.Attempts[i]; !strings.HasPrefix(a.Error, redeliveryMark) {
+		if a := fx.Attempts[i]; !strings.HasPrefix(a.Error, redeliveryMark) && a.Error != reasonSentWith {
 			return a, true
 		}
 	}

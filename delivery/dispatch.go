@@ -143,6 +143,9 @@ type group struct {
 	fx    []store.Effect
 	begun bool     // claimed in flight for this worker already (Handoff)
 	msg   *Message // what fx's payloads encode, if known (Handoff)
+	// answered, when set, is called once the recipient has answered the
+	// first send, or the group goes unsent (Handoff).
+	answered func()
 }
 
 // Run delivers until ctx ends; in-flight sends finish (bounded by the
@@ -286,7 +289,7 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 			})
 			return
 		}
-		d.send(ctx, route, g.fx, g.fx, g.msg)
+		d.send(ctx, route, g.fx, g.fx, g.msg, g.answered)
 		return
 	}
 	log := d.o.Log.With().Str("task", taskID).Logger()
@@ -351,7 +354,7 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 		return
 	}
 	for _, one := range oneTypeEach(route, joined) {
-		d.send(ctx, route, one, nil, nil)
+		d.send(ctx, route, one, nil, nil, nil)
 	}
 }
 
@@ -382,8 +385,10 @@ func oneTypeEach(route Route, live []store.Effect) [][]store.Effect {
 // sent, and settled. msg, when given, is what begun's payloads encode.
 // Every begun effect shares the message's outcome, including those whose
 // item the message carries folded into a later state (merge): they were
-// delivered exactly when the message was.
-func (d *Dispatcher) send(ctx context.Context, route Route, live, begun []store.Effect, msg *Message) {
+// delivered exactly when the message was. answered, when set, is called
+// as soon as the recipient answered the first part, before the outcome
+// is recorded.
+func (d *Dispatcher) send(ctx context.Context, route Route, live, begun []store.Effect, msg *Message, answered func()) {
 	recipient, taskID := live[0].Recipient, live[0].TaskID
 	var now time.Time
 	for {
@@ -418,6 +423,10 @@ func (d *Dispatcher) send(ctx context.Context, route Route, live, begun []store.
 			return
 		}
 		out := route.Sink.Send(ctx, Delivery{Key: first.Key, To: route.To, Message: *msg, Lang: route.Lang, Zone: route.Zone, Attempt: attempt, Part: part})
+		if answered != nil {
+			answered()
+			answered = nil
+		}
 		d.o.Metrics.Attempts.WithLabelValues(string(route.To.Kind), out.Result.String()).Inc()
 		if out.MigratedTo != "" && d.o.Hooks.Migrated != nil {
 			d.o.Hooks.Migrated(ctx, taskID, recipient, out.MigratedTo)

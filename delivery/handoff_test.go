@@ -2,13 +2,17 @@ package delivery_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/bolt"
 )
 
@@ -97,4 +101,83 @@ func TestReserveDeclinesWhenNoWorkerFreesUp(t *testing.T) {
 	if _, _, ok := d.Reserve(short, "ops", "hook:ci"); ok {
 		t.Fatal("a busy worker was offered to a sender that had given up")
 	}
+}
+
+// handOver claims one inbound push to "ops" in flight for d's worker, as
+// an admission does after Reserve, and hands it over; it returns when
+// Handoff does.
+func handOver(t *testing.T, ctx context.Context, d *delivery.Dispatcher, l store.Ledger, key string) {
+	t.Helper()
+	_, release, ok := d.Reserve(ctx, "ops", "hook:ci")
+	if !ok {
+		t.Fatal("no worker offered")
+	}
+	msg := inbound("Build failed")
+	payload, err := json.Marshal(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	fx := store.Effect{Key: key, TaskID: "hook:ci", Recipient: "ops", Kind: msg.Kind, Payload: payload,
+		State: store.Pending, NotBefore: now, ExpiresAt: now.Add(time.Hour), CreatedAt: now}
+	if _, err := l.Commit(ctx, store.RunCommit{TaskID: "hook:ci", Effects: []store.Effect{fx}, Worker: "w1"}); err != nil {
+		release()
+		t.Fatal(err)
+	}
+	fx.InFlight, fx.Worker = true, "w1"
+	fx.Attempts = []store.Attempt{{N: 1, Start: now, By: "w1", Outcome: store.Pending}}
+	d.Handoff([]store.Effect{fx}, msg, release)
+}
+
+// An inbound hook answers its sender after the hand-off: Handoff returns
+// once the recipient has answered the push, so a sender that waits for
+// its answer is paced by the recipient instead of filling a queue.
+func TestHandoffReturnsOnceTheRecipientAnswered(t *testing.T) {
+	defer delivery.SetHandoffLinger(time.Minute)()
+	arrived, answer := make(chan struct{}), make(chan struct{})
+	var answered sync.Once
+	rv := newReceiver(t, func(int, http.ResponseWriter) bool {
+		close(arrived)
+		<-answer
+		return true
+	})
+	bs := openBolt(t)
+	d, ctx := startDispatcher(t, delivery.Options{Ledger: bs.Ledger(), Router: webhookRoute(t, rv, false), Workers: 2})
+	waitForHandoffs(t, ctx, d)
+	t.Cleanup(func() { answered.Do(func() { close(answer) }) }) // first: the send ends before the dispatcher stops
+	returned := make(chan struct{})
+	go func() { handOver(t, ctx, d, bs.Ledger(), "fx_handed"); close(returned) }()
+	<-arrived
+	select {
+	case <-returned:
+		t.Fatal("Handoff returned before the recipient answered")
+	case <-time.After(20 * time.Millisecond):
+	}
+	answered.Do(func() { close(answer) })
+	<-returned
+}
+
+// A recipient that is slow to answer delays Handoff by handoffLinger at
+// most; the push is still sent and settled in the background.
+func TestHandoffWaitsForASlowRecipientOnlyBriefly(t *testing.T) {
+	defer delivery.SetHandoffLinger(10 * time.Millisecond)()
+	answer := make(chan struct{})
+	var answered sync.Once
+	rv := newReceiver(t, func(int, http.ResponseWriter) bool { <-answer; return true })
+	bs := openBolt(t)
+	d, ctx := startDispatcher(t, delivery.Options{Ledger: bs.Ledger(), Router: webhookRoute(t, rv, false), Workers: 2})
+	waitForHandoffs(t, ctx, d)
+	t.Cleanup(func() { answered.Do(func() { close(answer) }) }) // first: the send ends before the dispatcher stops
+	returned := make(chan struct{})
+	go func() { handOver(t, ctx, d, bs.Ledger(), "fx_slow"); close(returned) }()
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Handoff waited for a recipient that does not answer")
+	}
+	answered.Do(func() { close(answer) })
+	waitFor(t, func() bool {
+		fx, err := bs.Ledger().Get(ctx, "fx_slow")
+		return err == nil && fx.State == store.Completed
+	}, "the slow push to complete")
 }

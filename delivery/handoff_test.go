@@ -129,31 +129,39 @@ func handOver(t *testing.T, ctx context.Context, d *delivery.Dispatcher, l store
 	d.Handoff([]store.Effect{fx}, msg, release)
 }
 
-// An inbound hook answers its sender after the hand-off: Handoff returns
-// once the recipient has answered the push, so a sender that waits for
-// its answer is paced by the recipient instead of filling a queue.
-func TestHandoffReturnsOnceTheRecipientAnswered(t *testing.T) {
-	defer delivery.SetHandoffLinger(time.Minute)()
-	arrived, answer := make(chan struct{}), make(chan struct{})
-	var answered sync.Once
+// gatedHandoff hands one push over, in the background, to a running
+// dispatcher whose recipient holds every request until answer is called.
+// It returns when the request arrived, when Handoff returned, and the
+// ledger.
+func gatedHandoff(t *testing.T, key string) (arrived, returned <-chan struct{}, answer func(), l store.Ledger) {
+	in, hold, out := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 	rv := newReceiver(t, func(int, http.ResponseWriter) bool {
-		close(arrived)
-		<-answer
+		in <- struct{}{}
+		<-hold
 		return true
 	})
 	bs := openBolt(t)
 	d, ctx := startDispatcher(t, delivery.Options{Ledger: bs.Ledger(), Router: webhookRoute(t, rv, false), Workers: 2})
 	waitForHandoffs(t, ctx, d)
-	t.Cleanup(func() { answered.Do(func() { close(answer) }) }) // first: the send ends before the dispatcher stops
-	returned := make(chan struct{})
-	go func() { handOver(t, ctx, d, bs.Ledger(), "fx_handed"); close(returned) }()
+	answer = sync.OnceFunc(func() { close(hold) })
+	t.Cleanup(answer) // first: the send ends before the dispatcher stops
+	go func() { handOver(t, ctx, d, bs.Ledger(), key); close(out) }()
+	return in, out, answer, bs.Ledger()
+}
+
+// An inbound hook answers its sender after the hand-off: Handoff returns
+// once the recipient has answered the push, so a sender that waits for
+// its answer is paced by the recipient instead of filling a queue.
+func TestHandoffReturnsOnceTheRecipientAnswered(t *testing.T) {
+	defer delivery.SetHandoffLinger(time.Minute)()
+	arrived, returned, answer, _ := gatedHandoff(t, "fx_handed")
 	<-arrived
 	select {
 	case <-returned:
 		t.Fatal("Handoff returned before the recipient answered")
 	case <-time.After(20 * time.Millisecond):
 	}
-	answered.Do(func() { close(answer) })
+	answer()
 	<-returned
 }
 
@@ -161,23 +169,15 @@ func TestHandoffReturnsOnceTheRecipientAnswered(t *testing.T) {
 // most; the push is still sent and settled in the background.
 func TestHandoffWaitsForASlowRecipientOnlyBriefly(t *testing.T) {
 	defer delivery.SetHandoffLinger(10 * time.Millisecond)()
-	answer := make(chan struct{})
-	var answered sync.Once
-	rv := newReceiver(t, func(int, http.ResponseWriter) bool { <-answer; return true })
-	bs := openBolt(t)
-	d, ctx := startDispatcher(t, delivery.Options{Ledger: bs.Ledger(), Router: webhookRoute(t, rv, false), Workers: 2})
-	waitForHandoffs(t, ctx, d)
-	t.Cleanup(func() { answered.Do(func() { close(answer) }) }) // first: the send ends before the dispatcher stops
-	returned := make(chan struct{})
-	go func() { handOver(t, ctx, d, bs.Ledger(), "fx_slow"); close(returned) }()
+	_, returned, answer, l := gatedHandoff(t, "fx_slow")
 	select {
 	case <-returned:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Handoff waited for a recipient that does not answer")
 	}
-	answered.Do(func() { close(answer) })
+	answer()
 	waitFor(t, func() bool {
-		fx, err := bs.Ledger().Get(ctx, "fx_slow")
+		fx, err := l.Get(context.Background(), "fx_slow")
 		return err == nil && fx.State == store.Completed
 	}, "the slow push to complete")
 }

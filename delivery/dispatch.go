@@ -339,8 +339,8 @@ func (d *Dispatcher) deliver(ctx context.Context, g group) {
 			return
 		}
 	}
-	joined, ended, endedAs, wait := d.inOrder(ctx, live, now)
-	d.endWithMessage(ctx, ended, endedAs)
+	joined, ended, wait := d.inOrder(ctx, live, now)
+	d.endWithMessage(ctx, ended)
 	if !wait.IsZero() {
 		d.each(len(joined), func(i int) {
 			fx := joined[i]

@@ -89,8 +89,8 @@ func privateChat(principal string) string {
 	return ""
 }
 
-// handoffLinger bounds how long Handoff waits for the push it handed over
-// to be sent. A caller that answers its own sender after Handoff (an
+// handoffLinger bounds how long Handoff waits for the recipient to answer
+// the push it handed over. A caller that answers its own sender after Handoff (an
 // inbound hook's 202) passes the recipient's pace back to that sender, as
 // the wait for a worker does, rather than accepting faster than pushes
 // leave; a slow recipient delays the answer by this much at most.
@@ -100,21 +100,20 @@ var handoffLinger = 100 * time.Millisecond
 type handoff struct {
 	g       group
 	release func()
-	sent    chan struct{} // closed once the recipient answered, or nothing is to be sent
 }
 
 // Handoff sends effects claimed in flight for this dispatcher's worker
 // (after Reserve) and records their outcome; release is called when done.
-// It returns once the recipient answered the push, or after
-// handoffLinger. An idle
-// hand-off goroutine of Run takes it; one that has grown its stack on
-// earlier sends does not grow it again for each push. When none is idle
-// (all busy for a moment, or Run ending), a goroutine of its own sends it.
+// It returns once the recipient answered the push (or nothing is to be
+// sent), or after handoffLinger. An idle hand-off goroutine of Run takes
+// it; one that has grown its stack on earlier sends does not grow it again
+// for each push. When none is idle (all busy for a moment, or Run ending),
+// a goroutine of its own sends it.
 func (d *Dispatcher) Handoff(fxs []store.Effect, msg Message, release func()) {
 	msg.Items = slices.Clone(msg.Items)
 	sortItems(msg.Items) // as merge would
 	sent := make(chan struct{})
-	h := handoff{g: group{fx: fxs, begun: true, msg: &msg, answered: sync.OnceFunc(func() { close(sent) })}, release: release, sent: sent}
+	h := handoff{g: group{fx: fxs, begun: true, msg: &msg, answered: sync.OnceFunc(func() { close(sent) })}, release: release}
 	d.directWG.Add(1)
 	select {
 	case d.handoffs <- h:
@@ -124,7 +123,7 @@ func (d *Dispatcher) Handoff(fxs []store.Effect, msg Message, release func()) {
 	t := time.NewTimer(handoffLinger)
 	defer t.Stop()
 	select {
-	case <-h.sent:
+	case <-sent:
 	case <-t.C:
 	}
 }

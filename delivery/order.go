@@ -56,18 +56,18 @@ func orderKey(fx store.Effect) string { return fx.Recipient + "\x00" + fx.TaskID
 // recorded (returned in ended, to be settled so without a send), or goes
 // again together with the ones still queued. On a wait, the pushes
 // returned are the ones to hold.
-func (d *Dispatcher) inOrder(ctx context.Context, live []store.Effect, now time.Time) (out, ended []store.Effect, endedAs []store.Outcome, wait time.Time) {
+func (d *Dispatcher) inOrder(ctx context.Context, live []store.Effect, now time.Time) (out []store.Effect, ended []ending, wait time.Time) {
 	if !ordered(live[0].Kind) {
-		return live, nil, nil, time.Time{}
+		return live, nil, time.Time{}
 	}
 	fxs, err := d.o.Ledger.List(ctx, live[0].TaskID, orderScan)
 	if err != nil {
 		d.o.Log.Warn().Err(err).Str("task", live[0].TaskID).Msg("cannot check for earlier pushes; waiting")
-		return live, nil, nil, now.Add(orderWait)
+		return live, nil, now.Add(orderWait)
 	}
-	live, ended, endedAs, companion := withItsMessage(live, fxs)
+	live, ended, companion := withItsMessage(live, fxs)
 	if len(live) == 0 {
-		return nil, ended, endedAs, time.Time{}
+		return nil, ended, time.Time{}
 	}
 	in := make(map[string]bool, len(live))
 	oldest, newest, attempted := live[0], live[0].CreatedAt, false
@@ -116,9 +116,9 @@ func (d *Dispatcher) inOrder(ctx context.Context, live []store.Effect, now time.
 		}
 	}
 	if !wait.IsZero() {
-		return live, ended, endedAs, wait
+		return live, ended, wait
 	}
-	return out, ended, endedAs, time.Time{}
+	return out, ended, time.Time{}
 }
 
 // withItsMessage keeps a message whole across a crash. A message's
@@ -126,60 +126,61 @@ func (d *Dispatcher) inOrder(ctx context.Context, live []store.Effect, now time.
 // settles leaves some ended and the rest in flight, and recovery queues
 // those again on their own. Sent alone, such a push would go under its
 // own key, which the receiver has never seen, and its item would arrive
-// twice. So each push of live whose last attempt was interrupted looks
-// for the other pushes of that message among fxs (sameMessage): if one
-// recorded how the attempt ended, it ends the same way (ended, endedAs);
-// if one is still queued, it is a companion that goes with it.
-func withItsMessage(live, fxs []store.Effect) (rest, ended []store.Effect, endedAs []store.Outcome, companion map[string]bool) {
-	rest = live[:0:0]
+// twice. So each push of live whose last attempt was interrupted ends as
+// another push of its message recorded (ended), or goes with the ones of
+// that message still queued (companion).
+func withItsMessage(live, fxs []store.Effect) (rest []store.Effect, ended []ending, companion map[string]bool) {
+	companion = map[string]bool{}
 	for _, fx := range live {
-		a, ok := interrupted(fx)
-		if !ok {
+		if as, ok := messageOutcome(fx, fxs, companion); ok {
+			ended = append(ended, ending{fx: fx, as: as})
+		} else {
 			rest = append(rest, fx)
-			continue
 		}
-		var as *store.Outcome
-		for _, o := range fxs {
-			if o.Key == fx.Key || o.Recipient != fx.Recipient || !ordered(o.Kind) {
-				continue
-			}
-			for _, b := range o.Attempts {
-				if !sameMessage(a, b) {
-					continue
-				}
-				switch {
-				case b.Outcome == store.Completed:
-					as = &store.Outcome{State: store.Completed, Error: reasonSentWith, ProviderID: o.ProviderID, PartsSent: o.PartsSent}
-				case b.Outcome == store.Failed || b.Outcome == store.Unknown:
-					as = &store.Outcome{State: b.Outcome, Error: b.Error, PartsSent: a.Part}
-				case o.State == store.Pending && store.LastAttempt(o) == b.N:
-					if companion == nil {
-						companion = map[string]bool{}
-					}
-					companion[o.Key] = true
-				}
-			}
-		}
-		if as != nil {
-			ended, endedAs = append(ended, fx), append(endedAs, *as)
-			continue
-		}
-		rest = append(rest, fx)
 	}
-	return rest, ended, endedAs, companion
+	return rest, ended, companion
 }
 
-// endWithMessage ends each of ended as endedAs says, without a send. The
+// ending is a push to be ended as its message was, without a send.
+type ending struct {
+	fx store.Effect
+	as store.Outcome
+}
+
+// messageOutcome returns, when fx's last attempt was interrupted, the end
+// another push of that message recorded for it; the pushes of that
+// message still queued with it as their last attempt go in companion.
+func messageOutcome(fx store.Effect, fxs []store.Effect, companion map[string]bool) (as store.Outcome, ended bool) {
+	a, ok := interrupted(fx)
+	if !ok {
+		return as, false
+	}
+	for _, o := range fxs {
+		b, ok := attemptWith(o, fx, a)
+		switch {
+		case !ok:
+		case b.Outcome == store.Completed:
+			as, ended = store.Outcome{State: store.Completed, Error: reasonSentWith, ProviderID: o.ProviderID, PartsSent: o.PartsSent}, true
+		case b.Outcome == store.Failed || b.Outcome == store.Unknown:
+			as, ended = store.Outcome{State: b.Outcome, Error: b.Error, PartsSent: a.Part}, true
+		case o.State == store.Pending && store.LastAttempt(o) == b.N:
+			companion[o.Key] = true
+		}
+	}
+	return as, ended
+}
+
+// endWithMessage ends each push as its message did, without a send. The
 // ledger only settles an attempt, so one is begun and settled at once; its
 // reason says why (a crash in between reads as not sent, and this runs
 // again).
-func (d *Dispatcher) endWithMessage(ctx context.Context, ended []store.Effect, endedAs []store.Outcome) {
+func (d *Dispatcher) endWithMessage(ctx context.Context, ended []ending) {
 	d.each(len(ended), func(i int) {
-		fx := ended[i]
-		if _, err := d.o.Ledger.Begin(ctx, fx.Key, d.o.Worker, len(fx.Attempts), d.o.Now()); err != nil {
+		e := ended[i]
+		if _, err := d.o.Ledger.Begin(ctx, e.fx.Key, d.o.Worker, len(e.fx.Attempts), d.o.Now()); err != nil {
 			return // taken meanwhile, or no longer queued
 		}
-		d.settle(ctx, fx.Key, endedAs[i])
+		d.settle(ctx, e.fx.Key, e.as)
 	})
 }
 
@@ -195,6 +196,20 @@ func interrupted(fx store.Effect) (store.Attempt, bool) {
 	}
 	a := fx.Attempts[n-1]
 	return a, a.Error == store.InterruptedReplayed || a.Error == store.InterruptedUnsent
+}
+
+// attemptWith returns o's attempt that went out in the same message as
+// fx's attempt a, when o is another push of fx's task and recipient.
+func attemptWith(o, fx store.Effect, a store.Attempt) (store.Attempt, bool) {
+	if o.Key == fx.Key || o.Recipient != fx.Recipient || !ordered(o.Kind) {
+		return store.Attempt{}, false
+	}
+	for _, b := range o.Attempts {
+		if sameMessage(a, b) {
+			return b, true
+		}
+	}
+	return store.Attempt{}, false
 }
 
 // sameMessage reports whether attempts a and b sent the same message: the

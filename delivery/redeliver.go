@@ -57,8 +57,7 @@ func Redeliver(ctx context.Context, l store.Ledger, key, who string, now time.Ti
 }
 
 // sentWith returns the keys of the other ended pushes among all that were
-// sent in the same message as fx: the dispatcher begins a message's
-// pushes together, so their attempts share start, worker and part.
+// sent in the same message as fx (attemptWith).
 func sentWith(fx store.Effect, all []store.Effect) []string {
 	last, ok := lastSent(fx)
 	if !ok {
@@ -66,14 +65,8 @@ func sentWith(fx store.Effect, all []store.Effect) []string {
 	}
 	var out []string
 	for _, c := range all {
-		if c.Key == fx.Key || c.Recipient != fx.Recipient || c.State == store.Pending || !ordered(c.Kind) {
-			continue
-		}
-		for _, a := range c.Attempts {
-			if sameMessage(a, last) {
-				out = append(out, c.Key)
-				break
-			}
+		if _, ok := attemptWith(c, fx, last); ok && c.State != store.Pending {
+			out = append(out, c.Key)
 		}
 	}
 	return out

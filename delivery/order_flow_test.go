@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -18,14 +17,7 @@ import (
 // is not sent ahead of it: the receiver gets new X, then changed X.
 func TestOrder_RetriedNewsArrivesBeforeItsLaterChange(t *testing.T) {
 	r := newRig(t)
-	rv := newReceiver(t, func(n int, w http.ResponseWriter) bool {
-		if n > 1 {
-			return true
-		}
-		w.Header().Set("Retry-After", "30")
-		w.WriteHeader(http.StatusTooManyRequests)
-		return false
-	})
+	rv := newReceiver(t, tooManyRequests("30", 1))
 	r.start(webhookRoute(t, rv, false), "w", nil)
 	first := r.admit("t-news", "x@new", "ops", notice(item("x", "Exam announced", delivery.ChangeNew, "")), 0)
 	waitFor(t, func() bool { fx := r.effect(first); return len(fx.Attempts) == 1 && !fx.InFlight }, "the refused first attempt")

@@ -266,6 +266,19 @@ func (rv *receiver) received() []hit {
 	return append([]hit(nil), rv.hits...)
 }
 
+// tooManyRequests answers the first requests (first of them; every one
+// when first < 0) 429 with Retry-After, and the rest 204.
+func tooManyRequests(retryAfter string, first int) func(n int, w http.ResponseWriter) bool {
+	return func(n int, w http.ResponseWriter) bool {
+		if first >= 0 && n > first {
+			return true
+		}
+		w.Header().Set("Retry-After", retryAfter)
+		w.WriteHeader(http.StatusTooManyRequests)
+		return false
+	}
+}
+
 // dropConnection reads nothing more and closes the connection without an
 // answer: the request arrived, the sender cannot know it.
 func dropConnection(t testing.TB, w http.ResponseWriter) {

@@ -3,7 +3,6 @@ package delivery_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -51,11 +50,7 @@ func (l *lateReadLedger) Settle(ctx context.Context, key string, o store.Outcome
 // for an hour's wait gets one request, not a second one at once.
 func TestQueueReadOlderThanAWorkersOutcomeSendsNothingAgain(t *testing.T) {
 	bs := openBolt(t)
-	rv := newReceiver(t, func(_ int, w http.ResponseWriter) bool {
-		w.Header().Set("Retry-After", "3600")
-		w.WriteHeader(http.StatusTooManyRequests)
-		return false
-	})
+	rv := newReceiver(t, tooManyRequests("3600", -1))
 	payload, err := json.Marshal(inbound("deploy"))
 	if err != nil {
 		t.Fatal(err)

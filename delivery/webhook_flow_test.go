@@ -77,14 +77,7 @@ func TestI3_RestartWith500QueuedDeliversEachOnce(t *testing.T) {
 // clock, not one less, and is then delivered once.
 func TestI3_RetryAfterHonoured(t *testing.T) {
 	r := newRig(t)
-	rv := newReceiver(t, func(n int, w http.ResponseWriter) bool {
-		if n == 1 {
-			w.Header().Set("Retry-After", "2")
-			w.WriteHeader(http.StatusTooManyRequests)
-			return false
-		}
-		return true
-	})
+	rv := newReceiver(t, tooManyRequests("2", 1))
 	key := r.admit("hook:ci", "d-1", "ops", inbound("deploy"), 0)
 	r.start(webhookRoute(t, rv, false), "w", nil)
 
@@ -226,11 +219,7 @@ func TestExpiredPushIsNeverSent(t *testing.T) {
 // "expired" then, never sent after the deadline.
 func TestDeadlineReminderExpiresAtDueTime(t *testing.T) {
 	r := newRig(t)
-	rv := newReceiver(t, func(_ int, w http.ResponseWriter) bool {
-		w.Header().Set("Retry-After", "7200")
-		w.WriteHeader(http.StatusTooManyRequests)
-		return false
-	})
+	rv := newReceiver(t, tooManyRequests("7200", -1))
 	due := t0.Add(time.Hour)
 	key := r.commitReminder("hw", "hw-4", "ops", due)
 	r.start(webhookRoute(t, rv, false), "w", nil)

@@ -384,6 +384,11 @@ func (m *Manager) fetch(ctx context.Context, t *Task, prev *watch.Snapshot) (wat
 // epoch the run was admitted under: a notice it decides commits under the
 // same fence, so a replica that lost ownership admits nothing (I5).
 func (m *Manager) finish(ctx context.Context, fence store.Fence, t *Task, rec RunRecord, kind wakeKind) RunRecord {
+	if rec.Outcome == OutcomeFailed && ctx.Err() != nil {
+		// A store read or write cut short by the stop (or a Cancel) is
+		// no failure of the source: the run was cancelled (I4, I9).
+		rec.Outcome, rec.Class, rec.Error = OutcomeCancelled, watch.Cancelled, ""
+	}
 	end := m.clock.Now()
 	rec.Duration = end.Sub(rec.Start)
 	wctx := context.WithoutCancel(ctx)

@@ -307,3 +307,48 @@ func TestI7_PerHostRateSpacesChecks(t *testing.T) {
 	}
 	leave()
 }
+
+// stoppingStore is the rig's store whose snapshot read finds the run
+// stopped: stop is called first, as a shutdown landing just then.
+type stoppingStore struct {
+	store.Store
+	stop func()
+}
+
+func (s stoppingStore) Snapshots() store.Snapshots {
+	return stoppingSnapshots{s.Store.Snapshots(), s.stop}
+}
+
+type stoppingSnapshots struct {
+	store.Snapshots
+	stop func()
+}
+
+func (s stoppingSnapshots) Get(ctx context.Context, taskID string) ([]byte, error) {
+	s.stop()
+	return s.Snapshots.Get(ctx, taskID)
+}
+
+// A stop that lands while a run reads the store, after it took its slot,
+// cancels the run: the read fails only because of the stop, so the check
+// is still owed and counts as no failure of the source (I4).
+func TestI4_StopDuringARunsStoreReadLeavesTheCheckOwed(t *testing.T) {
+	r := newRig(t)
+	r.own()
+	tk := r.activeTask()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	r.m.store = stoppingStore{Store: r.store, stop: stop}
+	rec := r.m.run(ctx, tk.ID, wakeCheck, true)
+	r.m.store = r.store
+	if rec.Outcome != OutcomeCancelled {
+		t.Errorf("run outcome %q (%s), want cancelled", rec.Outcome, rec.Error)
+	}
+	got, err := r.m.Get(context.Background(), tk.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.NextRun.IsZero() || got.NextRun.After(t0) || got.Failures != 0 {
+		t.Fatalf("after the stop: next run %v, failures %d; want the check owed now (%v) and no failure", got.NextRun, got.Failures, t0)
+	}
+}

@@ -162,7 +162,7 @@ func messageOutcome(fx store.Effect, fxs []store.Effect, companion map[string]bo
 		case b.Outcome == store.Completed:
 			as, ended = store.Outcome{State: store.Completed, Error: reasonSentWith, ProviderID: o.ProviderID, PartsSent: o.PartsSent}, true
 		case b.Outcome == store.Failed || b.Outcome == store.Unknown:
-			as, ended = store.Outcome{State: b.Outcome, Error: b.Error, PartsSent: a.Part}, true
+			as, ended = store.Outcome{State: b.Outcome, Error: reasonEndedWith + b.Error, PartsSent: a.Part}, true
 		case o.State == store.Pending && store.LastAttempt(o) == b.N:
 			companion[o.Key] = true
 		}
@@ -184,9 +184,19 @@ func (d *Dispatcher) endWithMessage(ctx context.Context, ended []ending) {
 	})
 }
 
-// reasonSentWith is recorded on a push whose interrupted attempt is known
-// delivered because another push of the same message was.
-const reasonSentWith = "delivered: its message was, under another push's key"
+// Reasons recorded on a push ended as its message was: reasonSentWith
+// when another push of the message recorded it delivered, reasonEndedWith
+// before the failure another push recorded.
+const (
+	reasonSentWith  = "delivered: its message was, under another push's key"
+	reasonEndedWith = "as its message, under another push's key: "
+)
+
+// endedWith reports whether attempt a only records the end of its
+// message (endWithMessage), not a send of its own.
+func endedWith(a store.Attempt) bool {
+	return a.Error == reasonSentWith || strings.HasPrefix(a.Error, reasonEndedWith)
+}
 
 // interrupted returns fx's last attempt if recovery ended it (store.Recover).
 func interrupted(fx store.Effect) (store.Attempt, bool) {

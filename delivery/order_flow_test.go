@@ -256,6 +256,11 @@ func TestI1_I3_CrashBetweenAMessagesSettlesSendsNoPartOfItAgain(t *testing.T) {
 					t.Errorf("request under %q with %d items (%v); want the message again under %q", h.ID, len(body.Items), err, keys[0])
 				}
 			}
+			// A redelivery of the push ended as its message did still
+			// finds the whole message, not the attempt that ended it.
+			if _, n, err := delivery.Redeliver(ctx, l, keys[1], "console:admin", r.clock.Now()); err != nil || n != 2 {
+				t.Errorf("redelivery of %s queued %d pushes (%v), want its whole message: 2", keys[1], n, err)
+			}
 		})
 	}
 }

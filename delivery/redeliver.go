@@ -76,7 +76,7 @@ func sentWith(fx store.Effect, all []store.Effect) []string {
 // nor the record that another push's send delivered it).
 func lastSent(fx store.Effect) (store.Attempt, bool) {
 	for i := len(fx.Attempts) - 1; i >= 0; i-- {
-		if a := fx.Attempts[i]; !strings.HasPrefix(a.Error, redeliveryMark) && a.Error != reasonSentWith {
+		if a := fx.Attempts[i]; !strings.HasPrefix(a.Error, redeliveryMark) && !endedWith(a) {
 			return a, true
 		}
 	}

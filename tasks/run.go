@@ -228,10 +228,7 @@ func (m *Manager) run(ctx context.Context, id string, kind wakeKind, scheduled b
 		rec.Attempts = attempts
 		if err != nil {
 			rec.Outcome, rec.Class, rec.Error = OutcomeFailed, watch.ClassOf(err), err.Error()
-			if ctx.Err() != nil {
-				rec.Outcome, rec.Class = OutcomeCancelled, watch.Cancelled
-			}
-			return m.finish(ctx, fence, t, rec, kind)
+			return m.finish(ctx, fence, t, rec, kind) // cancelled, if that is why
 		}
 		now = m.clock.Now()
 		if res.NotModified && prev != nil {

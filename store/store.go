@@ -203,14 +203,16 @@ type Ledger interface {
 	// at RetryAt. Completed/Failed/Unknown are final. Refuses when the effect
 	// is not in flight (ErrIllegalTransition).
 	Settle(ctx context.Context, key string, o Outcome, now time.Time) (Effect, error)
-	// Defer moves a queued (not in flight) effect's NotBefore to until
-	// without recording an attempt (quiet hours, mute), and records why as
-	// its Error ("" keeps the one it has). Refused otherwise.
+	// Defer holds a queued (not in flight) effect: it moves its NotBefore
+	// to until without recording an attempt (quiet hours, mute, an order
+	// wait) and records why as its Error ("" keeps the one it has).
+	// Refused otherwise.
 	Defer(ctx context.Context, key string, until time.Time, reason string, now time.Time) (Effect, error)
 	// Expire ends a queued (not in flight) effect as Failed with reason.
 	Expire(ctx context.Context, key, reason string, now time.Time) (Effect, error)
-	// Redeliver queues an ended effect again (explicit human replay); the
-	// attempt history records who. Refused while Pending.
+	// Redeliver queues an ended effect again, due now (explicit human
+	// replay); the attempt history records who. The effect's deadline
+	// (ExpiresAt) no longer binds it. Refused while Pending.
 	Redeliver(ctx context.Context, key, who string, now time.Time) (Effect, error)
 	// Sending records, durably, that worker is about to send the attempts
 	// named by refs (each the current in-flight attempt of its effect): once

@@ -234,6 +234,25 @@ func testLedger(t *testing.T, open Opener) {
 		must(l.Begin(ctx, "k1", "w2", len(e.Attempts), retry))(t)
 	})
 
+	// A human replay of an expired push is not expired again at once.
+	t.Run("RedeliverIsNotBoundByTheDeadline", func(t *testing.T) {
+		s := open(t)
+		l := s.Ledger()
+		now := base()
+		in := effect("t1", "k1", now)
+		in.ExpiresAt = now.Add(time.Minute)
+		commit(t, s, "t1", in)
+		must(l.Expire(ctx, "k1", "expired", now.Add(time.Minute)))(t)
+		later := now.Add(time.Hour)
+		e := must(l.Redeliver(ctx, "k1", "console:admin", later))(t)
+		if e.State != store.Pending || !e.ExpiresAt.IsZero() {
+			t.Fatalf("redelivered = %+v, want pending without a deadline", e)
+		}
+		if got := must(l.Get(ctx, "k1"))(t); !got.ExpiresAt.IsZero() {
+			t.Fatalf("stored deadline after a redelivery = %v", got.ExpiresAt)
+		}
+	})
+
 	t.Run("SettleFinalStates", func(t *testing.T) {
 		for _, final := range []store.EffectState{store.Completed, store.Failed, store.Unknown} {
 			t.Run(string(final), func(t *testing.T) {

@@ -28,6 +28,9 @@ type Progress struct {
 	Error      string
 	ProviderID string
 	PartsSent  int
+	// Holds counts the times the effect was held in the queue (Hold)
+	// without an attempt; with the attempts it makes up Version.
+	Holds int
 }
 
 // Progress is e's changing part.
@@ -35,7 +38,7 @@ func (e *Effect) Progress() Progress {
 	return Progress{
 		State: e.State, InFlight: e.InFlight, Worker: e.Worker, Attempts: e.Attempts,
 		NotBefore: e.NotBefore, ExpiresAt: e.ExpiresAt, UpdatedAt: e.UpdatedAt, Error: e.Error,
-		ProviderID: e.ProviderID, PartsSent: e.PartsSent,
+		ProviderID: e.ProviderID, PartsSent: e.PartsSent, Holds: e.Holds,
 	}
 }
 
@@ -43,8 +46,20 @@ func (e *Effect) Progress() Progress {
 func (e *Effect) SetProgress(p Progress) {
 	e.State, e.InFlight, e.Worker, e.Attempts = p.State, p.InFlight, p.Worker, p.Attempts
 	e.NotBefore, e.ExpiresAt, e.UpdatedAt, e.Error = p.NotBefore, p.ExpiresAt, p.UpdatedAt, p.Error
-	e.ProviderID, e.PartsSent = p.ProviderID, p.PartsSent
+	e.ProviderID, e.PartsSent, e.Holds = p.ProviderID, p.PartsSent, p.Holds
 }
+
+// Version numbers the effect's stays in the queue: it grows with every
+// attempt entry (Begin, Redeliver) and every hold, so no two stays share
+// one. A stay ends by Begin, Hold (a new stay, due at another time) or
+// Expire; Settle and Recover queue an effect again only after a Begin has
+// moved the version on. A read of the queue is therefore current exactly
+// while the effect's version is still the one read: Begin checks it.
+// An effect that was never held has as its version its number of attempts.
+func (p Progress) Version() int { return len(p.Attempts) + p.Holds }
+
+// Version is e's Progress().Version().
+func (e *Effect) Version() int { return e.Progress().Version() }
 
 // Queued reports whether the effect waits in the queue (pending, not in flight).
 func (p Progress) Queued() bool { return p.State == Pending && !p.InFlight }
@@ -65,15 +80,15 @@ func (p Progress) queuedOnly(op string) error {
 }
 
 // Begin puts the effect in flight for worker with a new attempt for part
-// PartsSent. seen is how many attempts the caller read: a read older than
-// another attempt is refused, so a retry put off to later is not sent
-// early from a stale read.
+// PartsSent. seen is the Version the caller read: a read older than the
+// effect's current stay in the queue (an attempt or a hold since) is
+// refused, so a push put off to later is not sent early from a stale read.
 func (p Progress) Begin(worker string, seen int, now time.Time) (Progress, error) {
 	if err := p.queuedOnly("begin"); err != nil {
 		return p, err
 	}
-	if len(p.Attempts) != seen {
-		return p, fmt.Errorf("begin after %d attempts, read with %d: %w", len(p.Attempts), seen, ErrIllegalTransition)
+	if v := p.Version(); v != seen {
+		return p, fmt.Errorf("begin at version %d, read at %d: %w", v, seen, ErrIllegalTransition)
 	}
 	p.InFlight, p.Worker, p.UpdatedAt = true, worker, now
 	p.Attempts = append(slices.Clip(p.Attempts), Attempt{
@@ -110,7 +125,8 @@ func (p Progress) Settle(o Outcome, now time.Time) (Progress, error) {
 
 // Hold moves a queued effect's due time to until (now if zero) without an
 // attempt (quiet hours, mute, an order wait, a release) and records
-// reason as its Error ("" keeps the one it has).
+// reason as its Error ("" keeps the one it has). It starts a new stay in
+// the queue: a Begin from a read before it is refused.
 func (p Progress) Hold(until time.Time, reason string, now time.Time) (Progress, error) {
 	if err := p.queuedOnly("hold"); err != nil {
 		return p, err
@@ -118,7 +134,7 @@ func (p Progress) Hold(until time.Time, reason string, now time.Time) (Progress,
 	if until.IsZero() {
 		until = now
 	}
-	p.NotBefore, p.UpdatedAt = until, now
+	p.NotBefore, p.UpdatedAt, p.Holds = until, now, p.Holds+1
 	if reason != "" {
 		p.Error = reason
 	}

@@ -44,7 +44,7 @@ func TestTransitionsLegalFrom(t *testing.T) {
 		do    func(Progress) (Progress, error)
 		legal []string
 	}{
-		{"begin", func(p Progress) (Progress, error) { return p.Begin("w2", len(p.Attempts), later) }, []string{"queued"}},
+		{"begin", func(p Progress) (Progress, error) { return p.Begin("w2", p.Version(), later) }, []string{"queued"}},
 		{"settle", func(p Progress) (Progress, error) { return p.Settle(Outcome{State: Completed}, later) }, []string{"flying"}},
 		{"hold", func(p Progress) (Progress, error) { return p.Hold(later, "quiet hours", later) }, []string{"queued"}},
 		{"expire", func(p Progress) (Progress, error) { return p.Expire("expired", later) }, []string{"queued"}},
@@ -90,24 +90,41 @@ func TestBegin(t *testing.T) {
 	if !got.Flying() || got.Worker != "w2" || !got.UpdatedAt.Equal(want.Start) || len(got.Attempts) != 1 || got.Attempts[0] != want {
 		t.Fatalf("begun = %+v", got)
 	}
-	if _, err := got.Settle(Outcome{State: Pending, RetryAt: t0}, t0); err != nil {
-		t.Fatal(err)
+	if got.Version() != 1 {
+		t.Fatalf("version after begin = %d, want 1", got.Version())
 	}
 }
 
-// A read older than another attempt does not begin the effect.
-func TestI1_BeginChecksTheAttemptsRead(t *testing.T) {
+// A read older than the effect's current stay in the queue does not begin
+// it: neither after an attempt nor after a hold that added no attempt.
+func TestI1_BeginChecksTheVersionRead(t *testing.T) {
 	p := queued()
-	begun, _ := p.Begin("w1", 0, t0)
+	read := p.Version()
+	held, err := p.Hold(t0.Add(time.Hour), "quiet hours", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held.Attempts) != len(p.Attempts) || held.Version() == read {
+		t.Fatalf("a hold keeps the attempts and moves the version on: %+v", held)
+	}
+	if _, err := held.Begin("w2", read, t0.Add(time.Hour)); !errors.Is(err, ErrIllegalTransition) {
+		t.Fatalf("begin from a read before the hold = %v, want ErrIllegalTransition", err)
+	}
+	if _, err := held.Begin("w2", held.Version(), t0.Add(time.Hour)); err != nil {
+		t.Fatalf("begin from a current read: %v", err)
+	}
+
+	// An attempt, then a retry put off to later: the first read is stale.
+	begun, _ := p.Begin("w1", read, t0)
 	retry, err := begun.Settle(Outcome{State: Pending, RetryAt: t0.Add(time.Hour)}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := retry.Begin("w2", 0, t0); !errors.Is(err, ErrIllegalTransition) {
+	if _, err := retry.Begin("w2", read, t0); !errors.Is(err, ErrIllegalTransition) {
 		t.Fatalf("begin from a read before an attempt = %v", err)
 	}
-	if _, err := retry.Begin("w2", 1, t0.Add(time.Hour)); err != nil {
-		t.Fatalf("begin from a current read: %v", err)
+	if retry.Version() != len(retry.Attempts) {
+		t.Fatalf("an effect never held has its attempts as its version: %d, %d attempts", retry.Version(), len(retry.Attempts))
 	}
 }
 
@@ -146,11 +163,11 @@ func TestHold(t *testing.T) {
 	p := queued()
 	p.Error = "earlier"
 	got, _ := p.Hold(time.Time{}, "", t0.Add(time.Second))
-	if !got.NotBefore.Equal(t0.Add(time.Second)) || got.Error != "earlier" {
+	if !got.NotBefore.Equal(t0.Add(time.Second)) || got.Error != "earlier" || got.Holds != 1 {
 		t.Fatalf("hold without a time or reason = %+v", got)
 	}
 	got, _ = got.Hold(t0.Add(time.Hour), "muted", t0.Add(time.Second))
-	if !got.NotBefore.Equal(t0.Add(time.Hour)) || got.Error != "muted" {
+	if !got.NotBefore.Equal(t0.Add(time.Hour)) || got.Error != "muted" || got.Holds != 2 || got.Version() != 2 {
 		t.Fatalf("second hold = %+v", got)
 	}
 }
@@ -178,6 +195,9 @@ func TestRedeliver(t *testing.T) {
 	if len(got.Attempts) != 2 || got.Attempts[1] != want {
 		t.Fatalf("redelivery entry = %+v", got.Attempts)
 	}
+	if got.Version() <= p.Version() {
+		t.Fatalf("redelivery kept the version %d", got.Version())
+	}
 }
 
 func TestRecover(t *testing.T) {
@@ -203,10 +223,13 @@ func TestRecover(t *testing.T) {
 
 func TestProgressRoundTrip(t *testing.T) {
 	p := flying()
-	p.ExpiresAt, p.Error, p.ProviderID, p.PartsSent = t0.Add(time.Hour), "e", "m", 2
+	p.ExpiresAt, p.Error, p.ProviderID, p.PartsSent, p.Holds = t0.Add(time.Hour), "e", "m", 2, 3
 	var e Effect
 	e.SetProgress(p)
 	if got := e.Progress(); !reflect.DeepEqual(got, p) {
 		t.Fatalf("round trip = %+v, want %+v", got, p)
+	}
+	if e.Version() != 4 {
+		t.Fatalf("version = %d, want 4 (one attempt, three holds)", e.Version())
 	}
 }

@@ -234,6 +234,31 @@ func testLedger(t *testing.T, open Opener) {
 		must(l.Begin(ctx, "k1", "w2", len(e.Attempts), retry))(t)
 	})
 
+	// A hold adds no attempt (quiet hours, an order wait set by another
+	// replica) but puts the effect off: a queue read from before it must
+	// not begin it, or the push goes out while it is held.
+	t.Run("I1_BeginRefusesAReadOlderThanAHold", func(t *testing.T) {
+		s := open(t)
+		l := s.Ledger()
+		now := base()
+		commit(t, s, "t1", effect("t1", "k1", now))
+		due := must(l.Due(ctx, now, 0))(t)
+		wantKeys(t, due, "k1")
+		until := now.Add(8 * time.Hour)
+		must(l.Defer(ctx, "k1", until, "quiet hours", now))(t)
+		_, err := l.Begin(ctx, "k1", "w1", due[0].Version(), now)
+		wantErr(t, err, store.ErrIllegalTransition)
+		e := must(l.Get(ctx, "k1"))(t)
+		if e.InFlight || len(e.Attempts) != 0 || !e.NotBefore.Equal(until) {
+			t.Fatalf("after a stale begin: in flight %t, %d attempts, due %s; want untouched", e.InFlight, len(e.Attempts), e.NotBefore)
+		}
+		wantKeys(t, must(l.Due(ctx, now.Add(time.Hour), 0))(t))
+		// Read again once due, it begins.
+		due = must(l.Due(ctx, until, 0))(t)
+		wantKeys(t, due, "k1")
+		must(l.Begin(ctx, "k1", "w1", due[0].Version(), until))(t)
+	})
+
 	// A human replay of an expired push is not expired again at once.
 	t.Run("RedeliverIsNotBoundByTheDeadline", func(t *testing.T) {
 		s := open(t)

@@ -41,7 +41,7 @@ func (l *ledger) Commit(ctx context.Context, c store.RunCommit) (store.CommitRes
 	now := s.now()
 	ck, fenced, epoch := s.fenceArgs(c.Fence)
 	keys := make([]string, 0, 6+2*len(c.Effects))
-	keys = append(keys, ck, s.taskKey(c.TaskID), s.snapKey(c.TaskID), s.queueKey(), s.seqKey(), s.inflightKey())
+	keys = append(keys, ck, s.keys.taskKey(c.TaskID), s.keys.snapKey(c.TaskID), s.keys.queueKey(), s.keys.seqKey(), s.keys.inflightKey())
 	setSnap, snap := "0", []byte(nil)
 	if c.Snapshot != nil {
 		setSnap, snap = "1", c.Snapshot
@@ -61,7 +61,7 @@ func (l *ledger) Commit(ctx context.Context, c store.RunCommit) (store.CommitRes
 		if err != nil {
 			return store.CommitResult{}, fmt.Errorf("redis store: commit: encode effect: %w", err)
 		}
-		keys = append(keys, s.effectKey(e.Key), s.taskEffectsKey(e.TaskID))
+		keys = append(keys, s.keys.effectKey(e.Key), s.keys.taskEffectsKey(e.TaskID))
 		args = append(args, js, queueScore(&e), e.Key)
 	}
 	res, err := scriptCommit.Run(ctx, s.rdb, keys, args...).Int64Slice()
@@ -90,7 +90,7 @@ func (l *ledger) Get(ctx context.Context, key string) (store.Effect, error) {
 // read returns the effect and its stored encoding (the compare value of a
 // later swap).
 func (l *ledger) read(ctx context.Context, key string) (store.Effect, string, error) {
-	raw, err := l.s.rdb.Get(ctx, l.s.effectKey(key)).Result()
+	raw, err := l.s.rdb.Get(ctx, l.s.keys.effectKey(key)).Result()
 	if errors.Is(err, goredis.Nil) {
 		return store.Effect{}, "", fmt.Errorf("redis store: effect: %w", store.ErrNotFound)
 	}
@@ -111,7 +111,7 @@ func (l *ledger) readMany(ctx context.Context, keys []string) ([]store.Effect, e
 	}
 	rk := make([]string, len(keys))
 	for i, k := range keys {
-		rk[i] = l.s.effectKey(k)
+		rk[i] = l.s.keys.effectKey(k)
 	}
 	vals, err := l.s.rdb.MGet(ctx, rk...).Result()
 	if err != nil {
@@ -137,7 +137,7 @@ func (l *ledger) List(ctx context.Context, taskID string, limit int) ([]store.Ef
 	if limit > 0 {
 		stop = int64(limit) - 1
 	}
-	keys, err := l.s.rdb.ZRevRange(ctx, l.s.taskEffectsKey(taskID), 0, stop).Result()
+	keys, err := l.s.rdb.ZRevRange(ctx, l.s.keys.taskEffectsKey(taskID), 0, stop).Result()
 	if err != nil {
 		return nil, wrap("effect list", err)
 	}
@@ -149,7 +149,7 @@ func (l *ledger) Due(ctx context.Context, now time.Time, limit int) ([]store.Eff
 	if limit > 0 {
 		by.Count = int64(limit)
 	}
-	keys, err := l.s.rdb.ZRangeByScore(ctx, l.s.queueKey(), by).Result()
+	keys, err := l.s.rdb.ZRangeByScore(ctx, l.s.keys.queueKey(), by).Result()
 	if err != nil {
 		return nil, wrap("due", err)
 	}
@@ -169,7 +169,7 @@ func (l *ledger) Due(ctx context.Context, now time.Time, limit int) ([]store.Eff
 
 func (l *ledger) NextDue(ctx context.Context) (time.Time, bool, error) {
 	for range 8 {
-		keys, err := l.s.rdb.ZRange(ctx, l.s.queueKey(), 0, 0).Result()
+		keys, err := l.s.rdb.ZRange(ctx, l.s.keys.queueKey(), 0, 0).Result()
 		if err != nil {
 			return time.Time{}, false, wrap("next due", err)
 		}
@@ -212,9 +212,9 @@ func (l *ledger) swap(ctx context.Context, op, key string,
 		if err != nil {
 			return store.Effect{}, err
 		}
-		keys := []string{s.effectKey(key), s.queueKey(), s.inflightKey(), s.endedKey()}
+		keys := []string{s.keys.effectKey(key), s.keys.queueKey(), s.keys.inflightKey(), s.keys.endedKey()}
 		if e.InFlight && e.Worker != "" {
-			keys = append(keys, s.sendingKey(e.Worker))
+			keys = append(keys, s.keys.sendingKey(e.Worker))
 		}
 		p, err := next(e)
 		if errors.Is(err, errNoChange) {
@@ -354,7 +354,7 @@ func (l *ledger) Sending(ctx context.Context, worker string, refs []store.Attemp
 	for _, r := range refs {
 		args = append(args, r.Key, r.N)
 	}
-	n, err := scriptSending.Run(ctx, l.s.rdb, []string{l.s.sendingKey(worker), l.s.sendingSetKey()}, args...).Int64()
+	n, err := scriptSending.Run(ctx, l.s.rdb, []string{l.s.keys.sendingKey(worker), l.s.keys.sendingSetKey()}, args...).Int64()
 	if err != nil {
 		return wrap("sending", err)
 	}
@@ -371,7 +371,7 @@ type sendingRecord struct {
 }
 
 func (l *ledger) closeSending(ctx context.Context, worker string) (sendingRecord, error) {
-	all, err := scriptCloseSending.Run(ctx, l.s.rdb, []string{l.s.sendingKey(worker)}).StringSlice()
+	all, err := scriptCloseSending.Run(ctx, l.s.rdb, []string{l.s.keys.sendingKey(worker)}).StringSlice()
 	if err != nil {
 		return sendingRecord{}, wrap("recover", err)
 	}
@@ -387,7 +387,7 @@ func (l *ledger) closeSending(ctx context.Context, worker string) (sendingRecord
 
 func (l *ledger) Recover(ctx context.Context, r store.Recovery, now time.Time) ([]store.Effect, error) {
 	alive := func(w string) bool { return r.Alive != nil && r.Alive(w) }
-	keys, err := l.s.rdb.SMembers(ctx, l.s.inflightKey()).Result()
+	keys, err := l.s.rdb.SMembers(ctx, l.s.keys.inflightKey()).Result()
 	if err != nil {
 		return nil, wrap("recover", err)
 	}
@@ -429,7 +429,7 @@ func (l *ledger) Recover(ctx context.Context, r store.Recovery, now time.Time) (
 	}
 	// Dead workers' records are closed (kept a while) once none of their
 	// attempts is in flight any more.
-	workers, err := l.s.rdb.SMembers(ctx, l.s.sendingSetKey()).Result()
+	workers, err := l.s.rdb.SMembers(ctx, l.s.keys.sendingSetKey()).Result()
 	if err != nil {
 		return out, wrap("recover", err)
 	}
@@ -443,10 +443,10 @@ func (l *ledger) Recover(ctx context.Context, r store.Recovery, now time.Time) (
 			}
 		}
 		pipe := l.s.rdb.TxPipeline()
-		pipe.Del(ctx, l.s.sendingKey(w))
-		pipe.HSet(ctx, l.s.sendingKey(w), "!closed", "1")
-		pipe.Expire(ctx, l.s.sendingKey(w), closedSendingTTL)
-		pipe.SRem(ctx, l.s.sendingSetKey(), w)
+		pipe.Del(ctx, l.s.keys.sendingKey(w))
+		pipe.HSet(ctx, l.s.keys.sendingKey(w), "!closed", "1")
+		pipe.Expire(ctx, l.s.keys.sendingKey(w), closedSendingTTL)
+		pipe.SRem(ctx, l.s.keys.sendingSetKey(), w)
 		if _, err := pipe.Exec(ctx); err != nil {
 			return out, wrap("recover", err)
 		}

@@ -100,8 +100,7 @@ func (o *Options) validate() error {
 type Store struct {
 	rdb    goredis.UniversalClient
 	now    func() time.Time
-	prefix string // P
-	tagged string // {P}
+	keys   keyspace
 	shards int
 
 	catalog  *catalog
@@ -152,8 +151,7 @@ func New(ctx context.Context, rdb goredis.UniversalClient, opts Options) (*Store
 	s := &Store{
 		rdb:    rdb,
 		now:    opts.Now,
-		prefix: opts.KeyPrefix,
-		tagged: "{" + opts.KeyPrefix + "}",
+		keys:   newKeyspace(opts.KeyPrefix),
 		shards: opts.Shards,
 	}
 	s.catalog = &catalog{s}
@@ -163,8 +161,8 @@ func New(ctx context.Context, rdb goredis.UniversalClient, opts Options) (*Store
 	s.dedup = &dedup{s}
 	s.inbox = &inbox{s}
 	s.runs = &runs{s}
-	s.dialogs = &kv{s: s, prefix: s.dialogPrefix()}
-	s.channels = &kv{s: s, prefix: s.channelPrefix()}
+	s.dialogs = &kv{s: s, prefix: s.keys.dialogPrefix()}
+	s.channels = &kv{s: s, prefix: s.keys.channelPrefix()}
 	s.buckets = &buckets{s}
 	s.history = &history{s}
 	if err := s.checkSchema(ctx); err != nil {
@@ -183,7 +181,7 @@ func New(ctx context.Context, rdb goredis.UniversalClient, opts Options) (*Store
 }
 
 func (s *Store) checkSchema(ctx context.Context) error {
-	key := s.schemaKey()
+	key := s.keys.schemaKey()
 	if err := s.rdb.SetNX(ctx, key, SchemaVersion, 0).Err(); err != nil {
 		return wrap("open", err)
 	}

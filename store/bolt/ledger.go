@@ -34,9 +34,6 @@ func (l *ledger) Commit(ctx context.Context, c store.RunCommit) (store.CommitRes
 			return store.CommitResult{}, fmt.Errorf("bolt: ledger commit for task %q: effect without key", c.TaskID)
 		}
 		e = store.Claimed(e, c, now)
-		if e.NotBefore.IsZero() {
-			e.NotBefore = now
-		}
 		var err error
 		if prepared[i], err = encodeEffect(e); err != nil {
 			return store.CommitResult{}, fmt.Errorf("bolt: ledger commit for task %q: %w", c.TaskID, err)

@@ -15,8 +15,8 @@ import (
 	"github.com/herald-bridge/herald/store"
 )
 
-// queueScore orders the queue by NotBefore; an effect without one is due
-// from its creation.
+// queueScore orders the queue by NotBefore; an effect without one (claimed
+// before Claimed set it) is due from its creation.
 func queueScore(e *store.Effect) string {
 	t := e.NotBefore
 	if t.IsZero() {

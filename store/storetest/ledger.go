@@ -121,6 +121,25 @@ func testLedger(t *testing.T, open Opener) {
 		wantErr(t, err, store.ErrNotFound)
 	})
 
+	// An effect that names no due time is due from its claim, not from a
+	// creation time its caller may have set earlier, on every backend.
+	t.Run("ClaimWithoutADueTimeIsDueFromTheClaim", func(t *testing.T) {
+		s := open(t)
+		l := s.Ledger()
+		before := time.Now().Add(-time.Millisecond)
+		in := effect("t1", "k1", time.Time{})
+		in.CreatedAt = before.Add(-time.Hour)
+		commit(t, s, "t1", in)
+		after := time.Now().Add(time.Millisecond)
+		within := func(at time.Time) bool { return !at.Before(before) && !at.After(after) }
+		if e := must(l.Get(ctx, "k1"))(t); !within(e.NotBefore) || !e.CreatedAt.Equal(in.CreatedAt) {
+			t.Fatalf("claimed at %v..%v: due %v, created %v", before, after, e.NotBefore, e.CreatedAt)
+		}
+		if at, ok := must2(t)(l.NextDue(ctx)); !ok || !within(at) {
+			t.Fatalf("NextDue = %v %v, want the claim's time", at, ok)
+		}
+	})
+
 	t.Run("DueOrderLimitNotBefore", func(t *testing.T) {
 		s := open(t)
 		l := s.Ledger()

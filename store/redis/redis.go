@@ -17,16 +17,17 @@
 //     check and write; so lease, catalog, snapshot, effects, index and queue
 //     all carry the {P} hash tag.
 //   - catalog put/delete check the fence against the same lease record.
-//   - effect transitions (begin, settle, expire, redeliver, recover) swap
-//     one effect and move it between the queue and the in-flight set.
+//   - effect transitions (begin, settle, hold, expire, redeliver, recover)
+//     swap one effect and move it between the queue and the in-flight set.
 //   - lease acquire/renew/release read and write one lease and its counter.
 //   - inbox scripts touch one principal's keys, tagged {<principal>}.
 //
-// Effect transitions are computed in Go from the decoded effect and
-// published by one compare-and-swap script: the swap succeeds only if the
-// stored effect is still byte-for-byte (by SHA-1) the one the transition was
-// computed from, so of several concurrent callers exactly one wins and the
-// others re-read and see the new state. The queue is scored by NotBefore
+// Effect transitions are computed in Go from the decoded effect, by the
+// ledger's one state machine (store.Progress), and published by one
+// compare-and-swap script: the swap succeeds only if the stored effect is
+// still byte-for-byte (by SHA-1) the one the transition was computed from,
+// so of several concurrent callers exactly one wins and the others re-read
+// and see the new state. The queue is scored by NotBefore
 // in microseconds; effects due at the same microsecond come out in key
 // order.
 //

@@ -493,7 +493,7 @@ func (d *Dispatcher) begin(ctx context.Context, fxs []store.Effect) []store.Effe
 	ok := make([]bool, len(fxs))
 	now := d.o.Now()
 	d.each(len(fxs), func(i int) {
-		b, err := d.o.Ledger.Begin(ctx, fxs[i].Key, d.o.Worker, len(fxs[i].Attempts), now)
+		b, err := d.o.Ledger.Begin(ctx, fxs[i].Key, d.o.Worker, fxs[i].Version(), now)
 		if err != nil {
 			return // taken by another worker or replica, no longer pending, or attempted since it was read
 		}

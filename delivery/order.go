@@ -177,7 +177,7 @@ func messageOutcome(fx store.Effect, fxs []store.Effect, companion map[string]bo
 func (d *Dispatcher) endWithMessage(ctx context.Context, ended []ending) {
 	d.each(len(ended), func(i int) {
 		e := ended[i]
-		if _, err := d.o.Ledger.Begin(ctx, e.fx.Key, d.o.Worker, len(e.fx.Attempts), d.o.Now()); err != nil {
+		if _, err := d.o.Ledger.Begin(ctx, e.fx.Key, d.o.Worker, e.fx.Version(), d.o.Now()); err != nil {
 			return // taken meanwhile, or no longer queued
 		}
 		d.settle(ctx, e.fx.Key, e.as)

@@ -142,6 +142,9 @@ type Effect struct {
 	// PartsSent counts the parts of a split message already accepted by the
 	// provider; a redelivery or retry resumes from here.
 	PartsSent int `json:"parts_sent,omitempty"`
+	// Holds counts the holds (Ledger.Defer) the effect went through; with
+	// the attempts it makes up the effect's Version (effectstate.go).
+	Holds int `json:"holds,omitempty"`
 }
 
 // RunCommit is everything one run (or one admission) commits atomically:
@@ -190,11 +193,12 @@ type Ledger interface {
 	// NextDue returns the earliest NotBefore among queued effects.
 	NextDue(ctx context.Context) (time.Time, bool, error)
 	// Begin marks the effect in flight for worker and records a new attempt
-	// for part Effect.PartsSent. seen is how many attempts the effect had
-	// when the caller read it: if another attempt has begun since, the
-	// caller's read is older than that attempt's outcome (a retry put off
-	// to later may still read as due), and Begin refuses rather than send
-	// it again early, on any replica.
+	// for part Effect.PartsSent. seen is the effect's Version when the
+	// caller read it: if another attempt has begun since, or a hold has
+	// put the effect off (quiet hours, an order wait, on any replica), the
+	// caller's read is stale (a push put off to later may still read as
+	// due), and Begin refuses rather than send it early, on any replica.
+	// An effect never held has its number of attempts as its Version.
 	// Exactly one of several concurrent callers wins; the others get
 	// ErrIllegalTransition (not pending, already in flight, or read stale).
 	Begin(ctx context.Context, key, worker string, seen int, now time.Time) (Effect, error)
@@ -203,14 +207,16 @@ type Ledger interface {
 	// at RetryAt. Completed/Failed/Unknown are final. Refuses when the effect
 	// is not in flight (ErrIllegalTransition).
 	Settle(ctx context.Context, key string, o Outcome, now time.Time) (Effect, error)
-	// Defer moves a queued (not in flight) effect's NotBefore to until
-	// without recording an attempt (quiet hours, mute), and records why as
-	// its Error ("" keeps the one it has). Refused otherwise.
+	// Defer holds a queued (not in flight) effect: it moves its NotBefore
+	// to until without recording an attempt (quiet hours, mute, an order
+	// wait), records why as its Error ("" keeps the one it has), and moves
+	// its Version on (Progress.Hold). Refused otherwise.
 	Defer(ctx context.Context, key string, until time.Time, reason string, now time.Time) (Effect, error)
 	// Expire ends a queued (not in flight) effect as Failed with reason.
 	Expire(ctx context.Context, key, reason string, now time.Time) (Effect, error)
-	// Redeliver queues an ended effect again (explicit human replay); the
-	// attempt history records who. Refused while Pending.
+	// Redeliver queues an ended effect again, due now (explicit human
+	// replay); the attempt history records who. The effect's deadline
+	// (ExpiresAt) no longer binds it. Refused while Pending.
 	Redeliver(ctx context.Context, key, who string, now time.Time) (Effect, error)
 	// Sending records, durably, that worker is about to send the attempts
 	// named by refs (each the current in-flight attempt of its effect): once

@@ -23,7 +23,6 @@ import (
 	"github.com/herald-bridge/herald/delivery/telegram"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/bolt"
-	"github.com/herald-bridge/herald/store/credentials"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/download"
 	"github.com/herald-bridge/herald/tasks/source"
@@ -339,7 +338,7 @@ func (s *service) sourceOpener() tasks.SourceOpener { return sourceOpener{s} }
 // given in chat is asked of the credential store at each run.
 func (o sourceOpener) options(spec watch.Spec, zone *time.Location) source.Options {
 	return source.Options{AllowPrivate: o.s.manager.Policy().AllowPrivate, DefaultZone: zone,
-		Token: credentials.New(o.s.store.Channels()).Resolver(spec), Observe: o.s.metrics.fetch}
+		Token: tokenResolver(o.s.store.Channels(), spec), Observe: o.s.metrics.fetch}
 }
 
 // Open builds a source with redirects confined to the same host.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/herald-bridge/herald/store/credentials"
 	"github.com/herald-bridge/herald/tasks/download"
 )
 
@@ -21,7 +20,7 @@ func (s *service) downloadPlan(ctx context.Context, id string) (download.Plan, e
 	if err != nil {
 		return plan, err
 	}
-	if resolve := credentials.New(s.store.Channels()).Resolver(t.Source); resolve != nil {
+	if resolve := tokenResolver(s.store.Channels(), t.Source); resolve != nil {
 		if plan.Token, err = resolve(ctx); err != nil {
 			return plan, err
 		}

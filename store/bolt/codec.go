@@ -154,6 +154,9 @@ func encodeState(st effectState) []byte {
 	for _, a := range st.Attempts {
 		w = w.int(a.N).time(a.Start).time(a.End).int(a.Part).str(a.By).str(string(a.Outcome)).str(a.Error)
 	}
+	if st.Holds != 0 { // a field added later: records without it have none
+		w = w.int(st.Holds)
+	}
 	return w
 }
 
@@ -183,6 +186,11 @@ func decodeState(v []byte) (effectState, error) {
 			a := &st.Attempts[i]
 			a.N, a.Start, a.End, a.Part = r.int("attempt n"), r.time("attempt start"), r.time("attempt end"), r.int("attempt part")
 			a.By, a.Outcome, a.Error = r.str("attempt by"), store.EffectState(r.str("attempt outcome")), r.str("attempt error")
+		}
+	}
+	if r.err == nil && len(r.b) != 0 {
+		if st.Holds = r.int("holds"); st.Holds <= 0 { // written only when there are some
+			r.fail("holds")
 		}
 	}
 	if r.err == nil && len(r.b) != 0 {

@@ -21,6 +21,7 @@ func TestEffectCodecRoundTrip(t *testing.T) {
 	}{
 		{name: "zero"},
 		{name: "empty payload", payload: []byte{}, st: effectState{State: store.Pending}},
+		{name: "held", st: effectState{State: store.Pending, NotBefore: at, Error: "held", Holds: 3}},
 		{
 			name:    "full",
 			body:    effectBody{Key: "fx_1", TaskID: "hook:ci", Recipient: "webhook:ops", Kind: "inbound.event", CreatedAt: at, RunID: "hook:ci/1"},

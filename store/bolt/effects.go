@@ -47,19 +47,9 @@ type effectBody struct {
 	RunID     string
 }
 
-// effectState is the part of an effect the transitions rewrite.
-type effectState struct {
-	State      store.EffectState
-	InFlight   bool
-	Worker     string
-	Attempts   []store.Attempt
-	NotBefore  time.Time
-	ExpiresAt  time.Time
-	UpdatedAt  time.Time
-	Error      string
-	ProviderID string
-	PartsSent  int
-}
+// effectState is the part of an effect the transitions rewrite, kept in
+// its own small record; the transitions themselves are store.Progress's.
+type effectState = store.Progress
 
 // fx is one loaded effect: its sequence, body and state.
 type fx struct {
@@ -70,13 +60,12 @@ type fx struct {
 }
 
 func (f *fx) effect() store.Effect {
-	return store.Effect{
+	e := store.Effect{
 		Key: f.body.Key, TaskID: f.body.TaskID, Recipient: f.body.Recipient, Kind: f.body.Kind,
-		Payload: f.payload, State: f.st.State, InFlight: f.st.InFlight, Worker: f.st.Worker,
-		Attempts: f.st.Attempts, NotBefore: f.st.NotBefore, ExpiresAt: f.st.ExpiresAt,
-		CreatedAt: f.body.CreatedAt, UpdatedAt: f.st.UpdatedAt, Error: f.st.Error,
-		ProviderID: f.st.ProviderID, RunID: f.body.RunID, PartsSent: f.st.PartsSent,
+		Payload: f.payload, CreatedAt: f.body.CreatedAt, RunID: f.body.RunID,
 	}
+	e.SetProgress(f.st)
+	return e
 }
 
 func splitEffect(e store.Effect, seq uint64) fx {
@@ -85,9 +74,7 @@ func splitEffect(e store.Effect, seq uint64) fx {
 		body: effectBody{Key: e.Key, TaskID: e.TaskID, Recipient: e.Recipient, Kind: e.Kind,
 			CreatedAt: e.CreatedAt, RunID: e.RunID},
 		payload: e.Payload,
-		st: effectState{State: e.State, InFlight: e.InFlight, Worker: e.Worker, Attempts: e.Attempts,
-			NotBefore: e.NotBefore, ExpiresAt: e.ExpiresAt, UpdatedAt: e.UpdatedAt, Error: e.Error,
-			ProviderID: e.ProviderID, PartsSent: e.PartsSent},
+		st:      e.Progress(),
 	}
 }
 
@@ -231,24 +218,22 @@ func put(tx *bbolt.Tx, e encoded) error {
 // reindex moves an effect's queue and in-flight entries from what state
 // old called for (nil: none yet) to what st calls for.
 func reindex(tx *bbolt.Tx, seq uint64, old *effectState, st effectState) error {
-	queued := func(s *effectState) bool { return s.State == store.Pending && !s.InFlight }
-	flying := func(s *effectState) bool { return s.State == store.Pending && s.InFlight }
-	if old != nil && queued(old) && !(queued(&st) && st.NotBefore.Equal(old.NotBefore)) {
+	if old != nil && old.Queued() && !(st.Queued() && st.NotBefore.Equal(old.NotBefore)) {
 		if err := dequeue(tx, seq, old.NotBefore); err != nil {
 			return err
 		}
 	}
-	if old != nil && flying(old) && !flying(&st) {
+	if old != nil && old.Flying() && !st.Flying() {
 		if err := tx.Bucket(bktFxFlight).Delete(seqKey(seq)); err != nil {
 			return err
 		}
 	}
 	switch {
-	case flying(&st) && (old == nil || !flying(old) || old.Worker != st.Worker):
+	case st.Flying() && (old == nil || !old.Flying() || old.Worker != st.Worker):
 		fl := tx.Bucket(bktFxFlight)
 		fl.FillPercent = fillState
 		return fl.Put(seqKey(seq), []byte(st.Worker))
-	case queued(&st) && (old == nil || !queued(old) || !st.NotBefore.Equal(old.NotBefore)):
+	case st.Queued() && (old == nil || !old.Queued() || !st.NotBefore.Equal(old.NotBefore)):
 		return enqueue(tx, seq, st.NotBefore)
 	}
 	return nil

@@ -34,9 +34,6 @@ func (l *ledger) Commit(ctx context.Context, c store.RunCommit) (store.CommitRes
 			return store.CommitResult{}, fmt.Errorf("bolt: ledger commit for task %q: effect without key", c.TaskID)
 		}
 		e = store.Claimed(e, c, now)
-		if e.NotBefore.IsZero() {
-			e.NotBefore = now
-		}
 		var err error
 		if prepared[i], err = encodeEffect(e); err != nil {
 			return store.CommitResult{}, fmt.Errorf("bolt: ledger commit for task %q: %w", c.TaskID, err)
@@ -224,6 +221,13 @@ func eachQueued(tx *bbolt.Tx, fn func(at, seq uint64) (bool, error)) error {
 	return nil
 }
 
+// step is one ledger transition: a store.Progress method with its
+// arguments bound. It returns the new state, or refuses before changing
+// anything. The same steps run on the file (transition) and on logged
+// effects (overlay.go); the queue and in-flight entries follow the state
+// (reindex).
+type step func(store.Progress) (store.Progress, error)
+
 // transition applies st to key's effect: in memory and the ledger log
 // when the effect is logged (overlay.go), else in the file, where only
 // the small state record and the index entries it calls for are
@@ -247,9 +251,7 @@ func (l *ledger) transition(ctx context.Context, op, key string, st step) (store
 		if err != nil {
 			return err
 		}
-		state = old
-		state.Attempts = slices.Clone(old.Attempts)
-		if err := st(&state); err != nil {
+		if state, err = st(old); err != nil {
 			return err
 		}
 		if err := reindex(tx, seq, &old, state); err != nil {
@@ -281,14 +283,14 @@ func (l *ledger) transition(ctx context.Context, op, key string, st step) (store
 }
 
 func (l *ledger) Begin(ctx context.Context, key, worker string, seen int, now time.Time) (store.Effect, error) {
-	return l.transition(ctx, "begin", key, beginStep(worker, seen, now))
+	return l.transition(ctx, "begin", key, func(p store.Progress) (store.Progress, error) { return p.Begin(worker, seen, now) })
 }
 
 func (l *ledger) Settle(ctx context.Context, key string, o store.Outcome, now time.Time) (store.Effect, error) {
 	var worker string
-	e, err := l.transition(ctx, "settle", key, func(st *effectState) error {
-		worker = st.Worker
-		return settleStep(o, now)(st)
+	e, err := l.transition(ctx, "settle", key, func(p store.Progress) (store.Progress, error) {
+		worker = p.Worker
+		return p.Settle(o, now)
 	})
 	if err == nil {
 		// Committed: the attempt's sending record is no longer needed.
@@ -298,16 +300,15 @@ func (l *ledger) Settle(ctx context.Context, key string, o store.Outcome, now ti
 }
 
 func (l *ledger) Defer(ctx context.Context, key string, until time.Time, reason string, now time.Time) (store.Effect, error) {
-	return l.transition(ctx, "defer", key, deferStep(until, reason, now))
+	return l.transition(ctx, "defer", key, func(p store.Progress) (store.Progress, error) { return p.Hold(until, reason, now) })
 }
 
 func (l *ledger) Expire(ctx context.Context, key, reason string, now time.Time) (store.Effect, error) {
-	return l.transition(ctx, "expire", key, expireStep(reason, now))
+	return l.transition(ctx, "expire", key, func(p store.Progress) (store.Progress, error) { return p.Expire(reason, now) })
 }
 
-// Redeliver queues an ended effect again, due now (redeliverStep).
 func (l *ledger) Redeliver(ctx context.Context, key, who string, now time.Time) (store.Effect, error) {
-	return l.transition(ctx, "redeliver", key, redeliverStep(who, now))
+	return l.transition(ctx, "redeliver", key, func(p store.Progress) (store.Progress, error) { return p.Redeliver(who, now) })
 }
 
 // Sending records refs in worker's journal (journal.go): written, not
@@ -362,7 +363,7 @@ func (l *ledger) Recover(ctx context.Context, r store.Recovery, now time.Time) (
 		}
 		mayBeSent := !rec.opened || slices.Contains(rec.sent[f.Key], store.LastAttempt(f))
 		state, reason, nb := r.Decide(f, mayBeSent, now)
-		st := recoverStep(f.Worker, state, reason, nb, now)
+		st := func(p store.Progress) (store.Progress, error) { return p.Recover(f.Worker, state, reason, nb, now) }
 		steps = append(steps, func() (store.Effect, error) { return l.transition(ctx, "recover", f.Key, st) })
 	}
 	// Queued at once, the steps share a round.

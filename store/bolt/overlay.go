@@ -330,9 +330,8 @@ func (o *overlay) apply(op *logOp) error {
 		return nil
 	case op.step != nil:
 		e := o.m[op.key]
-		st := e.f.st
-		st.Attempts = slices.Clone(st.Attempts) // answers handed out keep theirs
-		if err := op.step(&st); err != nil {
+		st, err := op.step(e.f.st) // a new state: answers handed out keep theirs
+		if err != nil {
 			return err
 		}
 		e.f.st, e.ver = st, e.ver+1
@@ -441,7 +440,7 @@ func (o *overlay) get(key string) (store.Effect, bool, error) {
 }
 
 // waiting reports whether st waits in the queue.
-func waiting(st *effectState) bool { return st.State == store.Pending && !st.InFlight }
+func waiting(st *effectState) bool { return st.Queued() }
 
 // queued returns the logged effects waiting in the queue with NotBefore
 // up to until (the zero time: any).
@@ -451,7 +450,7 @@ func (o *overlay) queued(until time.Time) ([]store.Effect, error) {
 
 // inFlight returns the logged effects in flight.
 func (o *overlay) inFlight() ([]store.Effect, error) {
-	return o.pick(o.m, func(st *effectState) bool { return st.State == store.Pending && st.InFlight })
+	return o.pick(o.m, func(st *effectState) bool { return st.Flying() })
 }
 
 // pick returns the effects of from (m or wait) whose state want accepts.

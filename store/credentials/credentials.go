@@ -2,8 +2,8 @@
 // (a course site's personal token): channel credentials, one per
 // principal and site, in the channel-state storage object under their own
 // key prefix. A token lives only here: the task that uses it names its
-// owner (watch.Spec.TokenFrom) and the source asks for the token at each
-// run, so it is never in a task record, an export, a reply or a log (I10).
+// owner and the source asks for the token at each run, so it is never in
+// a task record, an export, a reply or a log (I10).
 package credentials
 
 import (
@@ -14,11 +14,17 @@ import (
 	"strings"
 
 	"github.com/herald-bridge/herald/store"
-	"github.com/herald-bridge/herald/tasks/watch"
 )
 
-// ErrBadSite reports a site address that is not an absolute http(s) URL.
-var ErrBadSite = errors.New("credentials: the site must be an http(s) address")
+var (
+	// ErrBadSite reports a site address that is not an absolute http(s) URL.
+	ErrBadSite = errors.New("credentials: the site must be an http(s) address")
+	// ErrNoToken: no token is stored for the owner and site a resolver
+	// asks for (never given, or given and deleted).
+	ErrNoToken = errors.New("credentials: no access token is stored for this site")
+	// ErrUnanswered: the storage behind the credentials did not answer.
+	ErrUnanswered = errors.New("credentials: the credential store did not answer")
+)
 
 // MaxToken bounds a stored token; course sites' tokens are under 100 bytes.
 const MaxToken = 1024
@@ -94,22 +100,23 @@ func (s *Store) Delete(ctx context.Context, principal, rawURL string) error {
 	return nil
 }
 
-// Resolver is what a source asks for spec's token at run time: the
-// credential spec.TokenFrom stored for spec's site. nil when the spec
-// does not read a stored credential. A missing credential is an auth
-// failure (the owner is told once, as for a revoked token); a store that
-// cannot answer is transient.
-func (s *Store) Resolver(spec watch.Spec) func(ctx context.Context) (string, error) {
-	if s == nil || spec.TokenFrom == "" {
+// Resolver is what a source asks for a token at run time: the credential
+// owner stored for the site rawURL is on. nil when owner is "" (the task
+// reads no stored credential). Its errors are ErrNoToken, ErrUnanswered
+// or ErrBadSite, without the store's own message.
+func (s *Store) Resolver(owner, rawURL string) func(ctx context.Context) (string, error) {
+	if s == nil || owner == "" {
 		return nil
 	}
 	return func(ctx context.Context) (string, error) {
-		tok, err := s.Get(ctx, spec.TokenFrom, spec.URL)
+		tok, err := s.Get(ctx, owner, rawURL)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			return "", watch.Errorf(watch.Auth, "no access token is stored for this site; the owner can give one again with /token")
+			return "", ErrNoToken
+		case errors.Is(err, ErrBadSite):
+			return "", err
 		case err != nil:
-			return "", watch.Errorf(watch.Transient, "the credential store did not answer")
+			return "", ErrUnanswered
 		}
 		return tok, nil
 	}

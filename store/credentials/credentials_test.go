@@ -8,12 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/store/credentials"
 	"github.com/herald-bridge/herald/store/redis"
-	"github.com/herald-bridge/herald/tasks/watch"
 )
 
 // backends runs fn on a bbolt store and, when HERALD_TEST_REDIS_URL is
@@ -92,27 +92,43 @@ func perPrincipalAndSite(t *testing.T, s *credentials.Store) {
 	}
 }
 
-// The resolver a source asks: nil for a spec that does not read a stored
-// credential; a missing credential is an auth failure, so the owner is
-// told once, as for a revoked token.
-func TestResolverClassifiesAMissingCredentialAsAuth(t *testing.T) { backends(t, resolverClasses) }
+// The resolver a source asks: nil for a task that reads no stored
+// credential; a missing credential and a store that does not answer are
+// told apart (ErrNoToken, ErrUnanswered), so the caller can classify them.
+func TestResolverTellsAMissingCredentialFromAStoreThatDoesNotAnswer(t *testing.T) {
+	backends(t, resolverClasses)
+	_, err := credentials.New(downKV{}).Resolver("telegram:42", "https://school.instructure.com")(context.Background())
+	if !errors.Is(err, credentials.ErrUnanswered) || errors.Is(err, credentials.ErrNoToken) {
+		t.Fatalf("store down: %v, want ErrUnanswered", err)
+	}
+}
 
 func resolverClasses(t *testing.T, s *credentials.Store) {
 	ctx := context.Background()
-	t.Cleanup(func() { _ = s.Delete(ctx, "telegram:42", "https://school.instructure.com") })
-	if s.Resolver(watch.Spec{Kind: "canvas", URL: "https://school.instructure.com", Token: "from-config"}) != nil {
-		t.Fatal("a spec with its own token got a resolver")
+	const site = "https://school.instructure.com"
+	t.Cleanup(func() { _ = s.Delete(ctx, "telegram:42", site) })
+	if s.Resolver("", site) != nil {
+		t.Fatal("a task that reads no stored credential got a resolver")
 	}
-	spec := watch.Spec{Kind: "canvas", URL: "https://school.instructure.com", TokenFrom: "telegram:42"}
-	_, err := s.Resolver(spec)(ctx)
-	var we *watch.Error
-	if !errors.As(err, &we) || we.Class != watch.Auth {
-		t.Fatalf("missing credential: %v, want an auth failure", err)
+	_, err := s.Resolver("telegram:42", site)(ctx)
+	if !errors.Is(err, credentials.ErrNoToken) {
+		t.Fatalf("missing credential: %v, want ErrNoToken", err)
 	}
-	if err := s.Put(ctx, "telegram:42", spec.URL, "tok-b"); err != nil {
+	if err := s.Put(ctx, "telegram:42", site, "tok-b"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Resolver(spec)(ctx); err != nil || got != "tok-b" {
+	if got, err := s.Resolver("telegram:42", site)(ctx); err != nil || got != "tok-b" {
 		t.Fatalf("resolved %q %v", got, err)
 	}
 }
+
+// downKV is channel storage that does not answer.
+type downKV struct{}
+
+var _ store.KV = downKV{}
+
+func (downKV) Get(context.Context, string) ([]byte, error) { return nil, store.ErrUnavailable }
+func (downKV) Put(context.Context, string, []byte, time.Duration) error {
+	return store.ErrUnavailable
+}
+func (downKV) Delete(context.Context, string) error { return store.ErrUnavailable }

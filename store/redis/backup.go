@@ -55,7 +55,7 @@ func globEscape(s string) string {
 
 // Backup writes every key of the store to w as one consistent snapshot.
 func (s *Store) Backup(ctx context.Context, w io.Writer) error {
-	res, err := scriptBackup.Run(ctx, s.rdb, nil, globEscape(s.prefix)+"*", globEscape(s.tagged)+"*").Slice()
+	res, err := scriptBackup.Run(ctx, s.rdb, nil, globEscape(s.keys.prefix)+"*", globEscape(s.keys.tagged)+"*").Slice()
 	if err != nil {
 		return wrap("backup", err)
 	}

@@ -18,11 +18,11 @@ func TestI1_BackupIsOneConsistentView(t *testing.T) {
 		Take: func(ctx context.Context, s store.Store, w io.Writer) error { return s.(*Store).Backup(ctx, w) },
 		Restore: func(t *testing.T, snap []byte) store.Store {
 			prefix := newPrefix(t)
-			n, err := Restore(context.Background(), testURL(t), prefix, src.prefix, bytes.NewReader(snap))
+			n, err := Restore(context.Background(), testURL(t), prefix, src.keys.prefix, bytes.NewReader(snap))
 			if err != nil || n == 0 {
 				t.Fatalf("restore: %d keys, %v", n, err)
 			}
-			if _, err := Restore(context.Background(), testURL(t), prefix, src.prefix, bytes.NewReader(snap)); !errors.Is(err, ErrNotEmpty) {
+			if _, err := Restore(context.Background(), testURL(t), prefix, src.keys.prefix, bytes.NewReader(snap)); !errors.Is(err, ErrNotEmpty) {
 				t.Errorf("a second restore over the keys: %v", err)
 			}
 			return openPrefix(t, prefix, nil)
@@ -52,7 +52,7 @@ func TestI5_RestoredLeasesAreFreeAndEpochsGrow(t *testing.T) {
 		t.Fatal(err)
 	}
 	prefix := newPrefix(t)
-	if _, err := Restore(ctx, testURL(t), prefix, src.prefix, &buf); err != nil {
+	if _, err := Restore(ctx, testURL(t), prefix, src.keys.prefix, &buf); err != nil {
 		t.Fatal(err)
 	}
 	l, err := openPrefix(t, prefix, nil).Leases().Acquire(ctx, "scheduler", "new-host", time.Hour)

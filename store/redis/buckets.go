@@ -29,7 +29,7 @@ func (b *buckets) Take(ctx context.Context, name string, every time.Duration, bu
 		return 0, errors.New("redis store: bucket take: every and burst must be positive")
 	}
 	us := max(every.Microseconds(), 1)
-	wait, err := scriptBucketTake.Run(ctx, b.s.rdb, []string{b.s.bucketKey(name)}, micros(now), us, burst).Int64()
+	wait, err := scriptBucketTake.Run(ctx, b.s.rdb, []string{b.s.keys.bucketKey(name)}, micros(now), us, burst).Int64()
 	if err != nil {
 		return 0, wrap("bucket take", err)
 	}

@@ -17,9 +17,9 @@ import (
 // script's key list stays in one slot.
 func (s *Store) fenceArgs(f store.Fence) (key, fenced, epoch string) {
 	if f.IsZero() {
-		return s.leaseKey(""), "0", "0"
+		return s.keys.leaseKey(""), "0", "0"
 	}
-	return s.leaseKey(f.Lease), "1", strconv.FormatUint(f.Epoch, 10)
+	return s.keys.leaseKey(f.Lease), "1", strconv.FormatUint(f.Epoch, 10)
 }
 
 // Script replies for the fenced catalog scripts and the ledger commit.
@@ -43,7 +43,7 @@ func scriptErr(op string, code int64) error {
 }
 
 func (c *catalog) Get(ctx context.Context, id string) (store.Record, error) {
-	vals, err := c.s.rdb.HMGet(ctx, c.s.taskKey(id), "rev", "val").Result()
+	vals, err := c.s.rdb.HMGet(ctx, c.s.keys.taskKey(id), "rev", "val").Result()
 	if err != nil {
 		return store.Record{}, wrap("catalog get", err)
 	}
@@ -64,7 +64,7 @@ func decodeRecord(id string, vals []any) (store.Record, error) {
 }
 
 func (c *catalog) List(ctx context.Context) ([]store.Record, error) {
-	ids, err := c.s.rdb.SMembers(ctx, c.s.taskIDsKey()).Result()
+	ids, err := c.s.rdb.SMembers(ctx, c.s.keys.taskIDsKey()).Result()
 	if err != nil {
 		return nil, wrap("catalog list", err)
 	}
@@ -78,7 +78,7 @@ func (c *catalog) records(ctx context.Context, ids []string) ([]store.Record, er
 	cmds := make([]*goredis.SliceCmd, len(ids))
 	_, err := c.s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, id := range ids {
-			cmds[i] = p.HMGet(ctx, c.s.taskKey(id), "rev", "val")
+			cmds[i] = p.HMGet(ctx, c.s.keys.taskKey(id), "rev", "val")
 		}
 		return nil
 	})
@@ -102,7 +102,7 @@ func (c *catalog) records(ctx context.Context, ids []string) ([]store.Record, er
 // Page returns at most limit records with ids after after, in id order.
 // It reads every id but only the page's records.
 func (c *catalog) Page(ctx context.Context, after string, limit int) ([]store.Record, error) {
-	ids, err := c.s.rdb.SMembers(ctx, c.s.taskIDsKey()).Result()
+	ids, err := c.s.rdb.SMembers(ctx, c.s.keys.taskIDsKey()).Result()
 	if err != nil {
 		return nil, wrap("catalog page", err)
 	}
@@ -124,7 +124,7 @@ func (c *catalog) Put(ctx context.Context, f store.Fence, id string, expect uint
 		value = []byte{}
 	}
 	res, err := scriptCatalogPut.Run(ctx, c.s.rdb,
-		[]string{ck, c.s.taskKey(id), c.s.taskIDsKey()},
+		[]string{ck, c.s.keys.taskKey(id), c.s.keys.taskIDsKey()},
 		fenced, epoch, strconv.FormatUint(expect, 10), value, id).Int64Slice()
 	if err != nil {
 		return 0, wrap("catalog put", err)
@@ -141,7 +141,7 @@ func (c *catalog) Delete(ctx context.Context, f store.Fence, id string, expect u
 	}
 	ck, fenced, epoch := c.s.fenceArgs(f)
 	res, err := scriptCatalogDelete.Run(ctx, c.s.rdb,
-		[]string{ck, c.s.taskKey(id), c.s.taskIDsKey(), c.s.snapKey(id)},
+		[]string{ck, c.s.keys.taskKey(id), c.s.keys.taskIDsKey(), c.s.keys.snapKey(id)},
 		fenced, epoch, strconv.FormatUint(expect, 10), id).Int64()
 	if err != nil {
 		return wrap("catalog delete", err)
@@ -153,7 +153,7 @@ func (c *catalog) Delete(ctx context.Context, f store.Fence, id string, expect u
 }
 
 func (sn *snapshots) Get(ctx context.Context, taskID string) ([]byte, error) {
-	b, err := sn.s.rdb.Get(ctx, sn.s.snapKey(taskID)).Bytes()
+	b, err := sn.s.rdb.Get(ctx, sn.s.keys.snapKey(taskID)).Bytes()
 	if errors.Is(err, goredis.Nil) {
 		return nil, fmt.Errorf("redis store: snapshot get: %w", store.ErrNotFound)
 	}

@@ -156,7 +156,7 @@ func (h *history) Append(ctx context.Context, t store.Turn, keep int, since time
 	if err != nil {
 		return store.Turn{}, fmt.Errorf("redis store: history append: encode: %w", err)
 	}
-	k := h.s.histKeys(t.Log)
+	k := h.s.keys.histKeys(t.Log)
 	keys := k.fixed()
 	for _, term := range t.Terms {
 		keys = append(keys, k.x+term)
@@ -182,13 +182,13 @@ func (h *history) hint(ctx context.Context, log string, oldest any) error {
 	s, _ := oldest.(string)
 	var err error
 	if s == "" {
-		err = h.s.rdb.ZRem(ctx, h.s.histOldest(), log).Err()
+		err = h.s.rdb.ZRem(ctx, h.s.keys.histOldest(), log).Err()
 	} else {
 		score, perr := strconv.ParseFloat(s, 64)
 		if perr != nil {
 			return fmt.Errorf("redis store: history: unreadable time %q", s)
 		}
-		err = h.s.rdb.ZAdd(ctx, h.s.histOldest(), goredis.Z{Score: score, Member: log}).Err()
+		err = h.s.rdb.ZAdd(ctx, h.s.keys.histOldest(), goredis.Z{Score: score, Member: log}).Err()
 	}
 	return wrap("history index", err)
 }
@@ -219,7 +219,7 @@ func (h *history) List(ctx context.Context, log string, q store.HistoryQuery) ([
 	if err != nil {
 		return nil, err
 	}
-	k := h.s.histKeys(log)
+	k := h.s.keys.histKeys(log)
 	seqs, err := h.s.rdb.ZRevRangeByScore(ctx, k.i, &goredis.ZRangeBy{Min: "-inf", Max: max, Count: int64(q.PageSize())}).Result()
 	if err != nil {
 		return nil, wrap("history list", err)
@@ -251,7 +251,7 @@ func (h *history) Search(ctx context.Context, log string, terms []string, q stor
 	if err != nil {
 		return nil, err
 	}
-	k := h.s.histKeys(log)
+	k := h.s.keys.histKeys(log)
 	keys := []string{k.t, k.a}
 	for _, term := range terms {
 		keys = append(keys, k.x+term)
@@ -278,7 +278,7 @@ func (h *history) Search(ctx context.Context, log string, terms []string, q stor
 const forgetBatch = 500
 
 func (h *history) Forget(ctx context.Context, log, principal string) (int, error) {
-	k := h.s.histKeys(log)
+	k := h.s.keys.histKeys(log)
 	// Turns appended after the forget began are not its business.
 	top, err := h.s.rdb.Get(ctx, k.seq).Int64()
 	if errors.Is(err, goredis.Nil) {
@@ -308,13 +308,13 @@ func (h *history) Forget(ctx context.Context, log, principal string) (int, error
 
 func (h *history) Prune(ctx context.Context, cutoff time.Time) (time.Time, error) {
 	cut := micros(cutoff)
-	logs, err := h.s.rdb.ZRangeByScore(ctx, h.s.histOldest(), &goredis.ZRangeBy{
+	logs, err := h.s.rdb.ZRangeByScore(ctx, h.s.keys.histOldest(), &goredis.ZRangeBy{
 		Min: "-inf", Max: "(" + strconv.FormatInt(cut, 10)}).Result()
 	if err != nil {
 		return time.Time{}, wrap("history prune", err)
 	}
 	for _, log := range logs {
-		k := h.s.histKeys(log)
+		k := h.s.keys.histKeys(log)
 		for {
 			res, err := scriptHistPrune.Run(ctx, h.s.rdb, k.fixed()[:4], k.x, cut).Text()
 			if err != nil {
@@ -331,7 +331,7 @@ func (h *history) Prune(ctx context.Context, cutoff time.Time) (time.Time, error
 			break
 		}
 	}
-	z, err := h.s.rdb.ZRangeWithScores(ctx, h.s.histOldest(), 0, 0).Result()
+	z, err := h.s.rdb.ZRangeWithScores(ctx, h.s.keys.histOldest(), 0, 0).Result()
 	if err != nil {
 		return time.Time{}, wrap("history prune", err)
 	}

@@ -44,7 +44,7 @@ func (in *inbox) Append(ctx context.Context, item store.InboxItem, limit int) (s
 	if err != nil {
 		return store.InboxAppend{}, fmt.Errorf("redis store: inbox append: encode: %w", err)
 	}
-	k := in.s.inboxKeys(item.Principal)
+	k := in.s.keys.inboxKeys(item.Principal)
 	read := "0"
 	if item.Read {
 		read = "1"
@@ -88,7 +88,7 @@ func (in *inbox) List(ctx context.Context, principal string, q store.InboxQuery)
 	if limit <= 0 {
 		limit = 50
 	}
-	k := in.s.inboxKeys(principal)
+	k := in.s.keys.inboxKeys(principal)
 	src := k.all
 	if q.UnreadOnly {
 		src = k.unread
@@ -147,7 +147,7 @@ func (in *inbox) MarkRead(ctx context.Context, principal, id string) (int, error
 	if id == "all" {
 		id = ""
 	}
-	k := in.s.inboxKeys(principal)
+	k := in.s.keys.inboxKeys(principal)
 	n, err := scriptInboxMarkRead.Run(ctx, in.s.rdb, []string{k.all, k.unread, k.read}, id).Int64()
 	if err != nil {
 		return 0, wrap("inbox mark read", err)
@@ -159,7 +159,7 @@ func (in *inbox) MarkRead(ctx context.Context, principal, id string) (int, error
 }
 
 func (in *inbox) Unread(ctx context.Context, principal string) (int, error) {
-	n, err := in.s.rdb.ZCard(ctx, in.s.inboxKeys(principal).unread).Result()
+	n, err := in.s.rdb.ZCard(ctx, in.s.keys.inboxKeys(principal).unread).Result()
 	if err != nil {
 		return 0, wrap("inbox unread", err)
 	}

@@ -69,29 +69,37 @@ var (
 //	P rb:<name>                          rate bucket (Redis expiry once full)
 //	P hist:{<log>}:...                   conversation history (below)
 
-func (s *Store) schemaKey() string             { return s.tagged + "schema" }
-func (s *Store) taskKey(id string) string      { return s.tagged + "task:rec:" + id }
-func (s *Store) taskIDsKey() string            { return s.tagged + "task:ids" }
-func (s *Store) snapKey(taskID string) string  { return s.tagged + "snap:" + taskID }
-func (s *Store) leaseKey(name string) string   { return s.tagged + "lease:h:" + name }
-func (s *Store) counterKey(name string) string { return s.tagged + "lease:n:" + name }
-
-func (s *Store) effectKey(key string) string       { return s.tagged + "fx:e:" + key }
-func (s *Store) taskEffectsKey(task string) string { return s.tagged + "fx:t:" + task }
-func (s *Store) seqKey() string                    { return s.tagged + "fx:seq" }
-func (s *Store) inflightKey() string               { return s.tagged + "fx:inflight" }
-func (s *Store) queueKey() string                  { return s.tagged + "q" }
-func (s *Store) sendingKey(worker string) string   { return s.tagged + "fx:sending:" + worker }
-func (s *Store) sendingSetKey() string             { return s.tagged + "fx:sending" }
-func (s *Store) endedKey() string                  { return s.tagged + "fx:ended" }
-
-func (s *Store) dedupKey(ns, id string) string {
-	return s.prefix + "dd:" + strconv.Itoa(len(ns)) + ":" + ns + ":" + id
+// keyspace names the store's keys: the layout above, under one prefix.
+type keyspace struct {
+	prefix string // P
+	tagged string // {P}
 }
-func (s *Store) runsKey(taskID string) string { return s.prefix + "runs:" + taskID }
-func (s *Store) dialogPrefix() string         { return s.prefix + "dlg:" }
-func (s *Store) channelPrefix() string        { return s.prefix + "chan:" }
-func (s *Store) bucketKey(name string) string { return s.prefix + "rb:" + name }
+
+func newKeyspace(prefix string) keyspace { return keyspace{prefix: prefix, tagged: "{" + prefix + "}"} }
+
+func (k keyspace) schemaKey() string             { return k.tagged + "schema" }
+func (k keyspace) taskKey(id string) string      { return k.tagged + "task:rec:" + id }
+func (k keyspace) taskIDsKey() string            { return k.tagged + "task:ids" }
+func (k keyspace) snapKey(taskID string) string  { return k.tagged + "snap:" + taskID }
+func (k keyspace) leaseKey(name string) string   { return k.tagged + "lease:h:" + name }
+func (k keyspace) counterKey(name string) string { return k.tagged + "lease:n:" + name }
+
+func (k keyspace) effectKey(key string) string       { return k.tagged + "fx:e:" + key }
+func (k keyspace) taskEffectsKey(task string) string { return k.tagged + "fx:t:" + task }
+func (k keyspace) seqKey() string                    { return k.tagged + "fx:seq" }
+func (k keyspace) inflightKey() string               { return k.tagged + "fx:inflight" }
+func (k keyspace) queueKey() string                  { return k.tagged + "q" }
+func (k keyspace) sendingKey(worker string) string   { return k.tagged + "fx:sending:" + worker }
+func (k keyspace) sendingSetKey() string             { return k.tagged + "fx:sending" }
+func (k keyspace) endedKey() string                  { return k.tagged + "fx:ended" }
+
+func (k keyspace) dedupKey(ns, id string) string {
+	return k.prefix + "dd:" + strconv.Itoa(len(ns)) + ":" + ns + ":" + id
+}
+func (k keyspace) runsKey(taskID string) string { return k.prefix + "runs:" + taskID }
+func (k keyspace) dialogPrefix() string         { return k.prefix + "dlg:" }
+func (k keyspace) channelPrefix() string        { return k.prefix + "chan:" }
+func (k keyspace) bucketKey(name string) string { return k.prefix + "rb:" + name }
 
 // inboxKeys are one principal's keys; the {principal} hash tag keeps them in
 // one cluster slot for the append and mark-read scripts.
@@ -99,8 +107,8 @@ type inboxKeys struct {
 	items, all, unread, read, keys, seq string
 }
 
-func (s *Store) inboxKeys(principal string) inboxKeys {
-	b := s.prefix + "inbox:{" + principal + "}:"
+func (k keyspace) inboxKeys(principal string) inboxKeys {
+	b := k.prefix + "inbox:{" + principal + "}:"
 	return inboxKeys{
 		items:  b + "items",  // hash id -> item JSON (read flag kept apart)
 		all:    b + "all",    // zset id by sequence
@@ -126,11 +134,11 @@ type histKeys struct {
 	base, t, w, i, a, seq, x string
 }
 
-func (s *Store) histKeys(log string) histKeys {
-	b := s.prefix + "hist:{" + log + "}:"
+func (k keyspace) histKeys(log string) histKeys {
+	b := k.prefix + "hist:{" + log + "}:"
 	return histKeys{base: b, t: b + "t", w: b + "w", i: b + "i", a: b + "a", seq: b + "seq", x: b + "x:"}
 }
 
 func (k histKeys) fixed() []string { return []string{k.t, k.w, k.i, k.a, k.seq} }
 
-func (s *Store) histOldest() string { return s.prefix + "hist:oldest" }
+func (k keyspace) histOldest() string { return k.prefix + "hist:oldest" }

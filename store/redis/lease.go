@@ -24,7 +24,7 @@ func (ls *leases) Acquire(ctx context.Context, name, holder string, ttl time.Dur
 	exp := now.Add(ttl)
 	expU, expT := expiryArgs(exp)
 	res, err := scriptLeaseAcquire.Run(ctx, ls.s.rdb,
-		[]string{ls.s.leaseKey(name), ls.s.counterKey(name)},
+		[]string{ls.s.keys.leaseKey(name), ls.s.keys.counterKey(name)},
 		holder, micros(now), expU, expT).Int64Slice()
 	if err != nil {
 		return store.Lease{}, wrap("lease acquire", err)
@@ -39,7 +39,7 @@ func (ls *leases) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (
 	now := ls.s.now()
 	exp := now.Add(ttl)
 	expU, expT := expiryArgs(exp)
-	n, err := scriptLeaseRenew.Run(ctx, ls.s.rdb, []string{ls.s.leaseKey(l.Name)},
+	n, err := scriptLeaseRenew.Run(ctx, ls.s.rdb, []string{ls.s.keys.leaseKey(l.Name)},
 		l.Holder, strconv.FormatUint(l.Epoch, 10), micros(now), expU, expT).Int64()
 	if err != nil {
 		return store.Lease{}, wrap("lease renew", err)
@@ -52,13 +52,13 @@ func (ls *leases) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (
 }
 
 func (ls *leases) Release(ctx context.Context, l store.Lease) error {
-	_, err := scriptLeaseRelease.Run(ctx, ls.s.rdb, []string{ls.s.leaseKey(l.Name)},
+	_, err := scriptLeaseRelease.Run(ctx, ls.s.rdb, []string{ls.s.keys.leaseKey(l.Name)},
 		l.Holder, strconv.FormatUint(l.Epoch, 10)).Int64()
 	return wrap("lease release", err)
 }
 
 func (ls *leases) Current(ctx context.Context, name string) (store.Lease, error) {
-	vals, err := ls.s.rdb.HMGet(ctx, ls.s.leaseKey(name), "holder", "epoch", "expt").Result()
+	vals, err := ls.s.rdb.HMGet(ctx, ls.s.keys.leaseKey(name), "holder", "epoch", "expt").Result()
 	if err != nil {
 		return store.Lease{}, wrap("lease current", err)
 	}
@@ -82,7 +82,7 @@ func (ls *leases) Current(ctx context.Context, name string) (store.Lease, error)
 // Mark sets the mark with SET NX and Redis expiry. A ttl of 0 or less keeps
 // the mark until deleted; expiry is rounded up to whole milliseconds.
 func (d *dedup) Mark(ctx context.Context, ns, id string, ttl time.Duration) (bool, error) {
-	key := d.s.dedupKey(ns, id)
+	key := d.s.keys.dedupKey(ns, id)
 	args := goredis.SetArgs{Mode: "NX"}
 	if ttl > 0 {
 		args.TTL = roundMillis(ttl)
@@ -137,7 +137,7 @@ func (r *runs) Append(ctx context.Context, taskID string, run []byte, keep int) 
 	if keep <= 0 {
 		keep = DefaultKeepRuns
 	}
-	key := r.s.runsKey(taskID)
+	key := r.s.keys.runsKey(taskID)
 	if run == nil {
 		run = []byte{}
 	}
@@ -154,7 +154,7 @@ func (r *runs) List(ctx context.Context, taskID string, limit int) ([][]byte, er
 	if limit > 0 {
 		stop = int64(limit) - 1
 	}
-	vals, err := r.s.rdb.LRange(ctx, r.s.runsKey(taskID), 0, stop).Result()
+	vals, err := r.s.rdb.LRange(ctx, r.s.keys.runsKey(taskID), 0, stop).Result()
 	if err != nil {
 		return nil, wrap("runs list", err)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/herald-bridge/herald/store"
 )
 
-// queueScore orders the queue by NotBefore; an effect without one is due
-// from its creation.
+// queueScore orders the queue by NotBefore; an effect without one (claimed
+// before Claimed set it) is due from its creation.
 func queueScore(e *store.Effect) string {
 	t := e.NotBefore
 	if t.IsZero() {
@@ -41,7 +41,7 @@ func (l *ledger) Commit(ctx context.Context, c store.RunCommit) (store.CommitRes
 	now := s.now()
 	ck, fenced, epoch := s.fenceArgs(c.Fence)
 	keys := make([]string, 0, 6+2*len(c.Effects))
-	keys = append(keys, ck, s.taskKey(c.TaskID), s.snapKey(c.TaskID), s.queueKey(), s.seqKey(), s.inflightKey())
+	keys = append(keys, ck, s.keys.taskKey(c.TaskID), s.keys.snapKey(c.TaskID), s.keys.queueKey(), s.keys.seqKey(), s.keys.inflightKey())
 	setSnap, snap := "0", []byte(nil)
 	if c.Snapshot != nil {
 		setSnap, snap = "1", c.Snapshot
@@ -61,7 +61,7 @@ func (l *ledger) Commit(ctx context.Context, c store.RunCommit) (store.CommitRes
 		if err != nil {
 			return store.CommitResult{}, fmt.Errorf("redis store: commit: encode effect: %w", err)
 		}
-		keys = append(keys, s.effectKey(e.Key), s.taskEffectsKey(e.TaskID))
+		keys = append(keys, s.keys.effectKey(e.Key), s.keys.taskEffectsKey(e.TaskID))
 		args = append(args, js, queueScore(&e), e.Key)
 	}
 	res, err := scriptCommit.Run(ctx, s.rdb, keys, args...).Int64Slice()
@@ -90,7 +90,7 @@ func (l *ledger) Get(ctx context.Context, key string) (store.Effect, error) {
 // read returns the effect and its stored encoding (the compare value of a
 // later swap).
 func (l *ledger) read(ctx context.Context, key string) (store.Effect, string, error) {
-	raw, err := l.s.rdb.Get(ctx, l.s.effectKey(key)).Result()
+	raw, err := l.s.rdb.Get(ctx, l.s.keys.effectKey(key)).Result()
 	if errors.Is(err, goredis.Nil) {
 		return store.Effect{}, "", fmt.Errorf("redis store: effect: %w", store.ErrNotFound)
 	}
@@ -111,7 +111,7 @@ func (l *ledger) readMany(ctx context.Context, keys []string) ([]store.Effect, e
 	}
 	rk := make([]string, len(keys))
 	for i, k := range keys {
-		rk[i] = l.s.effectKey(k)
+		rk[i] = l.s.keys.effectKey(k)
 	}
 	vals, err := l.s.rdb.MGet(ctx, rk...).Result()
 	if err != nil {
@@ -137,7 +137,7 @@ func (l *ledger) List(ctx context.Context, taskID string, limit int) ([]store.Ef
 	if limit > 0 {
 		stop = int64(limit) - 1
 	}
-	keys, err := l.s.rdb.ZRevRange(ctx, l.s.taskEffectsKey(taskID), 0, stop).Result()
+	keys, err := l.s.rdb.ZRevRange(ctx, l.s.keys.taskEffectsKey(taskID), 0, stop).Result()
 	if err != nil {
 		return nil, wrap("effect list", err)
 	}
@@ -149,7 +149,7 @@ func (l *ledger) Due(ctx context.Context, now time.Time, limit int) ([]store.Eff
 	if limit > 0 {
 		by.Count = int64(limit)
 	}
-	keys, err := l.s.rdb.ZRangeByScore(ctx, l.s.queueKey(), by).Result()
+	keys, err := l.s.rdb.ZRangeByScore(ctx, l.s.keys.queueKey(), by).Result()
 	if err != nil {
 		return nil, wrap("due", err)
 	}
@@ -169,7 +169,7 @@ func (l *ledger) Due(ctx context.Context, now time.Time, limit int) ([]store.Eff
 
 func (l *ledger) NextDue(ctx context.Context) (time.Time, bool, error) {
 	for range 8 {
-		keys, err := l.s.rdb.ZRange(ctx, l.s.queueKey(), 0, 0).Result()
+		keys, err := l.s.rdb.ZRange(ctx, l.s.keys.queueKey(), 0, 0).Result()
 		if err != nil {
 			return time.Time{}, false, wrap("next due", err)
 		}
@@ -200,35 +200,43 @@ func sha1hex(s string) string {
 var errNoChange = errors.New("no change")
 
 // swap is the read–decide–publish loop of every effect transition. next
-// computes the new effect from the stored one and says how the queue and
-// the in-flight set change; the script publishes it only if the stored
+// computes the effect's new state from the stored effect, with the
+// transitions of store.Progress; the queue, the in-flight set and the
+// ended set follow that state. The script publishes it only if the stored
 // entry is still the one read, else the loop reads again.
 func (l *ledger) swap(ctx context.Context, op, key string,
-	next func(e *store.Effect) (queue, inflight string, err error)) (store.Effect, error) {
+	next func(e store.Effect) (store.Progress, error)) (store.Effect, error) {
 	s := l.s
 	for {
 		e, raw, err := l.read(ctx, key)
 		if err != nil {
 			return store.Effect{}, err
 		}
-		keys := []string{s.effectKey(key), s.queueKey(), s.inflightKey(), s.endedKey()}
+		keys := []string{s.keys.effectKey(key), s.keys.queueKey(), s.keys.inflightKey(), s.keys.endedKey()}
 		if e.InFlight && e.Worker != "" {
-			keys = append(keys, s.sendingKey(e.Worker))
+			keys = append(keys, s.keys.sendingKey(e.Worker))
 		}
-		queue, inflight, err := next(&e)
+		p, err := next(e)
 		if errors.Is(err, errNoChange) {
 			return e, nil
 		}
 		if err != nil {
 			return store.Effect{}, fmt.Errorf("redis store: %s: %w", op, err)
 		}
+		e.SetProgress(p)
 		js, err := json.Marshal(e)
 		if err != nil {
 			return store.Effect{}, fmt.Errorf("redis store: %s: encode effect: %w", op, err)
 		}
-		ended := "rem"
-		if e.State.Ended() && !e.InFlight {
-			ended = strconv.FormatInt(micros(e.UpdatedAt), 10)
+		queue, inflight, ended := "rem", "rem", "rem"
+		if p.Queued() {
+			queue = queueScore(&e)
+		}
+		if p.Flying() {
+			inflight = "add"
+		}
+		if p.State.Ended() && !p.InFlight {
+			ended = strconv.FormatInt(micros(p.UpdatedAt), 10)
 		}
 		n, err := scriptSwapEffect.Run(ctx, s.rdb, keys,
 			sha1hex(raw), js, key, queue, inflight, ended).Int64()
@@ -287,111 +295,51 @@ func (l *ledger) Begin(ctx context.Context, key, worker string, seen int, now ti
 }
 
 func (l *ledger) begin(ctx context.Context, key, worker string, seen int, now time.Time, retry bool) (store.Effect, error) {
-	return l.swap(ctx, "begin", key, func(e *store.Effect) (string, string, error) {
+	return l.swap(ctx, "begin", key, func(e store.Effect) (store.Progress, error) {
 		if retry && e.InFlight && e.Worker == worker {
 			if n := len(e.Attempts); n > 0 && e.Attempts[n-1].Start.Equal(now) {
-				return "", "", errNoChange // the earlier try was published
+				return store.Progress{}, errNoChange // the earlier try was published
 			}
 		}
-		if e.State != store.Pending || e.InFlight {
-			return "", "", fmt.Errorf("begin %s effect (in flight %t): %w", e.State, e.InFlight, store.ErrIllegalTransition)
-		}
-		if len(e.Attempts) != seen {
-			return "", "", fmt.Errorf("begin after %d attempts, read with %d: %w", len(e.Attempts), seen, store.ErrIllegalTransition)
-		}
-		e.InFlight, e.Worker, e.UpdatedAt = true, worker, now
-		e.Attempts = append(e.Attempts, store.Attempt{
-			N: len(e.Attempts) + 1, Start: now, Part: e.PartsSent, By: worker, Outcome: store.Pending,
-		})
-		return "rem", "add", nil
+		return e.Progress().Begin(worker, seen, now)
 	})
 }
 
 func (l *ledger) Settle(ctx context.Context, key string, o store.Outcome, now time.Time) (store.Effect, error) {
-	switch o.State {
-	case store.Pending, store.Completed, store.Failed, store.Unknown:
-	default:
-		return store.Effect{}, fmt.Errorf("redis store: settle with outcome %q: %w", o.State, store.ErrIllegalTransition)
-	}
 	return throughOutage(ctx, func(retry bool) (store.Effect, error) { return l.settle(ctx, key, o, now, retry) })
 }
 
 func (l *ledger) settle(ctx context.Context, key string, o store.Outcome, now time.Time, retry bool) (store.Effect, error) {
-	return l.swap(ctx, "settle", key, func(e *store.Effect) (string, string, error) {
+	return l.swap(ctx, "settle", key, func(e store.Effect) (store.Progress, error) {
 		if retry {
 			// The earlier try may have been published and, for a Pending
 			// outcome, the effect begun again since: look for our
 			// outcome among all attempts, never settle someone else's.
 			for _, a := range e.Attempts {
 				if a.End.Equal(now) && a.Outcome == o.State {
-					return "", "", errNoChange
+					return store.Progress{}, errNoChange
 				}
 			}
 		}
-		if e.State != store.Pending || !e.InFlight {
-			return "", "", fmt.Errorf("settle %s effect not in flight: %w", e.State, store.ErrIllegalTransition)
-		}
-		if n := len(e.Attempts); n > 0 {
-			a := &e.Attempts[n-1]
-			a.End, a.Outcome, a.Error = now, o.State, o.Error
-		}
-		e.State, e.InFlight, e.Worker, e.UpdatedAt = o.State, false, "", now
-		e.Error = o.Error
-		if o.ProviderID != "" {
-			e.ProviderID = o.ProviderID
-		}
-		if o.PartsSent > e.PartsSent {
-			e.PartsSent = o.PartsSent
-		}
-		if o.State == store.Pending {
-			e.NotBefore = o.RetryAt
-			if e.NotBefore.IsZero() {
-				e.NotBefore = now
-			}
-			return queueScore(e), "rem", nil
-		}
-		return "rem", "rem", nil
+		return e.Progress().Settle(o, now)
 	})
 }
 
 func (l *ledger) Defer(ctx context.Context, key string, until time.Time, reason string, now time.Time) (store.Effect, error) {
-	return l.swap(ctx, "defer", key, func(e *store.Effect) (string, string, error) {
-		if e.State != store.Pending || e.InFlight {
-			return "", "", fmt.Errorf("defer %s effect (in flight %t): %w", e.State, e.InFlight, store.ErrIllegalTransition)
-		}
-		e.NotBefore, e.UpdatedAt = until, now
-		if e.NotBefore.IsZero() {
-			e.NotBefore = now
-		}
-		if reason != "" {
-			e.Error = reason
-		}
-		return queueScore(e), "-", nil
+	return l.swap(ctx, "defer", key, func(e store.Effect) (store.Progress, error) {
+		return e.Progress().Hold(until, reason, now)
 	})
 }
 
 func (l *ledger) Expire(ctx context.Context, key, reason string, now time.Time) (store.Effect, error) {
-	return l.swap(ctx, "expire", key, func(e *store.Effect) (string, string, error) {
-		if e.State != store.Pending || e.InFlight {
-			return "", "", fmt.Errorf("expire %s effect (in flight %t): %w", e.State, e.InFlight, store.ErrIllegalTransition)
-		}
-		e.State, e.Error, e.UpdatedAt = store.Failed, reason, now
-		return "rem", "-", nil
+	return l.swap(ctx, "expire", key, func(e store.Effect) (store.Progress, error) {
+		return e.Progress().Expire(reason, now)
 	})
 }
 
 func (l *ledger) Redeliver(ctx context.Context, key, who string, now time.Time) (store.Effect, error) {
-	return l.swap(ctx, "redeliver", key, func(e *store.Effect) (string, string, error) {
-		if e.State == store.Pending {
-			return "", "", fmt.Errorf("redeliver pending effect: %w", store.ErrIllegalTransition)
-		}
-		e.Attempts = append(e.Attempts, store.Attempt{
-			N: len(e.Attempts) + 1, Start: now, End: now, By: who, Outcome: store.Pending,
-			Error: store.RedeliveryMark + " after " + string(e.State),
-		})
-		e.State, e.InFlight, e.Worker = store.Pending, false, ""
-		e.NotBefore, e.UpdatedAt, e.Error = now, now, ""
-		return queueScore(e), "-", nil
+	return l.swap(ctx, "redeliver", key, func(e store.Effect) (store.Progress, error) {
+		return e.Progress().Redeliver(who, now)
 	})
 }
 
@@ -406,7 +354,7 @@ func (l *ledger) Sending(ctx context.Context, worker string, refs []store.Attemp
 	for _, r := range refs {
 		args = append(args, r.Key, r.N)
 	}
-	n, err := scriptSending.Run(ctx, l.s.rdb, []string{l.s.sendingKey(worker), l.s.sendingSetKey()}, args...).Int64()
+	n, err := scriptSending.Run(ctx, l.s.rdb, []string{l.s.keys.sendingKey(worker), l.s.keys.sendingSetKey()}, args...).Int64()
 	if err != nil {
 		return wrap("sending", err)
 	}
@@ -423,7 +371,7 @@ type sendingRecord struct {
 }
 
 func (l *ledger) closeSending(ctx context.Context, worker string) (sendingRecord, error) {
-	all, err := scriptCloseSending.Run(ctx, l.s.rdb, []string{l.s.sendingKey(worker)}).StringSlice()
+	all, err := scriptCloseSending.Run(ctx, l.s.rdb, []string{l.s.keys.sendingKey(worker)}).StringSlice()
 	if err != nil {
 		return sendingRecord{}, wrap("recover", err)
 	}
@@ -439,7 +387,7 @@ func (l *ledger) closeSending(ctx context.Context, worker string) (sendingRecord
 
 func (l *ledger) Recover(ctx context.Context, r store.Recovery, now time.Time) ([]store.Effect, error) {
 	alive := func(w string) bool { return r.Alive != nil && r.Alive(w) }
-	keys, err := l.s.rdb.SMembers(ctx, l.s.inflightKey()).Result()
+	keys, err := l.s.rdb.SMembers(ctx, l.s.keys.inflightKey()).Result()
 	if err != nil {
 		return nil, wrap("recover", err)
 	}
@@ -447,35 +395,27 @@ func (l *ledger) Recover(ctx context.Context, r store.Recovery, now time.Time) (
 	var out []store.Effect
 	for _, key := range keys {
 		var recovered bool
-		e, err := l.swap(ctx, "recover", key, func(e *store.Effect) (string, string, error) {
+		e, err := l.swap(ctx, "recover", key, func(e store.Effect) (store.Progress, error) {
 			recovered = false
-			if e.State != store.Pending || !e.InFlight {
-				return "-", "rem", nil // stale in-flight entry: drop it
+			p := e.Progress()
+			if !p.Flying() {
+				return p, nil // stale in-flight entry: publishing the state as it is drops it
 			}
 			if alive(e.Worker) {
-				return "", "", errNoChange
+				return p, errNoChange
 			}
 			rec, ok := records[e.Worker]
 			if !ok {
 				var err error
 				if rec, err = l.closeSending(ctx, e.Worker); err != nil {
-					return "", "", err
+					return p, err
 				}
 				records[e.Worker] = rec
 			}
-			mayBeSent := !rec.opened || rec.sent[e.Key] == strconv.Itoa(store.LastAttempt(*e))
-			state, reason, nb := r.Decide(*e, mayBeSent, now)
-			if n := len(e.Attempts); n > 0 {
-				a := &e.Attempts[n-1]
-				a.End, a.Outcome, a.Error = now, state, reason
-			}
-			e.State, e.InFlight, e.Worker, e.UpdatedAt, e.Error = state, false, "", now, reason
+			mayBeSent := !rec.opened || rec.sent[e.Key] == strconv.Itoa(store.LastAttempt(e))
+			state, reason, nb := r.Decide(e, mayBeSent, now)
 			recovered = true
-			if state == store.Pending {
-				e.NotBefore = nb
-				return queueScore(e), "rem", nil
-			}
-			return "rem", "rem", nil
+			return p.Recover(e.Worker, state, reason, nb, now)
 		})
 		if errors.Is(err, store.ErrNotFound) {
 			continue
@@ -489,7 +429,7 @@ func (l *ledger) Recover(ctx context.Context, r store.Recovery, now time.Time) (
 	}
 	// Dead workers' records are closed (kept a while) once none of their
 	// attempts is in flight any more.
-	workers, err := l.s.rdb.SMembers(ctx, l.s.sendingSetKey()).Result()
+	workers, err := l.s.rdb.SMembers(ctx, l.s.keys.sendingSetKey()).Result()
 	if err != nil {
 		return out, wrap("recover", err)
 	}
@@ -503,10 +443,10 @@ func (l *ledger) Recover(ctx context.Context, r store.Recovery, now time.Time) (
 			}
 		}
 		pipe := l.s.rdb.TxPipeline()
-		pipe.Del(ctx, l.s.sendingKey(w))
-		pipe.HSet(ctx, l.s.sendingKey(w), "!closed", "1")
-		pipe.Expire(ctx, l.s.sendingKey(w), closedSendingTTL)
-		pipe.SRem(ctx, l.s.sendingSetKey(), w)
+		pipe.Del(ctx, l.s.keys.sendingKey(w))
+		pipe.HSet(ctx, l.s.keys.sendingKey(w), "!closed", "1")
+		pipe.Expire(ctx, l.s.keys.sendingKey(w), closedSendingTTL)
+		pipe.SRem(ctx, l.s.keys.sendingSetKey(), w)
 		if _, err := pipe.Exec(ctx); err != nil {
 			return out, wrap("recover", err)
 		}

@@ -24,7 +24,7 @@ var _ store.Pruner = (*Store)(nil)
 // how many it deleted (one batch).
 func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 	score := strconv.FormatInt(micros(cutoff)-1, 10)
-	members, err := s.rdb.ZRangeArgs(ctx, goredis.ZRangeArgs{Key: s.endedKey(), Start: "-inf", Stop: score,
+	members, err := s.rdb.ZRangeArgs(ctx, goredis.ZRangeArgs{Key: s.keys.endedKey(), Start: "-inf", Stop: score,
 		ByScore: true, Count: pruneBatch}).Result()
 	if err != nil {
 		return 0, wrap("prune", err)
@@ -34,24 +34,24 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 	}
 	entries := make([]string, len(members))
 	for i, m := range members {
-		entries[i] = s.effectKey(m)
+		entries[i] = s.keys.effectKey(m)
 	}
 	raw, err := s.rdb.MGet(ctx, entries...).Result()
 	if err != nil {
 		return 0, wrap("prune", err)
 	}
 	keys := make([]string, 0, 1+2*len(members))
-	keys = append(keys, s.endedKey())
+	keys = append(keys, s.keys.endedKey())
 	args := make([]any, 0, 1+len(members))
 	args = append(args, score)
 	for i, m := range members {
-		index := s.endedKey() // gone already: only the ended entry is left to drop
+		index := s.keys.endedKey() // gone already: only the ended entry is left to drop
 		if js, ok := raw[i].(string); ok {
 			var e struct {
 				Task string `json:"task"`
 			}
 			if json.Unmarshal([]byte(js), &e) == nil {
-				index = s.taskEffectsKey(e.Task)
+				index = s.keys.taskEffectsKey(e.Task)
 			}
 		}
 		keys = append(keys, entries[i], index)

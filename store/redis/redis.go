@@ -17,16 +17,17 @@
 //     check and write; so lease, catalog, snapshot, effects, index and queue
 //     all carry the {P} hash tag.
 //   - catalog put/delete check the fence against the same lease record.
-//   - effect transitions (begin, settle, expire, redeliver, recover) swap
-//     one effect and move it between the queue and the in-flight set.
+//   - effect transitions (begin, settle, hold, expire, redeliver, recover)
+//     swap one effect and move it between the queue and the in-flight set.
 //   - lease acquire/renew/release read and write one lease and its counter.
 //   - inbox scripts touch one principal's keys, tagged {<principal>}.
 //
-// Effect transitions are computed in Go from the decoded effect and
-// published by one compare-and-swap script: the swap succeeds only if the
-// stored effect is still byte-for-byte (by SHA-1) the one the transition was
-// computed from, so of several concurrent callers exactly one wins and the
-// others re-read and see the new state. The queue is scored by NotBefore
+// Effect transitions are computed in Go from the decoded effect, by the
+// ledger's one state machine (store.Progress), and published by one
+// compare-and-swap script: the swap succeeds only if the stored effect is
+// still byte-for-byte (by SHA-1) the one the transition was computed from,
+// so of several concurrent callers exactly one wins and the others re-read
+// and see the new state. The queue is scored by NotBefore
 // in microseconds; effects due at the same microsecond come out in key
 // order.
 //
@@ -100,8 +101,7 @@ func (o *Options) validate() error {
 type Store struct {
 	rdb    goredis.UniversalClient
 	now    func() time.Time
-	prefix string // P
-	tagged string // {P}
+	keys   keyspace
 	shards int
 
 	catalog  *catalog
@@ -152,8 +152,7 @@ func New(ctx context.Context, rdb goredis.UniversalClient, opts Options) (*Store
 	s := &Store{
 		rdb:    rdb,
 		now:    opts.Now,
-		prefix: opts.KeyPrefix,
-		tagged: "{" + opts.KeyPrefix + "}",
+		keys:   newKeyspace(opts.KeyPrefix),
 		shards: opts.Shards,
 	}
 	s.catalog = &catalog{s}
@@ -163,8 +162,8 @@ func New(ctx context.Context, rdb goredis.UniversalClient, opts Options) (*Store
 	s.dedup = &dedup{s}
 	s.inbox = &inbox{s}
 	s.runs = &runs{s}
-	s.dialogs = &kv{s: s, prefix: s.dialogPrefix()}
-	s.channels = &kv{s: s, prefix: s.channelPrefix()}
+	s.dialogs = &kv{s: s, prefix: s.keys.dialogPrefix()}
+	s.channels = &kv{s: s, prefix: s.keys.channelPrefix()}
 	s.buckets = &buckets{s}
 	s.history = &history{s}
 	if err := s.checkSchema(ctx); err != nil {
@@ -183,7 +182,7 @@ func New(ctx context.Context, rdb goredis.UniversalClient, opts Options) (*Store
 }
 
 func (s *Store) checkSchema(ctx context.Context) error {
-	key := s.schemaKey()
+	key := s.keys.schemaKey()
 	if err := s.rdb.SetNX(ctx, key, SchemaVersion, 0).Err(); err != nil {
 		return wrap("open", err)
 	}

@@ -51,7 +51,7 @@ func TestConformance(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatalf("close: %v", err)
 		}
-		return openPrefix(t, s.prefix, nil)
+		return openPrefix(t, s.keys.prefix, nil)
 	}
 	storetest.Run(t, open, reopen)
 }
@@ -273,7 +273,7 @@ func TestCatalogCASOneWinner(t *testing.T) {
 func TestKeyLayout(t *testing.T) {
 	ctx := context.Background()
 	s := newTestStore(t)
-	p, tag := s.prefix, "{"+s.prefix+"}"
+	p, tag := s.keys.prefix, s.keys.tagged
 	if _, err := s.Catalog().Put(ctx, store.Fence{}, "t1", 0, []byte("v")); err != nil {
 		t.Fatal(err)
 	}

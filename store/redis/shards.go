@@ -33,8 +33,8 @@ const DefaultShards = 1
 // MaxShards bounds store.redis.shards: a balancing step reads every shard.
 const MaxShards = 1024
 
-func (s *Store) layoutKey() string { return s.tagged + "sched:layout" }
-func (s *Store) liveKey() string   { return s.tagged + "sched:live" }
+func (k keyspace) layoutKey() string { return k.tagged + "sched:layout" }
+func (k keyspace) liveKey() string   { return k.tagged + "sched:live" }
 
 // errLayout reports that the replicas on the store share another shard count.
 var errLayout = errors.New("scheduling shards differ")
@@ -148,11 +148,11 @@ var _ store.ShardLeases = (*Store)(nil)
 // Shards is the number of scheduling shards (store.redis.shards).
 func (s *Store) Shards() int { return s.shards }
 
-func (s *Store) shardKeys(n int) (leases, counters []string) {
+func (k keyspace) shardKeys(n int) (leases, counters []string) {
 	leases, counters = make([]string, n), make([]string, n)
 	for i := range n {
 		name := store.ShardLease(i, n)
-		leases[i], counters[i] = s.leaseKey(name), s.counterKey(name)
+		leases[i], counters[i] = k.leaseKey(name), k.counterKey(name)
 	}
 	return leases, counters
 }
@@ -182,8 +182,8 @@ func (s *Store) balance(ctx context.Context, holder string, ttl time.Duration, h
 	now := s.now()
 	exp := now.Add(ttl)
 	expU, expT := expiryArgs(exp)
-	leases, counters := s.shardKeys(n)
-	keys := append(append([]string{s.layoutKey(), s.liveKey()}, leases...), counters...)
+	leases, counters := s.keys.shardKeys(n)
+	keys := append(append([]string{s.keys.layoutKey(), s.keys.liveKey()}, leases...), counters...)
 	args := make([]any, 0, 5+2*n)
 	args = append(args, holder, n, micros(now), expU, expT)
 	for i := range n {
@@ -231,8 +231,8 @@ func (s *Store) switchLayout(ctx context.Context, old int) error {
 	if old < 1 || old > MaxShards {
 		return fmt.Errorf("redis store: the stored shard count %d is not valid", old)
 	}
-	leases, _ := s.shardKeys(old)
-	keys := append([]string{s.layoutKey(), s.leaseKey(store.SchedulerLease), s.counterKey(store.SchedulerLease)}, leases...)
+	leases, _ := s.keys.shardKeys(old)
+	keys := append([]string{s.keys.layoutKey(), s.keys.leaseKey(store.SchedulerLease), s.keys.counterKey(store.SchedulerLease)}, leases...)
 	res, err := scriptSwitchLayout.Run(ctx, s.rdb, keys, old, s.shards, micros(s.now())).Int64()
 	if err != nil {
 		return wrap("switch shard count", err)
@@ -248,7 +248,7 @@ func (s *Store) switchLayout(ctx context.Context, old int) error {
 // (store.ShardLeases); leaving also takes holder out of the live replicas.
 func (s *Store) ReleaseShards(ctx context.Context, holder string, leases []store.Lease, leaving bool) error {
 	keys := make([]string, 0, 1+len(leases))
-	keys = append(keys, s.liveKey())
+	keys = append(keys, s.keys.liveKey())
 	leave := "0"
 	if leaving {
 		leave = "1"
@@ -256,7 +256,7 @@ func (s *Store) ReleaseShards(ctx context.Context, holder string, leases []store
 	args := make([]any, 0, 2+len(leases))
 	args = append(args, holder, leave)
 	for _, l := range leases {
-		keys = append(keys, s.leaseKey(l.Name))
+		keys = append(keys, s.keys.leaseKey(l.Name))
 		args = append(args, strconv.FormatUint(l.Epoch, 10))
 	}
 	return wrap("release shards", scriptReleaseShards.Run(ctx, s.rdb, keys, args...).Err())

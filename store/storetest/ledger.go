@@ -121,6 +121,25 @@ func testLedger(t *testing.T, open Opener) {
 		wantErr(t, err, store.ErrNotFound)
 	})
 
+	// An effect that names no due time is due from its claim, not from a
+	// creation time its caller may have set earlier, on every backend.
+	t.Run("ClaimWithoutADueTimeIsDueFromTheClaim", func(t *testing.T) {
+		s := open(t)
+		l := s.Ledger()
+		before := time.Now().Add(-time.Millisecond)
+		in := effect("t1", "k1", time.Time{})
+		in.CreatedAt = before.Add(-time.Hour)
+		commit(t, s, "t1", in)
+		after := time.Now().Add(time.Millisecond)
+		within := func(at time.Time) bool { return !at.Before(before) && !at.After(after) }
+		if e := must(l.Get(ctx, "k1"))(t); !within(e.NotBefore) || !e.CreatedAt.Equal(in.CreatedAt) {
+			t.Fatalf("claimed at %v..%v: due %v, created %v", before, after, e.NotBefore, e.CreatedAt)
+		}
+		if at, ok := must2(t)(l.NextDue(ctx)); !ok || !within(at) {
+			t.Fatalf("NextDue = %v %v, want the claim's time", at, ok)
+		}
+	})
+
 	t.Run("DueOrderLimitNotBefore", func(t *testing.T) {
 		s := open(t)
 		l := s.Ledger()
@@ -232,6 +251,50 @@ func testLedger(t *testing.T, open Opener) {
 			t.Fatalf("after a stale begin: in flight %t, %d attempts, due %s; want untouched", e.InFlight, len(e.Attempts), e.NotBefore)
 		}
 		must(l.Begin(ctx, "k1", "w2", len(e.Attempts), retry))(t)
+	})
+
+	// A hold adds no attempt (quiet hours, an order wait set by another
+	// replica) but puts the effect off: a queue read from before it must
+	// not begin it, or the push goes out while it is held.
+	t.Run("I1_BeginRefusesAReadOlderThanAHold", func(t *testing.T) {
+		s := open(t)
+		l := s.Ledger()
+		now := base()
+		commit(t, s, "t1", effect("t1", "k1", now))
+		due := must(l.Due(ctx, now, 0))(t)
+		wantKeys(t, due, "k1")
+		until := now.Add(8 * time.Hour)
+		must(l.Defer(ctx, "k1", until, "quiet hours", now))(t)
+		_, err := l.Begin(ctx, "k1", "w1", due[0].Version(), now)
+		wantErr(t, err, store.ErrIllegalTransition)
+		e := must(l.Get(ctx, "k1"))(t)
+		if e.InFlight || len(e.Attempts) != 0 || !e.NotBefore.Equal(until) {
+			t.Fatalf("after a stale begin: in flight %t, %d attempts, due %s; want untouched", e.InFlight, len(e.Attempts), e.NotBefore)
+		}
+		wantKeys(t, must(l.Due(ctx, now.Add(time.Hour), 0))(t))
+		// Read again once due, it begins.
+		due = must(l.Due(ctx, until, 0))(t)
+		wantKeys(t, due, "k1")
+		must(l.Begin(ctx, "k1", "w1", due[0].Version(), until))(t)
+	})
+
+	// A human replay of an expired push is not expired again at once.
+	t.Run("RedeliverIsNotBoundByTheDeadline", func(t *testing.T) {
+		s := open(t)
+		l := s.Ledger()
+		now := base()
+		in := effect("t1", "k1", now)
+		in.ExpiresAt = now.Add(time.Minute)
+		commit(t, s, "t1", in)
+		must(l.Expire(ctx, "k1", "expired", now.Add(time.Minute)))(t)
+		later := now.Add(time.Hour)
+		e := must(l.Redeliver(ctx, "k1", "console:admin", later))(t)
+		if e.State != store.Pending || !e.ExpiresAt.IsZero() {
+			t.Fatalf("redelivered = %+v, want pending without a deadline", e)
+		}
+		if got := must(l.Get(ctx, "k1"))(t); !got.ExpiresAt.IsZero() {
+			t.Fatalf("stored deadline after a redelivery = %v", got.ExpiresAt)
+		}
 	})
 
 	t.Run("SettleFinalStates", func(t *testing.T) {

@@ -43,6 +43,14 @@ var ErrInterruptedRestore = errors.New("a restore did not finish")
 // was stopped: it never served.
 func RestoringPath(path string) string { return path + ".restoring" }
 
+// RestoreLeftovers names what a restore to path that was stopped can
+// leave: its copy and the ledger log its check opened. The next restore
+// replaces them.
+func RestoreLeftovers(path string) []string {
+	tmp := RestoringPath(path)
+	return []string{tmp, newJournal(tmp).dir}
+}
+
 // Restore writes the snapshot r yields to path, which must not exist.
 // The copy is written beside path (RestoringPath) and checked whole
 // before it gets its name: its structure, bbolt's consistency check, the
@@ -55,7 +63,7 @@ func Restore(path string, r io.Reader) error {
 		return fmt.Errorf("bolt: restore to %s: %w", path, ErrExists)
 	}
 	tmp := RestoringPath(path)
-	if err := removeCopy(tmp); err != nil {
+	if err := removeCopy(path); err != nil {
 		return fmt.Errorf("bolt: restore: %w", err)
 	}
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -75,7 +83,7 @@ func Restore(path string, r io.Reader) error {
 	if err == nil {
 		err = os.Link(tmp, path) // fails, rather than replaces, if path appeared meanwhile
 	}
-	if rerr := removeCopy(tmp); err == nil {
+	if rerr := removeCopy(path); err == nil {
 		err = rerr
 	}
 	if err == nil {
@@ -101,12 +109,17 @@ func verify(path string) error {
 	return err
 }
 
-// removeCopy removes a restore's copy and the ledger log its check opened.
-func removeCopy(tmp string) error {
-	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+// removeCopy removes what a restore to path leaves beside it, the copy
+// last: while it is there, the restore is unfinished.
+func removeCopy(path string) error {
+	left := RestoreLeftovers(path)
+	if err := os.RemoveAll(left[1]); err != nil {
 		return err
 	}
-	return os.RemoveAll(newJournal(tmp).dir)
+	if err := os.Remove(left[0]); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // restoreLeftover looks beside path for the copy of a restore. None: "".
@@ -130,7 +143,7 @@ func restoreLeftover(path string) (string, error) {
 	case err != nil:
 		return "", err
 	case os.SameFile(li, pi):
-		return "", removeCopy(tmp)
+		return "", removeCopy(path)
 	}
 	return tmp, nil
 }

@@ -151,12 +151,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
-	var s *Store
-	err = guarded(path, func() error {
-		var err error
-		s, err = open(path, opts)
-		return err
-	})
+	s, err := open(path, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +170,7 @@ func checkExisting(path string, lockTimeout time.Duration) error {
 }
 
 func open(path string, opts Options) (*Store, error) {
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
+	db, err := openGuarded(path, &bbolt.Options{
 		Timeout: opts.LockTimeout,
 		NoSync:  opts.NoSync,
 		// The freelist is rebuilt from the pages on open instead of being
@@ -190,7 +185,7 @@ func open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
-	if err := migrate(db); err != nil {
+	if err := guarded(path, func() error { return migrate(db) }); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}

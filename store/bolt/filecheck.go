@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"io"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"time"
@@ -152,6 +153,31 @@ func checkFile(path string, lockTimeout time.Duration) error {
 		}
 	}
 	return c.bucket(m.root, 0, text("the meta page"))
+}
+
+// guarded runs fn, which reads the file through bbolt, with memory
+// faults turned into panics and a panic into a DamagedError: the file
+// check leaves bbolt nothing to trip on, and should something remain, a
+// message beats a crash.
+func guarded(path string, fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = &DamagedError{Path: path, Kind: DamageCorrupt, Detail: fmt.Sprintf("bbolt failed reading it: %v", r)}
+		}
+	}()
+	return fn()
+}
+
+// openGuarded opens path with bbolt under guarded.
+func openGuarded(path string, opts *bbolt.Options) (*bbolt.DB, error) {
+	var db *bbolt.DB
+	err := guarded(path, func() error {
+		var err error
+		db, err = bbolt.Open(path, 0o600, opts)
+		return err
+	})
+	return db, err
 }
 
 // lockShared takes a shared flock on f, retrying until timeout.

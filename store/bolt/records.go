@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -49,30 +48,6 @@ func checkCopy(path string) error {
 			return nil
 		})
 	})
-}
-
-// guarded runs fn with memory faults turned into panics and any panic
-// into a DamagedError: the file check leaves bbolt nothing to trip on,
-// and should something remain, a message beats a crash.
-func guarded(path string, fn func() error) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			err = &DamagedError{Path: path, Kind: DamageCorrupt, Detail: fmt.Sprint(r)}
-		}
-	}()
-	return fn()
-}
-
-// openGuarded opens path with bbolt under guarded.
-func openGuarded(path string, opts *bbolt.Options) (*bbolt.DB, error) {
-	var db *bbolt.DB
-	err := guarded(path, func() error {
-		var err error
-		db, err = bbolt.Open(path, 0o600, opts)
-		return err
-	})
-	return db, err
 }
 
 // checkRecords decodes every record whose layout the store defines.

@@ -183,7 +183,7 @@ func TestDamagedStore_ServeStopsWithAClassifiedMessage(t *testing.T) {
 			noCrash(t, out)
 			for _, want := range []string{
 				"herald: open the store: the store file " + path + " is damaged (" + c.kind + ":",
-				"herald did not start and changed nothing in the file",
+				"herald changed nothing in the file",
 				"herald restore BACKUP --data-dir NEW_DIR",
 				`"class":"damaged_store"`,
 			} {

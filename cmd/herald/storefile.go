@@ -26,7 +26,7 @@ func (s *service) openBolt(path string) (*bolt.Store, error) {
 	case errors.As(err, &damaged):
 		s.log.Error().Str("class", codeDamagedStore).Str("store", path).Str("damage", damaged.Kind).
 			Str("detail", damaged.Detail).Msg("the store file is damaged; herald will not start on it")
-		return nil, fmt.Errorf("%w\nherald did not start and changed nothing in the file. Restore your latest backup into "+
+		return nil, fmt.Errorf("%w\nherald changed nothing in the file. Restore your latest backup into "+
 			"a new data dir (herald restore BACKUP --data-dir NEW_DIR) and start herald there, or move the file away "+
 			"to start with an empty store", damaged)
 	case errors.Is(err, bolt.ErrInterruptedRestore):
@@ -34,7 +34,7 @@ func (s *service) openBolt(path string) (*bolt.Store, error) {
 		s.log.Error().Str("class", codeInterruptedRestore).Str("store", path).Str("leftover", copyPath).
 			Msg("a restore did not finish; herald will not start an empty store beside its copy")
 		return nil, fmt.Errorf("a herald restore was stopped before it finished: it left %s and no store %s.\n"+
-			"herald did not start, so it does not start an empty store beside the copy. Run the restore again "+
+			"herald starts no empty store beside the copy. Run the restore again "+
 			"(herald restore BACKUP --data-dir %s), which replaces the copy, or remove %s to start with an empty store",
 			copyPath, path, s.dataDir, copyPath)
 	case err != nil:

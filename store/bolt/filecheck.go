@@ -114,17 +114,10 @@ func parseMeta(p []byte) (m fileMeta, ok bool) {
 	}, true
 }
 
-// CheckFile checks the structure of the store file at path without
-// mapping it, as Open does before bbolt reads it, and says how long the
-// check took. The error wraps ErrDamaged when the file is damaged.
-func CheckFile(path string) (time.Duration, error) {
-	start := time.Now()
-	err := checkFile(path, time.Second)
-	return time.Since(start), err
-}
-
-// checkFile holds a shared lock on the file meanwhile, as a read-only
-// bbolt would, so a herald writing it makes this wait or time out.
+// checkFile checks the structure of the store file at path without
+// mapping it; the error wraps ErrDamaged when the file is damaged. It
+// holds a shared lock on the file meanwhile, as a read-only bbolt would,
+// so a process writing the file makes it wait, then time out.
 func checkFile(path string, lockTimeout time.Duration) error {
 	f, err := os.Open(path)
 	if err != nil {

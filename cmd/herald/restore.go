@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/herald-bridge/herald/configs"
@@ -31,6 +33,13 @@ func cmdRestore(e *env, args []string) int {
 		return exitFailure
 	}
 	n, err := restore(cfg, e.dataDir, file)
+	var damaged *bolt.DamagedError
+	if errors.As(err, &damaged) {
+		e.printError(codeDamagedStore, fmt.Sprintf("herald: the store in backup %s is damaged (%s: %s).\n"+
+			"Nothing was restored: data dir %s is as it was. Restore an older backup, or take a new one from the service it came from.",
+			file, damaged.Kind, damaged.Detail, e.dataDir))
+		return exitFailure
+	}
 	if err != nil {
 		return e.fail(err)
 	}
@@ -63,7 +72,15 @@ func restore(cfg *configs.Config, dir, file string) (int, error) {
 		return 0, err
 	}
 	defer lock.Unlock()
-	if err := emptyDataDir(dir); err != nil {
+	var leftovers []string // a stopped restore's, which this one replaces
+	if driver == "bolt" {
+		for _, p := range bolt.RestoreLeftovers(cfg.Store.BoltPath(dir)) {
+			if filepath.Dir(p) == filepath.Clean(dir) {
+				leftovers = append(leftovers, filepath.Base(p))
+			}
+		}
+	}
+	if err := emptyDataDir(dir, leftovers...); err != nil {
 		return 0, err
 	}
 	snap, err := r.Snapshot()
@@ -114,8 +131,9 @@ func offlineBackup(e *env, out string) (backupView, error) {
 	return v, err
 }
 
-// emptyDataDir refuses a data dir holding anything but its lock file.
-func emptyDataDir(dir string) error {
+// emptyDataDir refuses a data dir holding anything but its lock file
+// and the names in leftovers.
+func emptyDataDir(dir string, leftovers ...string) error {
 	f, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -124,7 +142,7 @@ func emptyDataDir(dir string) error {
 	for {
 		names, err := f.Readdirnames(16)
 		for _, n := range names {
-			if n != datadir.LockFile {
+			if n != datadir.LockFile && !slices.Contains(leftovers, n) {
 				return fmt.Errorf("%w: data dir %s is not empty (it holds %s); restore into a new one", errRestore, dir, n)
 			}
 		}

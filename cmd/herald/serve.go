@@ -27,7 +27,6 @@ import (
 	"github.com/herald-bridge/herald/configs"
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/store"
-	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/store/datadir"
 	"github.com/herald-bridge/herald/store/redis"
 	"github.com/herald-bridge/herald/tasks"
@@ -328,7 +327,7 @@ func (s *service) openStore() error {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return fmt.Errorf("create the data dir: %w", err)
 		}
-		st, err := bolt.Open(path, bolt.Options{Retention: s.cfg.Store.Retention.D()})
+		st, err := s.openBolt(path)
 		if err != nil {
 			return fmt.Errorf("open the store: %w", err)
 		}

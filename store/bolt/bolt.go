@@ -8,6 +8,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"runtime"
 	"strconv"
 	"sync"
@@ -122,6 +124,7 @@ type Store struct {
 	jr   *journal // the sending journal (journal.go)
 	ov   *overlay // logged ledger effects (overlay.go)
 
+	leftover   string // an unfinished restore's copy beside the store (Leftover)
 	closeOnce  sync.Once
 	pruneFrom  atomic.Uint64 // where the next prune pass starts (prune.go)
 	stopPrune  chan struct{}
@@ -132,12 +135,42 @@ var _ store.Store = (*Store)(nil)
 
 // Open opens (creating if needed) the bbolt file at path, migrates its
 // schema and starts the group committer. It refuses a file written by a
-// newer binary with store.ErrNewerSchema.
+// newer binary with store.ErrNewerSchema, and a damaged one with an error
+// wrapping ErrDamaged, without writing to it: before bbolt maps an
+// existing file, its structure is checked (filecheck.go). Where a restore
+// left its unfinished copy and no store, Open creates none and fails with
+// ErrInterruptedRestore.
 func Open(path string, opts Options) (*Store, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
+	leftover, err := restoreLeftover(path)
+	if err == nil {
+		err = checkExisting(path, opts.LockTimeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
+	s, err := open(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.leftover = leftover
+	return s, nil
+}
+
+// checkExisting checks the structure of the file at path, if there is one.
+func checkExisting(path string, lockTimeout time.Duration) error {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	return checkFile(path, lockTimeout)
+}
+
+func open(path string, opts Options) (*Store, error) {
+	db, err := openGuarded(path, &bbolt.Options{
 		Timeout: opts.LockTimeout,
 		NoSync:  opts.NoSync,
 		// The freelist is rebuilt from the pages on open instead of being
@@ -152,7 +185,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
-	if err := migrate(db); err != nil {
+	if err := guarded(path, func() error { return migrate(db) }); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
@@ -240,6 +273,10 @@ func (s *Store) Ping(ctx context.Context) error {
 		return nil
 	})
 }
+
+// Leftover names the copy an unfinished restore left beside the store,
+// if there is one. Open kept the store it found and left the copy alone.
+func (s *Store) Leftover() string { return s.leftover }
 
 // Path returns the file the store was opened on.
 func (s *Store) Path() string { return s.path }

@@ -29,7 +29,8 @@ import (
 //
 // Titles: an Atom title is text unless its type says html or xhtml; an
 // RSS title has no declared type and is read as HTML only when it looks
-// like HTML (plainText), so "Vector<T>" keeps its brackets.
+// like HTML (plainTitle), so "Vector<T>" and "Why <br> breaks layout"
+// keep their brackets.
 func parseFeed(body []byte, contentType string, base *url.URL) ([]watch.Item, error) {
 	body = toUTF8(body, contentType, true)
 	var shape feedShape
@@ -69,7 +70,7 @@ func parseFeed(body []byte, contentType string, base *url.URL) ([]watch.Item, er
 				title = normSpace(it.Title)
 			}
 		default:
-			title = plainText(it.Title)
+			title = plainTitle(it.Title)
 		}
 		content := it.Content
 		if content == "" {

@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"errors"
 	"maps"
 	"reflect"
 	"slices"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/dingtalkbot"
+	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/delivery/feishubot"
 	"github.com/herald-bridge/herald/delivery/webhook"
 	"github.com/herald-bridge/herald/delivery/wecombot"
@@ -159,5 +161,28 @@ func (c sectionChecker) RequiredURL(key, raw string) {
 		c.v.errf(c.path, "%s is required", key)
 		return
 	}
-	c.v.httpsURL(c.at(key), raw, false)
+	if c.v.httpsURL(c.at(key), raw, false) {
+		c.v.outbound(c.at(key), raw)
+	}
+}
+
+// outbound refuses a recipient URL that the sink would refuse when built
+// (egress.CheckURL under policy.allow_private_networks: a loopback,
+// private or unspecified address, a port other than 80 and 443): the
+// same function decides for check-config and for serve, so check-config
+// never says ok where serve refuses. The URL itself is never printed.
+func (v *validator) outbound(path, raw string) {
+	err := egress.CheckURL(raw, v.cfg.Policy.AllowPrivateNetworks)
+	if err == nil {
+		return
+	}
+	var be *egress.BlockedError
+	switch {
+	case errors.As(err, &be) && be.Kind == egress.KindPort:
+		v.errf(path, "port %d is refused for outbound requests (only 80 and 443 unless policy.allow_private_networks: true)", be.Port)
+	case errors.As(err, &be):
+		v.errf(path, "a %s address is refused for outbound requests (set policy.allow_private_networks: true for a local recipient)", be.Kind)
+	default:
+		v.errf(path, "%v", err)
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
@@ -349,11 +348,8 @@ func (o sourceOpener) Open(spec watch.Spec, zone *time.Location) (tasks.Source, 
 // OpenScoped builds a source whose redirects must stay on the grant's host
 // and under its path prefix.
 func (o sourceOpener) OpenScoped(spec watch.Spec, zone *time.Location, sc tasks.Scope) (tasks.Source, error) {
-	inScope := func(u *url.URL) bool {
-		return strings.EqualFold(u.Host, sc.Host) && strings.HasPrefix(u.Path, sc.PathPrefix)
-	}
 	opts := o.options(spec, zone)
-	opts.Scope = inScope
+	opts.Scope = source.Within(sc.Host, sc.PathPrefix)
 	return source.New(spec, opts)
 }
 

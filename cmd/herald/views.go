@@ -17,6 +17,9 @@ type taskView struct {
 	Schedule    string     `json:"schedule"`
 	NextRun     *time.Time `json:"next_run"`
 	LastOutcome string     `json:"last_outcome"`
+	// Class says why the last run failed (auth, schema, transient, …);
+	// absent unless last_outcome is failed.
+	Class string `json:"class,omitempty"`
 }
 
 func viewTask(t *tasks.Task) taskView {
@@ -24,6 +27,9 @@ func viewTask(t *tasks.Task) taskView {
 	if !t.NextRun.IsZero() && t.State == tasks.Active {
 		n := t.NextRun.UTC()
 		v.NextRun = &n
+	}
+	if t.LastOutcome == tasks.OutcomeFailed {
+		v.Class = t.LastError // the failed run's class, recorded with the task
 	}
 	return v
 }

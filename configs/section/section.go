@@ -38,7 +38,10 @@ type Checker interface {
 	Quote(key, s string) string
 	// RequiredURL checks an outbound URL: present ("<key> is required" at
 	// the section), https, plain http only for loopback hosts with
-	// policy.allow_private_networks. The URL itself is never printed.
+	// policy.allow_private_networks, and a destination the outbound guard
+	// accepts (egress.CheckURL: no loopback, private or unspecified
+	// address and no port but 80 and 443 without
+	// policy.allow_private_networks). The URL itself is never printed.
 	RequiredURL(key, raw string)
 }
 

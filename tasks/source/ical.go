@@ -57,7 +57,7 @@ import (
 // items after expansion, and expanding rules has a work budget
 // (recurBudget); past either the calendar is TooLarge.
 func parseICal(body []byte, contentType string, base *url.URL, zone *time.Location, maxItems int, now time.Time) (items []watch.Item, skipped int, err error) {
-	if n := countComponents(body); n > maxItems {
+	if n := countComponents(body, maxItems); n > maxItems {
 		return nil, 0, watch.Errorf(watch.TooLarge, "calendar lists %d or more entries, more than the limit of %d", n, maxItems)
 	}
 	text, skipped, err := cleanCalendar(string(toUTF8(body, contentType, false)))
@@ -154,10 +154,26 @@ func readCalendar(body []byte) (*ics.Calendar, error) {
 // and holds the property value: NAME;…;PARAM="text:VALUE".
 var swallowed = regexp.MustCompile(`^([A-Za-z0-9-]+(?:;[^:"]*)*;[A-Za-z0-9-]+=)"([^"]*):([^":]*)"$`)
 
-func countComponents(body []byte) int {
+// countComponents counts the events and todos a calendar begins
+// (BEGIN:VEVENT, BEGIN:VTODO in any case: RFC 5545 names are
+// case-insensitive), stopping past limit.
+func countComponents(body []byte, limit int) int {
 	n := 0
-	for _, tag := range [][]byte{[]byte("BEGIN:VEVENT"), []byte("BEGIN:VTODO")} {
-		n += bytes.Count(body, tag)
+	for i := 0; n <= limit; {
+		k := bytes.IndexByte(body[i:], ':')
+		if k < 0 {
+			break
+		}
+		at := i + k
+		i = at + 1
+		if at < 5 || !bytes.EqualFold(body[at-5:at], []byte("BEGIN")) {
+			continue
+		}
+		rest := body[at+1:]
+		if len(rest) >= 6 && bytes.EqualFold(rest[:6], []byte("VEVENT")) ||
+			len(rest) >= 5 && bytes.EqualFold(rest[:5], []byte("VTODO")) {
+			n++
+		}
 	}
 	return n
 }

@@ -61,9 +61,11 @@ func cleanCalendar(body string) (out string, skipped int, err error) {
 					continue
 				}
 				began = true
+				line = "BEGIN:VCALENDAR"
 				break
 			}
 			stack = append(stack, name)
+			line = "BEGIN:" + name // names are case-insensitive (RFC 5545 §2)
 		case strings.HasPrefix(upper, "END:"):
 			name := strings.TrimSpace(upper[len("END:"):])
 			at := -1
@@ -87,6 +89,7 @@ func cleanCalendar(body string) (out string, skipped int, err error) {
 			if len(stack) == 0 {
 				continue // the calendar is closed once, at the end
 			}
+			line = "END:" + name
 		default:
 			if len(stack) == 0 {
 				skipped++
@@ -95,7 +98,7 @@ func cleanCalendar(body string) (out string, skipped int, err error) {
 			if calendars > 1 && len(stack) == 1 {
 				continue // the properties of a second calendar
 			}
-			fixed, ok := readableLine(line)
+			fixed, ok := readableLine(upperNames(line))
 			if !ok {
 				skipped++
 				continue
@@ -113,6 +116,67 @@ func cleanCalendar(body string) (out string, skipped int, err error) {
 	}
 	b.WriteString("END:VCALENDAR\r\n")
 	return b.String(), skipped, nil
+}
+
+// upperNames writes a content line's property and parameter names in
+// upper case, as the property parser and the lookups expect them: RFC 5545
+// makes them case-insensitive, and lower-case ones ("uid:", "summary:",
+// "dtstart;tzid=…") are found in the wild. Values, quoted parameter values
+// included, are left as written.
+func upperNames(line string) string {
+	end := strings.IndexAny(line, ";:")
+	if end < 0 {
+		return line
+	}
+	if end == len(line) || line[end] == ':' {
+		if !hasLower(line[:end]) {
+			return line
+		}
+		return strings.ToUpper(line[:end]) + line[end:]
+	}
+	var b strings.Builder
+	b.Grow(len(line))
+	b.WriteString(strings.ToUpper(line[:end]))
+	i := end
+	for i < len(line) && line[i] == ';' {
+		b.WriteByte(';')
+		i++
+		j := strings.IndexAny(line[i:], "=;:")
+		if j < 0 {
+			break
+		}
+		b.WriteString(strings.ToUpper(line[i : i+j]))
+		i += j
+		if line[i] != '=' {
+			continue
+		}
+		b.WriteByte('=')
+		i++
+		for i < len(line) && line[i] != ';' && line[i] != ':' {
+			if line[i] == '"' {
+				k := strings.IndexByte(line[i+1:], '"')
+				if k < 0 {
+					break
+				}
+				b.WriteString(line[i : i+k+2])
+				i += k + 2
+				continue
+			}
+			b.WriteByte(line[i])
+			i++
+		}
+	}
+	b.WriteString(line[i:])
+	return b.String()
+}
+
+func hasLower(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if 'a' <= s[i] && s[i] <= 'z' {
+			return true
+		}
+	}
+	return false
 }
 
 // readableLine returns line, or a repair of it, when the property parser

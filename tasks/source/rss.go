@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/mmcdole/gofeed"
 
@@ -21,15 +22,18 @@ import (
 // Go's XML decoder does not expand DTD entities, so entity-expansion
 // bombs stay inert.
 //
-// Identity: guid / Atom id / JSON Feed id, else the link, else the
-// normalised title, else a digest of the text (an RSS item may have only
-// a description; its title is then taken from the description). Ids that
-// repeat are told apart (separate). Alt carries the link and the
-// normalised title so the snapshot can match items across guid churn.
+// Identity: guid / Atom id / JSON Feed id, else the link, else a digest
+// of what the item carries besides its title (enclosures, publication
+// date, text: contentID), else the normalised title (an RSS item may have
+// only a description; its title is then taken from the description). Ids
+// that repeat are told apart (separate). Alt carries the link and the
+// normalised title so the snapshot can match items across guid churn,
+// and an item without guid or link whose text is edited by its title.
 //
 // Titles: an Atom title is text unless its type says html or xhtml; an
 // RSS title has no declared type and is read as HTML only when it looks
-// like HTML (plainText), so "Vector<T>" keeps its brackets.
+// like HTML (plainTitle), so "Vector<T>" and "Why <br> breaks layout"
+// keep their brackets.
 func parseFeed(body []byte, contentType string, base *url.URL) ([]watch.Item, error) {
 	body = toUTF8(body, contentType, true)
 	var shape feedShape
@@ -69,7 +73,7 @@ func parseFeed(body []byte, contentType string, base *url.URL) ([]watch.Item, er
 				title = normSpace(it.Title)
 			}
 		default:
-			title = plainText(it.Title)
+			title = plainTitle(it.Title)
 		}
 		content := it.Content
 		if content == "" {
@@ -80,8 +84,9 @@ func parseFeed(body []byte, contentType string, base *url.URL) ([]watch.Item, er
 			title = truncate(text, 120)
 		}
 		nt := normTitle(title)
-		// An item is known by its guid, else its link, else its title.
-		id := cmp.Or(strings.TrimSpace(it.GUID), link, nt)
+		// An item is known by its guid, else its link, else by what it
+		// carries besides its title, else its title.
+		id := cmp.Or(strings.TrimSpace(it.GUID), link, contentID(it, text), nt)
 		if id == "" {
 			continue // nothing to know it by
 		}
@@ -98,4 +103,27 @@ func parseFeed(body []byte, contentType string, base *url.URL) ([]watch.Item, er
 		})
 	}
 	return separate(cs), nil
+}
+
+// contentID identifies an item that has neither guid nor link by what a
+// retitle leaves alone: its enclosures, its publication date and its
+// text. Editing the text changes it, but the item keeps its normalised
+// title in Alt, so the snapshot still knows it; only a retitle and a new
+// text at once read as a different item. "" when there is none of these.
+func contentID(it *gofeed.Item, text string) string {
+	var parts []string
+	for _, e := range it.Enclosures {
+		if e != nil && strings.TrimSpace(e.URL) != "" {
+			parts = append(parts, strings.TrimSpace(e.URL))
+		}
+	}
+	date := strings.TrimSpace(it.Published)
+	if it.PublishedParsed != nil {
+		date = it.PublishedParsed.UTC().Format(time.RFC3339)
+	}
+	if len(parts) == 0 && date == "" && text == "" {
+		return ""
+	}
+	parts = append(parts, date, text)
+	return "sha256:" + digest(parts...)[:32]
 }

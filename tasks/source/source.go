@@ -16,6 +16,7 @@ import (
 
 	"github.com/andybalholm/cascadia"
 
+	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/tasks/source/kind"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
@@ -64,6 +65,17 @@ type Options struct {
 	// Observe, when set, hears of every request's answer: its status (0:
 	// none came) and the bytes of the document read (metrics).
 	Observe func(status, bytes int)
+}
+
+// Within is the Scope of an approval: redirects may go to host (its port
+// included, compared without regard to case) and to a path under prefix,
+// segment by segment after resolving dot segments, encoded ones included
+// (egress.PathWithin): "/feeds" does not cover "/feeds-private" or
+// "/feeds/%2e%2e/admin".
+func Within(host, prefix string) func(*url.URL) bool {
+	return func(u *url.URL) bool {
+		return strings.EqualFold(u.Host, host) && egress.PathWithin(prefix, u)
+	}
 }
 
 // Source fetches one watched source.

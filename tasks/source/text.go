@@ -33,6 +33,19 @@ func plainText(s string) string {
 	return normSpace(s)
 }
 
+// plainTitle is plainText for a title of undeclared type (RSS): a void
+// element alone does not make it HTML. Titles name tags far more often
+// than they break lines with them, and an entity-escaped "Why &lt;br&gt;
+// breaks layout" reaches here as "Why <br> breaks layout", which is text.
+// An entity left after the XML reader's decoding, a comment or a closed
+// element (<b>…</b>) still makes it HTML.
+func plainTitle(s string) string {
+	if looksLike(s, false) {
+		return htmlText(s)
+	}
+	return normSpace(s)
+}
+
 // htmlText is the text of an HTML fragment: markup stripped, entities
 // decoded (once), white space collapsed.
 func htmlText(s string) string {
@@ -91,7 +104,11 @@ var voidElements = map[string]bool{"br": true, "img": true, "hr": true, "wbr": t
 // looksLikeHTML: an entity reference, a void element (<br>, <img …>) or
 // a known element that is also closed (<b>…</b>). A lone "<video>" or
 // "<T>" is text that mentions a tag.
-func looksLikeHTML(s string) bool {
+func looksLikeHTML(s string) bool { return looksLike(s, true) }
+
+// looksLike is looksLikeHTML; voids says whether a void element alone
+// counts as markup.
+func looksLike(s string, voids bool) bool {
 	if !strings.ContainsAny(s, "<&") {
 		return false
 	}
@@ -110,7 +127,7 @@ func looksLikeHTML(s string) bool {
 		case html.StartTagToken, html.SelfClosingTagToken:
 			name, _ := z.TagName()
 			n := string(name)
-			if voidElements[n] {
+			if voidElements[n] && voids {
 				return true
 			}
 			if htmlElements[n] {

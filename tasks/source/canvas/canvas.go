@@ -1,7 +1,7 @@
 // Package canvas is the canvas source kind: a Canvas LMS site read through
 // its REST API with a personal access token. One run lists the person's
-// courses and, per course, the assignments (with the caller's submission),
-// announcements and files, each an item whose identity is
+// courses and, per course, the assignments (with the caller's submission,
+// and the planner's word on which are done), announcements and files, each an item whose identity is
 // canvas:<host>:<type>:<id> and whose digest covers only what a person
 // cares about, never signed URLs (README, Learning platforms).
 package canvas
@@ -106,6 +106,9 @@ func run(ctx context.Context, g kind.Getter, in kind.Input) ([]watch.Item, error
 				items = append(items, assignment(host, co, r))
 			}
 		}
+		if err := c.planner(ctx, items, "canvas:"+host+":assignment:", in.Now); err != nil {
+			return nil, err
+		}
 	}
 	if slices.Contains(want, Announcements) && len(courses) > 0 {
 		q := url.Values{
@@ -140,6 +143,60 @@ func run(ctx context.Context, g kind.Getter, in kind.Input) ([]watch.Item, error
 		}
 	}
 	return items, nil
+}
+
+// plannerWindow is how far ahead the planner is read for the state of
+// assignments still to be reminded of.
+const plannerWindow = 180 * 24 * time.Hour
+
+// planner marks done the assignments the person's planner counts as done:
+// marked complete there (planner_override.marked_complete), or submitted
+// or excused by its own account (submissions), which covers work the
+// assignment listing shows no submission for (a quiz or a graded
+// discussion is planned as its own type, naming its assignment). The
+// planner adds to what the assignment listing says; it never marks an
+// assignment undone. A site without the planner, or a token that may not
+// read it, leaves the assignments as listed; only a failure worth
+// retrying fails the run.
+func (c *client) planner(ctx context.Context, items []watch.Item, prefix string, now time.Time) error {
+	open := map[string]*watch.Item{}
+	for i := range items {
+		it := &items[i]
+		if id, ok := strings.CutPrefix(it.ID, prefix); ok && !it.Done && !it.Due.IsZero() && now.Before(it.Due) {
+			open[id] = it
+		}
+	}
+	if len(open) == 0 {
+		return nil
+	}
+	counted := c.n // planner rows are not items: they do not count toward the cap
+	rows, err := c.list(ctx, "/api/v1/planner/items", url.Values{
+		"start_date": {now.Add(-24 * time.Hour).UTC().Format(time.RFC3339)},
+		"end_date":   {now.Add(plannerWindow).UTC().Format(time.RFC3339)},
+	})
+	c.n = counted
+	if err != nil {
+		if cl := watch.ClassOf(err); cl == watch.Transient || cl == watch.Cancelled || cl == watch.Auth {
+			return err
+		}
+		return nil
+	}
+	for _, r := range rows {
+		id := r.Get("plannable.assignment_id").String()
+		if r.Get("plannable_type").String() == "assignment" {
+			id = r.Get("plannable_id").String()
+		}
+		it := open[id]
+		if it == nil {
+			continue
+		}
+		sub := r.Get("submissions")
+		if r.Get("planner_override.marked_complete").Bool() || sub.Get("excused").Bool() ||
+			sub.Get("submitted").Bool() && !sub.Get("redo_request").Bool() {
+			it.Done = true
+		}
+	}
+	return nil
 }
 
 // skip reports a failure that leaves one course's listing out rather than

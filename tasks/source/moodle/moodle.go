@@ -3,7 +3,9 @@
 // (never in the URL, which may be logged). One run lists the enrolled
 // courses, their assignments, the calendar's action events and, when
 // asked for, the course files, each an item whose identity is
-// moodle:<host>:<type>:<id> (README, Learning platforms).
+// moodle:<host>:<type>:<id> (README, Learning platforms). Whatever is
+// watched, an assignment's submission state reaches its item (Done), so
+// submitted work gets no reminder.
 package moodle
 
 import (
@@ -140,23 +142,30 @@ func run(ctx context.Context, g kind.Getter, in kind.Input) ([]watch.Item, error
 			items = append(items, got...)
 		}
 	}
-	if slices.Contains(want, Events) {
+	watchEvents, watchAssignments := slices.Contains(want, Events), slices.Contains(want, Assignments)
+	if watchEvents || watchAssignments {
+		// The action events are read for the assignments' sake even when
+		// events are not watched: an assignment's event that is no longer
+		// actionable says it needs no more doing.
 		res, err := c.call(ctx, "core_calendar_get_action_events_by_timesort", url.Values{
 			"timesortfrom": {strconv.FormatInt(in.Now.Add(-14*24*time.Hour).Unix(), 10)},
 			"limitnum":     {"50"},
 		})
-		if err != nil {
+		if err != nil && (watchEvents || fatal(err)) {
 			return nil, err
 		}
 		for _, e := range res.Get("events").Array() {
 			// An action event whose action is no longer actionable is done.
 			done := e.Get("action").Exists() && !e.Get("action.actionable").Bool()
-			if e.Get("modulename").String() == "assign" && slices.Contains(want, Assignments) {
+			if e.Get("modulename").String() == "assign" && watchAssignments {
 				// The assignment is already an item: the event only says
 				// whether it still needs doing, so it is never reminded twice.
 				if done {
 					markDone(items, "moodle:"+host+":assignment:"+e.Get("instance").String())
 				}
+				continue
+			}
+			if !watchEvents {
 				continue
 			}
 			items = append(items, watch.Item{
@@ -169,7 +178,52 @@ func run(ctx context.Context, g kind.Getter, in kind.Input) ([]watch.Item, error
 			})
 		}
 	}
+	if watchAssignments {
+		if err := c.submitted(ctx, items, "moodle:"+host+":assignment:", in.Now); err != nil {
+			return nil, err
+		}
+	}
 	return items, nil
+}
+
+// submitted asks mod_assign_get_submission_status about every assignment
+// still to be reminded of (due later, not known to be done) and marks
+// those whose submission, or whose team's, is submitted: a submitted
+// assignment's action event disappears from the calendar rather than
+// saying so, so the events cannot be relied on for it. A site whose token
+// may not call the function (an access exception) is asked no further;
+// an assignment it cannot answer for is left as it is. Only a failure
+// worth retrying fails the run, which then keeps nothing.
+func (c *client) submitted(ctx context.Context, items []watch.Item, prefix string, now time.Time) error {
+	for i := range items {
+		it := &items[i]
+		id, ok := strings.CutPrefix(it.ID, prefix)
+		if !ok || it.Done || it.Due.IsZero() || !now.Before(it.Due) {
+			continue
+		}
+		res, err := c.call(ctx, "mod_assign_get_submission_status", url.Values{"assignid": {id}})
+		if err != nil {
+			if fatal(err) {
+				return err
+			}
+			if watch.ClassOf(err) == watch.Auth {
+				return nil // the token's service lacks the function
+			}
+			continue
+		}
+		last := res.Get("lastattempt")
+		if last.Get("submission.status").String() == "submitted" || last.Get("teamsubmission.status").String() == "submitted" {
+			it.Done = true
+		}
+	}
+	return nil
+}
+
+// fatal reports a failure that must fail the run even where the answer
+// was only a hint: one worth retrying, or the run being stopped.
+func fatal(err error) bool {
+	c := watch.ClassOf(err)
+	return c == watch.Transient || c == watch.Cancelled
 }
 
 func markDone(items []watch.Item, id string) {

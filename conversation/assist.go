@@ -96,18 +96,14 @@ func (c *Core) currentAssistant() (Assistant, int) {
 
 // plainHelp is the short answer to plain text when no assistant can help.
 func (t *turn) plainHelp() string {
-	return t.tr(
-		"I understand commands. Try /watch https://news.example.edu/feed.xml every 1h, or /tasks. Send /help for all commands.",
-		"我能理解命令。试试 /watch https://news.example.edu/feed.xml every 1h，或 /tasks。发送 /help 查看全部命令。")
+	return t.tr("assist.i_understand_commands_try")
 }
 
 // unavailable is the short help plus one plain sentence: whatever went
 // wrong with the assistant, the person sees only this.
 func (t *turn) unavailable(err error) []Reply {
 	t.c.log.Warn().Str("channel", t.m.Channel).Err(err).Msg("assistant unavailable; answered with help")
-	return []Reply{{Text: t.plainHelp() + "\n" + t.tr(
-		"The assistant for plain-language requests is unavailable right now.",
-		"理解日常用语的助手暂时不可用。")}}
+	return []Reply{{Text: t.plainHelp() + "\n" + t.tr("assist.assistant_for_plain_language")}}
 }
 
 // assist puts plain text to the assistant and acts on its suggestion.
@@ -117,9 +113,7 @@ func (t *turn) assist(a Assistant, perHour int, text string) []Reply {
 		return t.unavailable(fmt.Errorf("assistant ask count: %w", err))
 	}
 	if !ok {
-		return t.reply(
-			fmt.Sprintf("You have asked me in plain words %d times in the last hour, the most I take. Commands still work: send /help to see them.", perHour),
-			fmt.Sprintf("你在一小时内已用日常用语问了我 %d 次，已达上限。命令仍然可用：发送 /help 查看。", perHour))
+		return t.reply("assist.you_have_asked_me", perHour)
 	}
 	s, err := a.Interpret(t.ctx, Ask{Text: text, Lang: t.lang, Zone: t.c.zone().String()})
 	if err != nil {
@@ -292,13 +286,11 @@ func (t *turn) offerDraft(cmd Command) []Reply {
 		return t.failed(err)
 	}
 	shown := t.commandText(cmd)
-	r := Reply{Text: t.tr(
-		"I can send this request for you:\n"+shown+"\nSend it? Reply yes to send it, or no to drop it. An admin may still need to approve it.",
-		"我可以替你提交这个申请：\n"+shown+"\n要提交吗？回复“好”提交，回复“不”放弃。提交后可能仍需管理员批准。")}
+	r := Reply{Text: t.tr("assist.i_can_send_this", shown)}
 	if t.m.Channel != "console" { // the console has no buttons; its people answer in words
 		r.Buttons = []Button{
-			{Label: t.tr("Send", "提交"), Action: actionDraftSend, Arg: token},
-			{Label: t.tr("Drop", "放弃"), Action: actionDraftDrop, Arg: token},
+			{Label: t.tr("assist.send"), Action: actionDraftSend, Arg: token},
+			{Label: t.tr("assist.drop"), Action: actionDraftDrop, Arg: token},
 		}
 	}
 	return []Reply{r}
@@ -332,23 +324,21 @@ func draftToken() (string, error) {
 	return "d-" + hex.EncodeToString(b), nil
 }
 
-var no = map[string]bool{"no": true, "n": true, "nope": true, "drop": true, "cancel": true,
-	"不": true, "不要": true, "不用": true, "算了": true, "取消": true, "放弃": true}
-
-// confirmWords are the explicit yes of a draft: an empty answer is not one.
-func confirmWord(s string) bool { return s != "" && s != "default" && s != "默认" && yes[s] }
+// confirmWord is an explicit yes of a draft: an empty answer or a word
+// for the default is not one.
+func confirmWord(s string) bool { return s != "" && !isWord(s, wordsDefault) && isWord(s, wordsYes) }
 
 // answerDraft takes the answer to a shown draft: yes runs the ordinary
 // /watch (or /remind) flow, no drops it, anything else is a new message.
 func (t *turn) answerDraft(d dialog, text string) []Reply {
-	word := strings.ToLower(strings.Trim(text, " .!。！"))
+	word := strings.ToLower(strings.Trim(text, " .!\u3002\uff01"))
 	switch {
 	case confirmWord(word):
 		t.clearDialog()
 		return t.request(d.command())
-	case no[word]:
+	case isWord(word, wordsNo):
 		t.clearDialog()
-		return t.reply("Dropped; nothing was sent.", "已放弃，没有提交。")
+		return t.reply("assist.dropped_nothing_was_sent")
 	}
 	t.clearDialog()
 	return t.plain()
@@ -359,11 +349,11 @@ func (t *turn) answerDraft(d dialog, text string) []Reply {
 func (t *turn) pressDraft(p Press) []Reply {
 	d, ok := t.dialog()
 	if !ok || d.Ask != "confirm" || d.Token == "" || d.Token != p.Arg {
-		return []Reply{{Toast: t.tr("This button is no longer valid.", "此按钮已失效。")}}
+		return []Reply{{Toast: t.tr("assist.this_button_is_no")}}
 	}
 	t.clearDialog()
 	if p.Action == actionDraftDrop {
-		msg := t.tr("Dropped; nothing was sent.", "已放弃，没有提交。")
+		msg := t.tr("assist.dropped_nothing_was_sent")
 		return []Reply{{Text: msg, Edit: true, Toast: msg}}
 	}
 	out := t.request(d.command())
@@ -371,7 +361,7 @@ func (t *turn) pressDraft(p Press) []Reply {
 		out[i].Edit = i == 0
 	}
 	if len(out) > 0 {
-		out[0].Toast = t.tr("Sent", "已提交")
+		out[0].Toast = t.tr("assist.sent")
 	}
 	return out
 }

@@ -29,14 +29,14 @@ func (t *turn) errText(err error) string {
 	}
 	switch {
 	case errors.Is(err, tasks.ErrNotFound), errors.Is(err, store.ErrNotFound):
-		return t.tr("I can't find that; /tasks lists the ids.", "找不到它；发送 /tasks 查看编号。")
+		return t.tr("errors.i_can_t_find")
 	case errors.Is(err, tasks.ErrForbidden):
-		return t.tr("You are not allowed to do that.", "你没有权限这样做。")
+		return t.tr("errors.you_are_not_allowed")
 	case errors.Is(err, tasks.ErrNotOwner), errors.Is(err, store.ErrUnavailable):
-		return t.tr("I can't do that right now; try again in a minute.", "现在无法处理，请一分钟后再试。")
+		return t.tr("errors.i_can_t_do")
 	}
 	t.c.log.Error().Str("channel", t.m.Channel).Err(err).Msg("chat command failed")
-	return t.tr("Something went wrong on my side; try again in a minute.", "出了点问题，请稍后再试。")
+	return t.tr("errors.something_went_wrong_on")
 }
 
 // sentence capitalises a message and ends it with a full stop.

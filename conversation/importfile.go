@@ -21,24 +21,26 @@ func (t *turn) importFile(f File) []Reply {
 	}
 	imp := t.c.o.Importer
 	if imp == nil || f.Fetch == nil {
-		return t.reply("I cannot import files here.", "这里不能导入文件。")
+		return t.reply("importfile.i_cannot_import_files")
 	}
 	if !transfer.Importable(f.Name) {
-		return t.reply("I can import a herald bundle (.zip) or an OPML feed list (.opml); that file is neither.",
-			"我可以导入 herald 任务包（.zip）或 OPML 订阅列表（.opml）；这个文件都不是。")
+		return t.reply("importfile.i_can_import_herald")
 	}
 	if f.Size > transfer.MaxFile {
-		return t.reply("That file is larger than 8 MiB; nothing was imported.", "文件超过 8 MiB，没有导入任何内容。")
+		return t.reply("importfile.that_file_is_larger")
 	}
 	data, err := f.Fetch(t.ctx, transfer.MaxFile)
 	if err != nil {
 		t.c.log.Warn().Str("channel", t.m.Channel).Err(err).Msg("file download for an import failed")
-		return t.reply("I could not download that file; please send it again.", "无法下载这个文件，请重新发送。")
+		return t.reply("importfile.i_could_not_download")
 	}
 	rows, err := imp.ImportFile(t.ctx, transfer.Request{Principal: t.m.Principal, By: clipName(t.m.Name), ReplyTo: t.replyTo(), Lang: t.lang}, data)
 	if err != nil {
 		en, zh := transfer.Refusal(err)
-		return t.reply(en, zh)
+		if t.zh() {
+			return []Reply{{Text: zh}}
+		}
+		return []Reply{{Text: en}}
 	}
 	return []Reply{{Text: transfer.Text(rows, t.zh())}}
 }

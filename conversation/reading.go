@@ -18,8 +18,7 @@ func (t *turn) showItem(id string) []Reply {
 		return t.failed(err)
 	}
 	if !ok {
-		return t.reply(fmt.Sprintf("There is no item %s in your inbox; /inbox lists them.", id),
-			fmt.Sprintf("收件箱里没有 %s；发送 /inbox 查看。", id))
+		return t.reply("reading.there_is_no_item", id)
 	}
 	body := it.Title
 	var msg delivery.Message

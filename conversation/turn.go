@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-bridge/herald/conversation/text"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks/schedule"
 )
@@ -30,15 +31,12 @@ type turn struct {
 
 func (t *turn) zh() bool { return t.lang == "zh" }
 
-// tr picks the text of the turn's language.
-func (t *turn) tr(en, zh string) string {
-	if t.zh() {
-		return zh
-	}
-	return en
-}
+// tr is the wording of key in the turn's language (package text), with
+// args filled in.
+func (t *turn) tr(key string, args ...any) string { return text.Format(t.lang, key, args...) }
 
-func (t *turn) reply(en, zh string) []Reply { return []Reply{{Text: t.tr(en, zh)}} }
+// reply is a one-message answer worded by key.
+func (t *turn) reply(key string, args ...any) []Reply { return []Reply{{Text: t.tr(key, args...)}} }
 
 func (t *turn) run() []Reply {
 	if t.m.Button != nil {
@@ -54,16 +52,16 @@ func (t *turn) run() []Reply {
 	if !cmd.Addressed {
 		return nil
 	}
-	if cmd.Name == "inbox" && len(cmd.Args) == 1 && (strings.EqualFold(cmd.Args[0], "token") || cmd.Args[0] == "令牌") {
+	if cmd.Name == "inbox" && len(cmd.Args) == 1 && isWord(cmd.Args[0], wordsToken) {
 		t.clearDialog()
 		return t.inboxToken()
 	}
 	var pe *ParseError
 	if errors.As(err, &pe) {
-		return t.reply(pe.En, pe.Zh)
+		return []Reply{{Text: pe.in(t.lang)}}
 	}
 	if err != nil {
-		return t.reply("I could not read that command. Send /help to see what I can do.", "无法理解这条命令。发送 /help 查看可用命令。")
+		return t.reply("turn.i_could_not_read")
 	}
 	// A new command supersedes a pending question.
 	had := t.clearDialog()
@@ -110,11 +108,11 @@ func (t *turn) run() []Reply {
 		return t.downloads(cmd.ID)
 	case "cancel":
 		if had {
-			return t.reply("Cancelled.", "已取消。")
+			return t.reply("turn.cancelled")
 		}
-		return t.reply("Nothing to cancel.", "没有进行中的对话。")
+		return t.reply("turn.nothing_to_cancel")
 	}
-	return t.reply("Send /help to see what I can do.", "发送 /help 查看可用命令。")
+	return t.reply("turn.send_help_to_see")
 }
 
 // ---------------------------------------------------------------- plain text and dialogs
@@ -195,24 +193,18 @@ func (t *turn) clearDialog() bool {
 	return had
 }
 
-var yes = map[string]bool{"": true, "ok": true, "okay": true, "yes": true, "y": true, "sure": true, "default": true,
-	"好": true, "好的": true, "是": true, "行": true, "可以": true, "默认": true, "嗯": true}
-
 // answer takes the reply to a pending question.
 func (t *turn) answer(d dialog, text string) []Reply {
 	switch d.Ask {
 	case "schedule":
 		sched := DefaultSchedule
-		if !yes[strings.ToLower(strings.Trim(text, " .!。！"))] {
+		if a := strings.Trim(text, " .!\u3002\uff01"); a != "" && !isWord(a, wordsYes) {
 			s, err := parseScheduleAnswer(text, t.c.zone())
 			if err != nil {
 				if serr := t.saveDialog(d); serr != nil {
 					return t.failed(serr)
 				}
-				en, zh := scheduleProblem(err)
-				return t.reply(
-					"That schedule doesn't work: "+en+". Reply like every 1h or daily 08:00 (ok for every 1h), or /cancel.",
-					"时间安排无效："+zh+"。请回复如 every 1h 或 每天 08:00（回复“好”即每小时一次），或发送 /cancel 取消。")
+				return t.reply("turn.schedule_answer_bad", scheduleProblem(err))
 			}
 			sched = s
 		}

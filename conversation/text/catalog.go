@@ -1,0 +1,125 @@
+// Package text is what the conversation says to people and the words it
+// reads from them, in every language it speaks: one Catalog per language,
+// one file per Catalog (en.go, zh.go), every wording keyed by a stable code.
+//
+// Code asks for wording by key (Format(lang, key, args...)); a wording that
+// takes arguments is a fmt format. Keys are dotted: the first part names
+// the subject ("taskcmds.paused_resume_starts_it"), and a key for a domain
+// package's coded error is that package's name and the error's code
+// ("schedule.bad_unit", "tasks.not_running").
+//
+// A domain package (tasks, tasks/schedule, tasks/transfer …) never words
+// a reply itself. To add a coded error it returns an error with a Coded
+// method giving its code and arguments (see Coded), keeps its plain English
+// Error() for logs, and adds the key "<package>.<code>" to every catalogue
+// here; the conversation renders it with Error. TestEveryKeyHasEveryLanguage
+// fails until every language has the key with the same arguments.
+//
+// A new language is one file holding one Catalog, listed in catalogs below.
+package text
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Catalog is one language: its wording and its words.
+type Catalog struct {
+	Lang  string            // "en", "zh"
+	Text  map[string]string // key → wording (a fmt format when it takes arguments)
+	Words Words
+}
+
+// Words are what people type in a language that herald reads as
+// commands, clause keywords and answers. Each value is matched as typed
+// (lower-cased first for scripts with case).
+type Words struct {
+	Commands map[string]string // command word → command name ("帮助" → "help")
+	Clauses  map[string]string // /watch clause word → clause ("类型" → "as")
+	// ScheduleOpeners start a schedule clause without a keyword ("每").
+	ScheduleOpeners []string
+	Yes             []string          // agreeing: to a proposed default, or to send a draft
+	Default         []string          // asking for the default (a yes, but not to a draft)
+	No              []string          // declining a draft
+	All             []string          // /read all
+	Off             []string          // /mute … off, /quiet off
+	Token           []string          // /inbox token
+	TokenOff        []string          // /token <site> off
+	Page            []string          // /history … page N
+	PageAround      [][2]string       // /history … <before>N<after>, one token
+	RangeDashes     []string          // between the two times of /quiet
+	Languages       map[string]string // a language's name → its code, for /lang
+}
+
+// catalogs are the languages herald speaks; the first is the fallback.
+var catalogs = []*Catalog{&English, &Chinese}
+
+// Catalogs returns every language's catalogue, the fallback first.
+func Catalogs() []*Catalog { return catalogs }
+
+// Of returns the catalogue of lang, English when herald does not speak it.
+func Of(lang string) *Catalog {
+	for _, c := range catalogs {
+		if c.Lang == lang {
+			return c
+		}
+	}
+	return catalogs[0]
+}
+
+// Format is key's wording in lang with args filled in. A key no
+// catalogue has comes back as itself, which the catalogue test prevents.
+func Format(lang, key string, args ...any) string { return Of(lang).Format(key, args...) }
+
+// Format is key's wording with args filled in; without args the wording
+// is returned as written (it may be a format the caller fills).
+func (c *Catalog) Format(key string, args ...any) string {
+	s, ok := c.Text[key]
+	if !ok {
+		s, ok = catalogs[0].Text[key]
+	}
+	if !ok {
+		return key
+	}
+	if len(args) == 0 {
+		return s
+	}
+	filled := make([]any, len(args))
+	for i, a := range args {
+		if l, ok := a.(Localized); ok {
+			a = l(c.Lang)
+		}
+		filled[i] = a
+	}
+	return fmt.Sprintf(s, filled...)
+}
+
+// Has reports whether the catalogue words key.
+func (c *Catalog) Has(key string) bool { _, ok := c.Text[key]; return ok }
+
+// Coded is a domain error that the catalogue can word: a stable code,
+// "<package>.<code>", and the arguments its wording takes.
+type Coded interface {
+	error
+	Coded() (code string, args []any)
+}
+
+// Error words a coded error in lang; ok is false when err carries no code
+// this catalogue words (the caller then falls back to its own text).
+func Error(lang string, err error) (msg string, ok bool) {
+	var ce Coded
+	if !errors.As(err, &ce) {
+		return "", false
+	}
+	code, args := ce.Coded()
+	c := Of(lang)
+	if !c.Has(code) {
+		return "", false
+	}
+	return c.Format(code, args...), true
+}
+
+// Localized is an argument worded per language: a domain error's message
+// in each language, or a list joined the way each language joins lists.
+// Format calls it with the catalogue's language.
+type Localized func(lang string) string

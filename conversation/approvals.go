@@ -80,7 +80,7 @@ func (c *Core) prompt(ctx context.Context, tk *tasks.Task) {
 			continue
 		}
 		t := &turn{c: c, ctx: ctx, m: Message{Chat: chat, Principal: admin}, lang: c.chatLang(ctx, chat)}
-		r := Reply{Text: t.promptText(tk, p), Buttons: []Button{
+		r := Reply{Text: approvals{t}.promptText(tk, p), Buttons: []Button{
 			{Label: t.tr("approvals.approve"), Action: "approve", Arg: tk.Request.ID},
 			{Label: t.tr("approvals.reject"), Action: "reject", Arg: tk.Request.ID},
 		}}
@@ -90,11 +90,15 @@ func (c *Core) prompt(ctx context.Context, tk *tasks.Task) {
 	}
 }
 
-func (t *turn) promptText(tk *tasks.Task, p tasks.Policy) string {
+// approvals puts a request to an admin and takes the admin's decision,
+// typed or pressed, for a turn.
+type approvals struct{ t *turn }
+
+func (ap approvals) promptText(tk *tasks.Task, p tasks.Policy) string {
 	var b strings.Builder
-	what := t.tr("approvals.watch")
+	what := ap.t.tr("approvals.watch")
 	if len(tk.RemindBefore) > 0 {
-		what = t.tr("approvals.deadline_reminders_from")
+		what = ap.t.tr("approvals.deadline_reminders_from")
 	}
 	host := ""
 	if u, err := url.Parse(tk.Source.URL); err == nil {
@@ -104,35 +108,35 @@ func (t *turn) promptText(tk *tasks.Task, p tasks.Policy) string {
 	if tk.Request.Name != "" {
 		from = tk.Request.Name + " (" + tk.Owner + ")"
 	}
-	fmt.Fprintf(&b, t.tr("approvals.request_from_host"),
-		tk.Request.ID, from, what, ShowURL(tk.Source.URL), host, t.schedule(tk.Schedule))
-	fmt.Fprintf(&b, t.tr("approvals.pushes_go_to"), t.notifyKinds(tk))
-	t.courseSite(&b, tk)
+	fmt.Fprintf(&b, ap.t.tr("approvals.request_from_host"),
+		tk.Request.ID, from, what, ShowURL(tk.Source.URL), host, ap.t.schedule(tk.Schedule))
+	fmt.Fprintf(&b, ap.t.tr("approvals.pushes_go_to"), ap.notifyKinds(tk))
+	courseSites{ap.t}.courseSite(&b, tk)
 	if host != "" && !p.HostAllowed(host) {
-		b.WriteString(t.tr("approvals.host_is_not_in"))
+		b.WriteString(ap.t.tr("approvals.host_is_not_in"))
 	}
-	fmt.Fprintf(&b, t.tr("approvals.approve_or_reject_reason"), tk.Request.ID, tk.Request.ID)
+	fmt.Fprintf(&b, ap.t.tr("approvals.approve_or_reject_reason"), tk.Request.ID, tk.Request.ID)
 	return b.String()
 }
 
 // notifyKinds names the recipients for an admin without their addresses.
-func (t *turn) notifyKinds(tk *tasks.Task) string {
+func (ap approvals) notifyKinds(tk *tasks.Task) string {
 	parts := make([]string, 0, len(tk.Notify))
 	for _, r := range tk.Notify {
 		switch {
 		case r == tk.ReplyTo && r != "":
-			parts = append(parts, t.tr("approvals.requester_chat"))
+			parts = append(parts, ap.t.tr("approvals.requester_chat"))
 		case r == address.InboxOf(tk.Owner):
-			parts = append(parts, t.tr("approvals.requester_inbox"))
+			parts = append(parts, ap.t.tr("approvals.requester_inbox"))
 		case address.IsInbox(r):
-			parts = append(parts, t.tr("approvals.inbox"))
+			parts = append(parts, ap.t.tr("approvals.inbox"))
 		case strings.Contains(r, ":"):
-			parts = append(parts, t.tr("approvals.another_chat"))
+			parts = append(parts, ap.t.tr("approvals.another_chat"))
 		default:
 			parts = append(parts, r)
 		}
 	}
-	return strings.Join(parts, t.tr("list.sep"))
+	return strings.Join(parts, ap.t.tr("list.sep"))
 }
 
 // tellDecision tells the requesting chat who decided its request.
@@ -179,26 +183,26 @@ func (c *Core) chatLang(ctx context.Context, chat string) string {
 }
 
 // decide approves or rejects a request, typed or pressed.
-func (t *turn) decide(id string, approve bool, reason string, pressed bool) []Reply {
-	if !t.c.o.Tasks.Policy().IsAdmin(t.m.Principal) {
+func (ap approvals) decide(id string, approve bool, reason string, pressed bool) []Reply {
+	if !ap.t.c.o.Tasks.Policy().IsAdmin(ap.t.m.Principal) {
 		key := "approvals.only_admin_approves"
 		if !approve {
 			key = "approvals.only_admin_rejects"
 		}
 		if pressed {
-			return []Reply{{Toast: t.tr(key)}}
+			return []Reply{{Toast: ap.t.tr(key)}}
 		}
-		return t.reply(key)
+		return ap.t.reply(key)
 	}
 	var tk *tasks.Task
 	var err error
 	if approve {
-		tk, err = t.c.o.Tasks.Approve(t.ctx, t.m.Principal, id)
+		tk, err = ap.t.c.o.Tasks.Approve(ap.t.ctx, ap.t.m.Principal, id)
 	} else {
-		tk, err = t.c.o.Tasks.Reject(t.ctx, t.m.Principal, id, reason)
+		tk, err = ap.t.c.o.Tasks.Reject(ap.t.ctx, ap.t.m.Principal, id, reason)
 	}
 	if err != nil {
-		msg := t.errText(err)
+		msg := ap.t.errText(err)
 		if pressed {
 			return []Reply{{Text: msg, Edit: true, Toast: msg}}
 		}
@@ -206,11 +210,11 @@ func (t *turn) decide(id string, approve bool, reason string, pressed bool) []Re
 	}
 	var text, toast string
 	if approve {
-		text = t.tr("approvals.approved_by_task_is", tk.Request.ID, t.m.Principal, tk.ID, name(tk))
-		toast = t.tr("approvals.approved")
+		text = ap.t.tr("approvals.approved_by_task_is", tk.Request.ID, ap.t.m.Principal, tk.ID, name(tk))
+		toast = ap.t.tr("approvals.approved")
 	} else {
-		text = t.tr("approvals.rejected_by", tk.Request.ID, t.m.Principal, name(tk))
-		toast = t.tr("approvals.rejected")
+		text = ap.t.tr("approvals.rejected_by", tk.Request.ID, ap.t.m.Principal, name(tk))
+		toast = ap.t.tr("approvals.rejected")
 	}
 	if pressed {
 		return []Reply{{Text: text, Edit: true, Toast: toast}}
@@ -219,17 +223,17 @@ func (t *turn) decide(id string, approve bool, reason string, pressed bool) []Re
 }
 
 // press answers a button.
-func (t *turn) press(p Press) []Reply {
+func (ap approvals) press(p Press) []Reply {
 	switch p.Action {
 	case "approve", "reject":
 		if !validID(p.Arg) {
-			return []Reply{{Toast: t.tr("approvals.this_button_is_no")}}
+			return []Reply{{Toast: ap.t.tr("approvals.this_button_is_no")}}
 		}
-		return t.decide(p.Arg, p.Action == "approve", "", true)
+		return ap.decide(p.Arg, p.Action == "approve", "", true)
 	case actionDraftSend, actionDraftDrop:
-		return t.pressDraft(p)
+		return plainTalk{ap.t}.pressDraft(p)
 	}
-	return []Reply{{Toast: t.tr("approvals.this_button_is_no")}}
+	return []Reply{{Toast: ap.t.tr("approvals.this_button_is_no")}}
 }
 
 // Pending reports whether request id still awaits a decision; a request

@@ -59,7 +59,11 @@ func (p *argParser) site() error {
 	return nil
 }
 
-func (t *turn) creds() *credentials.Store { return t.c.o.Credentials }
+// courseSites handles a turn's course-site access tokens: asking for
+// one, taking it in a private chat, forgetting it, and showing whose it is.
+type courseSites struct{ t *turn }
+
+func (cs courseSites) creds() *credentials.Store { return cs.t.c.o.Credentials }
 
 func hostOf(raw string) string {
 	if u, err := url.Parse(raw); err == nil {
@@ -70,78 +74,78 @@ func hostOf(raw string) string {
 
 // needToken asks for the site's token when the person has none stored
 // (ok false: go on with the request).
-func (t *turn) needToken(cmd Command) (replies []Reply, ok bool) {
-	has, err := t.creds().Has(t.ctx, t.m.Principal, cmd.URL)
+func (cs courseSites) needToken(cmd Command) (replies []Reply, ok bool) {
+	has, err := cs.creds().Has(cs.t.ctx, cs.t.m.Principal, cmd.URL)
 	if err != nil {
-		return t.failed(err), true
+		return cs.t.failed(err), true
 	}
 	if has {
 		return nil, false
 	}
-	return t.askToken(dialog{Ask: "token", Command: cmd.Name, URL: cmd.URL, Kind: cmd.Kind, Name: cmd.TaskName,
+	return cs.askToken(dialog{Ask: "token", Command: cmd.Name, URL: cmd.URL, Kind: cmd.Kind, Name: cmd.TaskName,
 		Selector: cmd.Selector, Before: cmd.Before, Schedule: cmd.Schedule, Courses: cmd.Courses}), true
 }
 
 // askToken asks for a token in a private chat, or says to go to one.
-func (t *turn) askToken(d dialog) []Reply {
+func (cs courseSites) askToken(d dialog) []Reply {
 	host := hostOf(d.URL)
-	if t.m.Group {
+	if cs.t.m.Group {
 		again := "/token " + d.URL
 		if d.Command != "token" {
 			again = "/" + d.Command + " " + d.Kind + " " + d.URL
 		}
-		return t.reply("coursesite.to_read_i_need", host, again)
+		return cs.t.reply("coursesite.to_read_i_need", host, again)
 	}
-	if err := t.saveDialog(d); err != nil {
-		return t.failed(err)
+	if err := (dialogs{cs.t}).saveDialog(d); err != nil {
+		return cs.t.failed(err)
 	}
-	return t.reply("coursesite.to_read_your_courses", host, host)
+	return cs.t.reply("coursesite.to_read_your_courses", host, host)
 }
 
 // token answers /token <site>: a new token for the site, asked for the
 // same way; /token <site> off forgets the stored one.
-func (t *turn) token(cmd Command) []Reply {
+func (cs courseSites) token(cmd Command) []Reply {
 	if cmd.ID == "off" {
-		if err := t.creds().Delete(t.ctx, t.m.Principal, cmd.URL); err != nil {
-			return t.failed(err)
+		if err := cs.creds().Delete(cs.t.ctx, cs.t.m.Principal, cmd.URL); err != nil {
+			return cs.t.failed(err)
 		}
 		host := hostOf(cmd.URL)
-		return t.reply("coursesite.i_no_longer_keep", host, cmd.URL)
+		return cs.t.reply("coursesite.i_no_longer_keep", host, cmd.URL)
 	}
-	return t.askToken(dialog{Ask: "token", Command: "token", URL: cmd.URL})
+	return cs.askToken(dialog{Ask: "token", Command: "token", URL: cmd.URL})
 }
 
 // takeToken takes the answer to the token question. The message is a
 // secret whatever it says: it is never kept in history, and the channel
 // deletes it.
-func (t *turn) takeToken(d dialog, text string) []Reply {
-	t.secret = true
+func (cs courseSites) takeToken(d dialog, text string) []Reply {
+	cs.t.secret = true
 	retract := func(r []Reply) []Reply {
 		r[0].Retract = true
-		r[0].Unretracted = t.tr("coursesite.i_could_not_delete")
+		r[0].Unretracted = cs.t.tr("coursesite.i_could_not_delete")
 		return r
 	}
-	if t.m.Group { // a dialog is only ever opened in a private chat
-		t.clearDialog()
-		return retract(t.reply("coursesite.token_must_not_be"))
+	if cs.t.m.Group { // a dialog is only ever opened in a private chat
+		dialogs{cs.t}.clearDialog()
+		return retract(cs.t.reply("coursesite.token_must_not_be"))
 	}
 	tok := strings.TrimSpace(text)
 	if !plausibleToken(tok) {
-		if err := t.saveDialog(d); err != nil {
-			return t.failed(err)
+		if err := (dialogs{cs.t}).saveDialog(d); err != nil {
+			return cs.t.failed(err)
 		}
-		return retract(t.reply("coursesite.that_does_not_look"))
+		return retract(cs.t.reply("coursesite.that_does_not_look"))
 	}
-	if err := t.creds().Put(t.ctx, t.m.Principal, d.URL, tok); err != nil {
-		return retract(t.failed(err))
+	if err := cs.creds().Put(cs.t.ctx, cs.t.m.Principal, d.URL, tok); err != nil {
+		return retract(cs.t.failed(err))
 	}
-	t.clearDialog()
+	dialogs{cs.t}.clearDialog()
 	host := hostOf(d.URL)
-	out := retract(t.reply("coursesite.thanks_token_for_is", host))
+	out := retract(cs.t.reply("coursesite.thanks_token_for_is", host))
 	if d.Command == "token" {
-		return append(out, t.reply("coursesite.your_watches_of_use", host)...)
+		return append(out, cs.t.reply("coursesite.your_watches_of_use", host)...)
 	}
-	return append(out, t.request(Command{Name: d.Command, URL: d.URL, Kind: d.Kind, TaskName: d.Name, Selector: d.Selector,
+	return append(out, cs.t.request(Command{Name: d.Command, URL: d.URL, Kind: d.Kind, TaskName: d.Name, Selector: d.Selector,
 		Before: d.Before, Schedule: d.Schedule, Courses: d.Courses})...)
 }
 
@@ -174,23 +178,23 @@ func looksLikeStrayToken(s string) bool {
 }
 
 // strayToken answers a token sent with no question waiting for it.
-func (t *turn) strayToken() []Reply {
-	t.secret = true
-	return []Reply{{Text: t.tr("coursesite.that_looks_like_access"),
-		Retract: true, Unretracted: t.tr("coursesite.i_could_not_delete_2")}}
+func (cs courseSites) strayToken() []Reply {
+	cs.t.secret = true
+	return []Reply{{Text: cs.t.tr("coursesite.that_looks_like_access"),
+		Retract: true, Unretracted: cs.t.tr("coursesite.i_could_not_delete_2")}}
 }
 
 // courseSite adds a course site's courses and where its token comes
 // from to /task: never the token.
-func (t *turn) courseSite(b *strings.Builder, tk *tasks.Task) {
+func (cs courseSites) courseSite(b *strings.Builder, tk *tasks.Task) {
 	if len(tk.Source.Courses) > 0 {
-		fmt.Fprintf(b, t.tr("coursesite.courses"), strings.Join(tk.Source.Courses, ", "))
+		fmt.Fprintf(b, cs.t.tr("coursesite.courses"), strings.Join(tk.Source.Courses, ", "))
 	}
 	switch {
 	case tk.Source.TokenFrom != "":
-		b.WriteString(t.tr("coursesite.access_token_owner_own"))
+		b.WriteString(cs.t.tr("coursesite.access_token_owner_own"))
 	case tk.Source.Token != "":
-		b.WriteString(t.tr("coursesite.access_token_from_config"))
+		b.WriteString(cs.t.tr("coursesite.access_token_from_config"))
 	}
 }
 

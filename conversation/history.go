@@ -78,56 +78,62 @@ func pageAround(s string) (int, bool) {
 	return 0, false
 }
 
-// logOf is the history log this turn belongs to.
-func (t *turn) logOf() string { return memory.LogOf(t.m.Principal, t.m.Chat, t.m.Group) }
+// historySearch answers a turn's /history and /forget over the
+// conversation memory.
+type historySearch struct{ t *turn }
 
-func (t *turn) noMemory() []Reply {
-	return t.reply("history.conversation_history_is_not")
+// logOf is the history log this turn belongs to.
+func (hs historySearch) logOf() string {
+	return memory.LogOf(hs.t.m.Principal, hs.t.m.Chat, hs.t.m.Group)
+}
+
+func (hs historySearch) noMemory() []Reply {
+	return hs.t.reply("history.conversation_history_is_not")
 }
 
 // history searches the asker's history (in a group: the group's).
-func (t *turn) history(query string, page int) []Reply {
-	k := t.c.o.Memory
+func (hs historySearch) history(query string, page int) []Reply {
+	k := hs.t.c.o.Memory
 	if k == nil {
-		return t.noMemory()
+		return hs.noMemory()
 	}
-	p, err := k.Search(t.ctx, t.logOf(), query, page)
+	p, err := k.Search(hs.t.ctx, hs.logOf(), query, page)
 	if errors.Is(err, memory.ErrEmptyQuery) {
-		return t.reply("history.empty_query", usageLine(t.lang, "history"))
+		return hs.t.reply("history.empty_query", usageLine(hs.t.lang, "history"))
 	}
 	if err != nil {
-		return t.failed(err)
+		return hs.t.failed(err)
 	}
-	return []Reply{{Text: t.showHits(query, p)}}
+	return []Reply{{Text: hs.showHits(query, p)}}
 }
 
-func (t *turn) showHits(query string, p memory.Page) string {
+func (hs historySearch) showHits(query string, p memory.Page) string {
 	shown := clipText(query, 40)
-	where := t.tr("history.your_history")
-	if t.m.Group {
-		where = t.tr("history.this_group_history")
+	where := hs.t.tr("history.your_history")
+	if hs.t.m.Group {
+		where = hs.t.tr("history.this_group_history")
 	}
 	if len(p.Turns) == 0 {
 		if p.Page > 1 {
-			return t.tr("history.no_more_matches", shown, where)
+			return hs.t.tr("history.no_more_matches", shown, where)
 		}
-		return t.tr("history.nothing_in_matches", where, shown)
+		return hs.t.tr("history.nothing_in_matches", where, shown)
 	}
 	var b strings.Builder
-	b.WriteString(t.tr("history.matches_page", shown, where, p.Page))
+	b.WriteString(hs.t.tr("history.matches_page", shown, where, p.Page))
 	for _, tr := range p.Turns {
-		who := t.tr("history.you")
-		if tr.Principal != t.m.Principal {
+		who := hs.t.tr("history.you")
+		if tr.Principal != hs.t.m.Principal {
 			who = tr.Principal
 		}
-		fmt.Fprintf(&b, "%s  %s: %s", t.when(tr.At), who, clipText(tr.Text, 80))
+		fmt.Fprintf(&b, "%s  %s: %s", hs.t.when(tr.At), who, clipText(tr.Text, 80))
 		if tr.Reply != "" {
-			fmt.Fprintf(&b, t.tr("history.herald"), clipText(tr.Reply, 60))
+			fmt.Fprintf(&b, hs.t.tr("history.herald"), clipText(tr.Reply, 60))
 		}
 		b.WriteString("\n")
 	}
 	if p.More {
-		fmt.Fprintf(&b, t.tr("history.more_history_page"), query, p.Page+1)
+		fmt.Fprintf(&b, hs.t.tr("history.more_history_page"), query, p.Page+1)
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
@@ -143,23 +149,23 @@ func clipText(s string, n int) string {
 
 // forget deletes the asker's history: in a private chat their whole log,
 // in a group their own turns in the group's log.
-func (t *turn) forget() []Reply {
-	k := t.c.o.Memory
+func (hs historySearch) forget() []Reply {
+	k := hs.t.c.o.Memory
 	if k == nil {
-		return t.noMemory()
+		return hs.noMemory()
 	}
 	who := "" // the whole log is the asker's
-	if t.m.Group {
-		who = t.m.Principal
+	if hs.t.m.Group {
+		who = hs.t.m.Principal
 	}
-	n, err := k.Forget(t.ctx, t.logOf(), who)
+	n, err := k.Forget(hs.t.ctx, hs.logOf(), who)
 	if err != nil {
-		return t.failed(err)
+		return hs.t.failed(err)
 	}
-	if t.m.Group {
-		return t.reply("history.deleted_your_turn_in", n)
+	if hs.t.m.Group {
+		return hs.t.reply("history.deleted_your_turn_in", n)
 	}
-	return t.reply("history.deleted_your_history_turn", n)
+	return hs.t.reply("history.deleted_your_history_turn", n)
 }
 
 // remember keeps an answered turn in its log. Searches and /forget are
@@ -188,10 +194,10 @@ func (c *Core) remember(ctx context.Context, m Message, replies []Reply) {
 
 // searchFor answers the assistant's search_history: the same search as
 // /history, first page, in the asker's own log.
-func (t *turn) searchFor(query string) []Reply {
+func (hs historySearch) searchFor(query string) []Reply {
 	query = strings.TrimSpace(query)
 	if query == "" || utf8.RuneCountInString(query) > MaxQuery || !plainLine(query) || memory.ParseQuery(query).Empty() {
-		return t.unavailable(fmt.Errorf("%w: search without words", errBadSuggestion))
+		return plainTalk{hs.t}.unavailable(fmt.Errorf("%w: search without words", errBadSuggestion))
 	}
-	return t.history(query, 1)
+	return hs.history(query, 1)
 }

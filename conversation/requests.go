@@ -19,13 +19,13 @@ func (t *turn) request(cmd Command) []Reply {
 		cmd.Before = defaultBefore
 	}
 	if takesToken(cmd) {
-		if r, asked := t.needToken(cmd); asked {
+		if r, asked := (courseSites{t}).needToken(cmd); asked {
 			return r
 		}
 	}
 	if cmd.Schedule == "" && cmd.Name == "watch" {
 		d := dialog{Ask: "schedule", Command: cmd.Name, URL: cmd.URL, Kind: cmd.Kind, Selector: cmd.Selector, Name: cmd.TaskName, Before: cmd.Before, Courses: cmd.Courses}
-		if err := t.saveDialog(d); err != nil {
+		if err := (dialogs{t}).saveDialog(d); err != nil {
 			return t.failed(err)
 		}
 		return t.reply("requests.how_often_should_i")

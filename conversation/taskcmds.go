@@ -77,7 +77,7 @@ func (t *turn) show(id string) []Reply {
 		kind = t.tr("taskcmds.detected")
 	}
 	fmt.Fprintf(&b, t.tr("taskcmds.source"), ShowURL(tk.Source.URL), kind)
-	t.courseSite(&b, tk)
+	courseSites{t}.courseSite(&b, tk)
 	fmt.Fprintf(&b, t.tr("taskcmds.schedule"), t.schedule(tk.Schedule))
 	if len(tk.RemindBefore) > 0 {
 		fmt.Fprintf(&b, t.tr("taskcmds.reminders_before_due"), durations(tk.RemindBefore))

@@ -49,6 +49,10 @@ type Words struct {
 	PageAround      [][2]string       // /history … <before>N<after>, one token
 	RangeDashes     []string          // between the two times of /quiet
 	Languages       map[string]string // a language's name → its code, for /lang
+	// Secrets are words that name a secret ("password"), whose value the
+	// conversation memory never keeps. English's are patterns in
+	// conversation/memory.
+	Secrets []string
 }
 
 // catalogs are the languages herald speaks; the first is the fallback.

@@ -9,7 +9,6 @@ import (
 	"github.com/herald-bridge/herald/conversation/text"
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/store"
-	"github.com/herald-bridge/herald/tasks/schedule"
 )
 
 // Reply language. Each message is answered in its own language: Chinese
@@ -209,17 +208,13 @@ func (t *turn) pinChats() []string {
 }
 
 // scheduleProblem is a schedule error's message in each language, each
-// in one language only: the parser's own message, its Chinese one for a
-// Chinese reply.
+// in one language only: the parser's coded error as the catalogue words
+// it, or a local time that does not exist.
 func scheduleProblem(err error) text.Localized {
 	return func(lang string) string {
-		var pe *schedule.ParseError
-		if !errors.As(err, &pe) {
-			return text.Format(lang, "lang.no_such_local_time")
+		if msg, ok := text.Error(lang, err); ok {
+			return msg
 		}
-		if lang == "zh" {
-			return pe.Chinese()
-		}
-		return pe.Msg
+		return text.Format(lang, "lang.no_such_local_time")
 	}
 }

@@ -3,17 +3,24 @@
 // one file per Catalog (en.go, zh.go), every wording keyed by a stable code.
 //
 // Code asks for wording by key (Format(lang, key, args...)); a wording that
-// takes arguments is a fmt format. Keys are dotted: the first part names
-// the subject ("taskcmds.paused_resume_starts_it"), and a key for a domain
-// package's coded error is that package's name and the error's code
-// ("schedule.bad_unit", "tasks.not_running").
+// takes arguments is a fmt format (indexed verbs, %[2]s, let a language
+// put them in its own order). Keys are dotted: the first part names the
+// subject ("taskcmds.paused_resume_starts_it").
 //
-// A domain package (tasks, tasks/schedule, tasks/transfer …) never words
-// a reply itself. To add a coded error it returns an error with a Coded
-// method giving its code and arguments (see Coded), keeps its plain English
-// Error() for logs, and adds the key "<package>.<code>" to every catalogue
-// here; the conversation renders it with Error. TestEveryKeyHasEveryLanguage
-// fails until every language has the key with the same arguments.
+// Coded errors. A domain package (tasks, tasks/schedule, tasks/transfer …)
+// words its errors in plain English only, for logs, the CLI and English
+// replies. To make one error speakable in other languages it gives the
+// error a method
+//
+//	Coded() (code string, args []any, english string)
+//
+// (see Coded) returning a stable code "<package>.<code>", the arguments
+// its wording takes and its English message, and adds the code to Errors
+// in every catalogue but English (which may override the English). The
+// conversation words any error with Error(lang, err); an error without a
+// code keeps its caller's fallback. tasks/schedule's ParseError is the
+// example: codes "schedule.*" in zh.go. TestEveryKeyHasEveryLanguage fails
+// until every language words the code with the same arguments.
 //
 // A new language is one file holding one Catalog, listed in catalogs below.
 package text
@@ -25,18 +32,22 @@ import (
 
 // Catalog is one language: its wording and its words.
 type Catalog struct {
-	Lang  string            // "en", "zh"
-	Text  map[string]string // key → wording (a fmt format when it takes arguments)
-	Words Words
+	Lang string            // "en", "zh"
+	Text map[string]string // key → wording (a fmt format when it takes arguments)
+	// Errors words domain packages' coded errors: code → wording. English
+	// leaves them to the domain's own messages.
+	Errors map[string]string
+	Words  Words
 }
 
 // Words are what people type in a language that herald reads as
 // commands, clause keywords and answers. Each value is matched as typed
 // (lower-cased first for scripts with case).
 type Words struct {
-	Commands map[string]string // command word → command name ("帮助" → "help")
-	Clauses  map[string]string // /watch clause word → clause ("类型" → "as")
-	// ScheduleOpeners start a schedule clause without a keyword ("每").
+	Commands map[string]string // command word → command name ("start" → "help")
+	Clauses  map[string]string // /watch clause word → clause ("kind" → "as")
+	// ScheduleOpeners start a schedule clause without a keyword (Chinese
+	// "every").
 	ScheduleOpeners []string
 	Yes             []string          // agreeing: to a proposed default, or to send a draft
 	Default         []string          // asking for the default (a yes, but not to a draft)
@@ -85,6 +96,11 @@ func (c *Catalog) Format(key string, args ...any) string {
 	if !ok {
 		return key
 	}
+	return c.fill(s, args)
+}
+
+// fill formats s with args, each Localized one in c's language.
+func (c *Catalog) fill(s string, args []any) string {
 	if len(args) == 0 {
 		return s
 	}
@@ -102,25 +118,27 @@ func (c *Catalog) Format(key string, args ...any) string {
 func (c *Catalog) Has(key string) bool { _, ok := c.Text[key]; return ok }
 
 // Coded is a domain error that the catalogue can word: a stable code,
-// "<package>.<code>", and the arguments its wording takes.
+// "<package>.<code>", the arguments its wording takes, and its plain
+// English message.
 type Coded interface {
 	error
-	Coded() (code string, args []any)
+	Coded() (code string, args []any, english string)
 }
 
-// Error words a coded error in lang; ok is false when err carries no code
-// this catalogue words (the caller then falls back to its own text).
+// Error words a coded error in lang: the catalogue's wording of its code,
+// else its own English message. ok is false when err carries no code (the
+// caller then words it itself).
 func Error(lang string, err error) (msg string, ok bool) {
 	var ce Coded
 	if !errors.As(err, &ce) {
 		return "", false
 	}
-	code, args := ce.Coded()
+	code, args, english := ce.Coded()
 	c := Of(lang)
-	if !c.Has(code) {
-		return "", false
+	if s, ok := c.Errors[code]; ok {
+		return c.fill(s, args), true
 	}
-	return c.Format(code, args...), true
+	return english, true
 }
 
 // Localized is an argument worded per language: a domain error's message

@@ -57,6 +57,21 @@ func TestEveryKeyHasEveryLanguage(t *testing.T) {
 				t.Errorf("%s %q takes %v, English takes %v", c.Lang, k, got, want)
 			}
 		}
+		// Coded errors: every language but English words every code
+		// with the same arguments (English may leave a code to the
+		// domain's own message).
+		for _, o := range Catalogs() {
+			for code, w := range o.Errors {
+				s, ok := c.Errors[code]
+				if !ok && c != &English {
+					t.Errorf("%s lacks the coded error %q", c.Lang, code)
+					continue
+				}
+				if ok && !slices.Equal(verbs(w), verbs(s)) {
+					t.Errorf("%s %q takes %v, %s takes %v", c.Lang, code, verbs(s), o.Lang, verbs(w))
+				}
+			}
+		}
 		if len(c.Words.Commands) == 0 {
 			t.Errorf("%s has no command words", c.Lang)
 		}
@@ -101,5 +116,26 @@ func TestFormatFillsLocalizedArguments(t *testing.T) {
 	}
 	if got := Format("fr", "turn.cancelled"); got != English.Text["turn.cancelled"] {
 		t.Errorf("an unknown language falls back to English, got %q", got)
+	}
+}
+
+// codedErr is a domain error with a code.
+type codedErr struct{}
+
+func (codedErr) Error() string { return "invalid schedule: the interval must be at least 1m" }
+func (codedErr) Coded() (string, []any, string) {
+	return "schedule.too_short", nil, "the interval must be at least 1m"
+}
+
+func TestErrorWordsACodedErrorOrFallsBackToItsEnglish(t *testing.T) {
+	err := fmt.Errorf("submit: %w", codedErr{})
+	if got, ok := Error("zh", err); !ok || got != Chinese.Errors["schedule.too_short"] {
+		t.Errorf("zh: %q %v", got, ok)
+	}
+	if got, ok := Error("en", err); !ok || got != "the interval must be at least 1m" {
+		t.Errorf("en: %q %v", got, ok)
+	}
+	if _, ok := Error("zh", fmt.Errorf("plain")); ok {
+		t.Error("an error without a code was worded")
 	}
 }

@@ -1,5 +1,8 @@
 package text
 
+// scheduleUsage names the schedule forms that work, for a schedule error.
+const scheduleUsage = "every 30m、每天 08:00、每周一 08:00、at 2026-12-01 09:00 或 cron 0 9 * * 1-5（可加时区，如 Asia/Shanghai）"
+
 // Chinese is herald's Chinese (zh).
 var Chinese = Catalog{
 	Lang: "zh",
@@ -306,6 +309,29 @@ var Chinese = Catalog{
 		"menu.mute":                                             "在此聊天暂时静音某任务",
 		"menu.quiet":                                            "此聊天的免打扰时段",
 		"menu.cancel":                                           "取消进行中的操作",
+	},
+	Errors: map[string]string{
+		// tasks/schedule
+		"schedule.invalid":                 "无法识别这个时间安排；可以用 " + scheduleUsage,
+		"schedule.empty":                   "时间安排是空的；可以用 " + scheduleUsage,
+		"schedule.unknown":                 "无法识别时间安排 %q；可以用 " + scheduleUsage,
+		"schedule.zh_daily_needs_time":     "每天后面需要时间，例如 每天 08:00",
+		"schedule.zh_every_needs_interval": "“每”后面需要间隔，例如 每 30 分钟 或 每 2 小时",
+		"schedule.zh_weekly_needs_day":     "每周后面需要星期和时间，例如 每周一 08:00 或 每周一、四 18:30",
+		"schedule.daily_needs_time":        "daily 后面需要时间，例如 daily 08:00 或 daily 08:00 Asia/Shanghai",
+		"schedule.bad_clock":               "时间要用 24 小时制，例如 08:00 或 21:30",
+		"schedule.missing_interval":        "缺少间隔",
+		"schedule.bad_number":              "数字无效：%s",
+		"schedule.bad_interval":            "间隔无效：%s；请写成 30m、2h 或 1d",
+		"schedule.needs_unit":              "间隔需要单位，例如 30m、2h 或 1d",
+		"schedule.bad_unit":                "无法识别的间隔单位 %s；请用分钟、小时或天，例如 30m、2h 或 1d",
+		"schedule.too_long":                "间隔不能超过 366 天",
+		"schedule.too_short":               "间隔至少 1 分钟",
+		"schedule.missing_zone":            "缺少时区",
+		"schedule.zone_abbreviation":       "时区 %q 是缩写，可能指多个时差；请用 IANA 名称，例如 Asia/Shanghai",
+		"schedule.unknown_zone":            "未知时区 %q；请用 IANA 名称，例如 Asia/Shanghai",
+		"schedule.weekly_needs_day":        "每周的时间安排需要星期和时间，例如 weekly mon 08:00 或 每周一 08:00",
+		"schedule.unknown_day":             "无法识别星期 %q；请用 mon、tue、wed、thu、fri、sat、sun",
 	},
 	Words: Words{
 		Commands: map[string]string{

@@ -1,0 +1,35 @@
+package conversation
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+
+	"github.com/herald-bridge/herald/conversation/text"
+	"github.com/herald-bridge/herald/tasks/schedule"
+)
+
+// TestParseErrorsInChineseAreChineseOnly: the catalogue words every
+// schedule.ParseError in Chinese, and the Chinese message carries no
+// English words.
+func TestParseErrorsInChineseAreChineseOnly(t *testing.T) {
+	for _, in := range []string{"每周 08:00", "每周一", "每天", "每周一 25:00", "weekly 08:00", "weekly xyz 08:00", "每 一", "daily 08:00 CST", "fortnightly"} {
+		_, err := schedule.Parse(in, time.UTC)
+		var pe *schedule.ParseError
+		if !errors.As(err, &pe) {
+			t.Errorf("Parse(%q) = %v, want a ParseError", in, err)
+			continue
+		}
+		zh := scheduleProblem(err)("zh")
+		for _, w := range strings.FieldsFunc(zh, func(r rune) bool { return !unicode.IsLetter(r) || r > unicode.MaxASCII }) {
+			if len(w) > 1 && !strings.Contains(in+text.Chinese.Errors["schedule.invalid"]+" IANA Asia Shanghai weekly daily every at cron mon tue wed thu fri sat sun", w) {
+				t.Errorf("Parse(%q): the Chinese message has the English word %q: %s", in, w, zh)
+			}
+		}
+		if !strings.ContainsFunc(zh, func(r rune) bool { return unicode.Is(unicode.Han, r) }) {
+			t.Errorf("Parse(%q): %q is not Chinese", in, zh)
+		}
+	}
+}

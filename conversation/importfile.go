@@ -2,7 +2,9 @@ package conversation
 
 import (
 	"context"
+	"strings"
 
+	"github.com/herald-bridge/herald/conversation/text"
 	"github.com/herald-bridge/herald/tasks/transfer"
 )
 
@@ -36,11 +38,50 @@ func (t *turn) importFile(f File) []Reply {
 	}
 	rows, err := imp.ImportFile(t.ctx, transfer.Request{Principal: t.m.Principal, By: clipName(t.m.Name), ReplyTo: t.replyTo(), Lang: t.lang}, data)
 	if err != nil {
-		en, zh := transfer.Refusal(err)
-		if t.zh() {
-			return []Reply{{Text: zh}}
-		}
-		return []Reply{{Text: en}}
+		msg, _ := text.Error(t.lang, transfer.Refusal(err))
+		return []Reply{{Text: msg}}
 	}
-	return []Reply{{Text: transfer.Text(rows, t.zh())}}
+	return []Reply{{Text: importText(t.lang, rows)}}
+}
+
+// maxImportRows is how many rows an import's reply lists; the rest are
+// counted.
+const maxImportRows = 40
+
+// importText is an import's table as a chat reply in lang: a count, then
+// one line per task with its state and why.
+func importText(lang string, rows []transfer.Row) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range rows {
+		if r.State == transfer.Imported {
+			n++
+		}
+	}
+	b.WriteString(text.Format(lang, "importfile.imported_of", n, len(rows)))
+	for i, r := range rows {
+		if i == maxImportRows {
+			b.WriteString(text.Format(lang, "importfile.and_more", len(rows)-i))
+			break
+		}
+		name := r.Name
+		if name == "" {
+			name = r.Source
+		}
+		state := string(r.State)
+		if k := "transfer_state." + state; text.Of(lang).Has(k) {
+			state = text.Format(lang, k)
+		}
+		detail := r.Detail
+		if msg, ok := text.Error(lang, r.Why); ok {
+			detail = strings.TrimRight(msg, "\u3002") // shown in brackets: no full stop
+		} else if lang == "zh" {
+			detail = r.DetailZh // a refusal of the manager's, worded by it
+		}
+		if r.Task != "" {
+			detail += " " + r.Task
+		}
+		b.WriteString(text.Format(lang, "importfile.row", name, state, strings.TrimSpace(detail)))
+	}
+	return strings.TrimRight(b.String(), "\n")
 }

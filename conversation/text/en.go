@@ -309,6 +309,14 @@ var English = Catalog{
 		"menu.mute":                                             "Mute a task here for a while",
 		"menu.quiet":                                            "Quiet hours for this chat",
 		"menu.cancel":                                           "Cancel what is in progress",
+		"importfile.imported_of":                                "Imported %d of %d task(s):\n",
+		"importfile.and_more":                                   "… and %d more\n",
+		"importfile.row":                                        "• %s — %s (%s)\n",
+		"transfer_state.imported":                               "imported",
+		"transfer_state.needs-configuration":                    "needs-configuration",
+		"transfer_state.unsupported":                            "unsupported",
+		"transfer_state.duplicate":                              "duplicate",
+		"transfer_state.refused":                                "refused",
 	},
 	Words: Words{
 		Commands: map[string]string{

@@ -309,6 +309,14 @@ var Chinese = Catalog{
 		"menu.mute":                                             "在此聊天暂时静音某任务",
 		"menu.quiet":                                            "此聊天的免打扰时段",
 		"menu.cancel":                                           "取消进行中的操作",
+		"importfile.imported_of":                                "导入了 %d 个任务（共 %d 个）：\n",
+		"importfile.and_more":                                   "……还有 %d 个\n",
+		"importfile.row":                                        "• %s — %s（%s）\n",
+		"transfer_state.imported":                               "已导入",
+		"transfer_state.needs-configuration":                    "需要配置",
+		"transfer_state.unsupported":                            "不支持",
+		"transfer_state.duplicate":                              "已存在",
+		"transfer_state.refused":                                "被拒绝",
 	},
 	Errors: map[string]string{
 		// tasks/schedule
@@ -332,6 +340,19 @@ var Chinese = Catalog{
 		"schedule.unknown_zone":            "未知时区 %q；请用 IANA 名称，例如 Asia/Shanghai",
 		"schedule.weekly_needs_day":        "每周的时间安排需要星期和时间，例如 weekly mon 08:00 或 每周一 08:00",
 		"schedule.unknown_day":             "无法识别星期 %q；请用 mon、tue、wed、thu、fri、sat、sun",
+		// tasks/transfer
+		"transfer.archive_refused":   "这个压缩包被拒绝（%s），没有导入任何内容。",
+		"transfer.newer_bundle":      "这个任务包来自更新版本的 herald，这里无法读取；没有导入任何内容。",
+		"transfer.not_importable":    "这既不是 herald 任务包（.zip），也不是 OPML 订阅列表（.opml）；没有导入任何内容。",
+		"transfer.import_failed":     "无法导入这个文件；没有导入任何内容。",
+		"transfer.already_watched":   "已经在关注",
+		"transfer.left_out":          "导出时省略了 %s；请手动重新设置",
+		"transfer.unknown_kind":      "未知的类型 %q",
+		"transfer.no_recipient":      "这里没有名为 %s 的接收方",
+		"transfer.bad_remind_before": "无法识别提醒时间 %q",
+		"transfer.task_limit":        "任务数量已达上限（%d 个）",
+		"transfer.active":            "已生效",
+		"transfer.awaiting_approval": "等待批准",
 	},
 	Words: Words{
 		Commands: map[string]string{

@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/herald-bridge/herald/conversation/text"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks"
 )
@@ -16,10 +17,14 @@ func (t *turn) failed(err error) []Reply {
 	return []Reply{{Text: t.errText(err)}}
 }
 
-// errText is the chat text of an error: the manager's plain message in
-// the chat's language (the manager writes both), or a short generic one.
-// It never shows internals, a URL's query, or a secret (I10).
+// errText is the chat text of an error: a coded error as the catalogue
+// words it, the manager's plain message in the chat's language (the
+// manager still writes both for the errors it has not coded), or a short
+// generic one. It never shows internals, a URL's query, or a secret (I10).
 func (t *turn) errText(err error) string {
+	if msg, ok := text.Error(t.lang, err); ok {
+		return Redact(sentence(msg))
+	}
 	var ue *tasks.UserError
 	if errors.As(err, &ue) {
 		if t.zh() && ue.Zh != "" {
@@ -39,7 +44,8 @@ func (t *turn) errText(err error) string {
 	return t.tr("errors.something_went_wrong_on")
 }
 
-// sentence capitalises a message and ends it with a full stop.
+// sentence capitalises a message and ends it with a full stop; a Chinese
+// message is left as its catalogue words it.
 func sentence(s string) string {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -47,11 +53,18 @@ func sentence(s string) string {
 	}
 	r, n := utf8.DecodeRuneInString(s)
 	s = string(unicode.ToUpper(r)) + s[n:]
+	last, _ := utf8.DecodeLastRuneInString(s)
+	if unicode.Is(unicode.Han, last) || strings.HasSuffix(s, ideographicFullStop) {
+		return s // a Chinese message: its own punctuation
+	}
 	if !strings.HasSuffix(s, ".") && !strings.HasSuffix(s, "?") && !strings.HasSuffix(s, "!") {
 		s += "."
 	}
 	return s
 }
+
+// ideographicFullStop ends a Chinese sentence (U+3002).
+const ideographicFullStop = "\u3002"
 
 var (
 	reURL    = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)

@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -31,5 +32,20 @@ func TestParseErrorsInChineseAreChineseOnly(t *testing.T) {
 		if !strings.ContainsFunc(zh, func(r rune) bool { return unicode.Is(unicode.Han, r) }) {
 			t.Errorf("Parse(%q): %q is not Chinese", in, zh)
 		}
+	}
+}
+
+// TestCodedErrorsAreWordedInTheTurnsLanguage: a domain error with a code
+// reaches a person in the turn's language, from the catalogue; in English
+// it is the domain's own message.
+func TestCodedErrorsAreWordedInTheTurnsLanguage(t *testing.T) {
+	_, perr := schedule.Parse("every 10s", time.UTC)
+	err := fmt.Errorf("submit: %w", perr)
+	zh := (&turn{lang: "zh"}).errText(err)
+	if zh != text.Chinese.Errors["schedule.too_short"] {
+		t.Errorf("zh: %q", zh)
+	}
+	if en := (&turn{lang: "en"}).errText(err); en != "The interval must be at least 1m." {
+		t.Errorf("en: %q", en)
 	}
 }

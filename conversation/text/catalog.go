@@ -99,15 +99,19 @@ func (c *Catalog) Format(key string, args ...any) string {
 	return c.fill(s, args)
 }
 
-// fill formats s with args, each Localized one in c's language.
+// fill formats s with args, each Localized one and each coded error in
+// c's language (so a domain error may carry another as an argument).
 func (c *Catalog) fill(s string, args []any) string {
 	if len(args) == 0 {
 		return s
 	}
 	filled := make([]any, len(args))
 	for i, a := range args {
-		if l, ok := a.(Localized); ok {
-			a = l(c.Lang)
+		switch x := a.(type) {
+		case Localized:
+			a = x(c.Lang)
+		case Coded:
+			a = c.coded(x)
 		}
 		filled[i] = a
 	}
@@ -133,12 +137,17 @@ func Error(lang string, err error) (msg string, ok bool) {
 	if !errors.As(err, &ce) {
 		return "", false
 	}
-	code, args, english := ce.Coded()
-	c := Of(lang)
+	return Of(lang).coded(ce), true
+}
+
+// coded words a coded error: the catalogue's wording of its code, else its
+// own English message.
+func (c *Catalog) coded(e Coded) string {
+	code, args, english := e.Coded()
 	if s, ok := c.Errors[code]; ok {
-		return c.fill(s, args), true
+		return c.fill(s, args)
 	}
-	return english, true
+	return english
 }
 
 // Localized is an argument worded per language: a domain error's message

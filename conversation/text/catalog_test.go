@@ -139,3 +139,10 @@ func TestErrorWordsACodedErrorOrFallsBackToItsEnglish(t *testing.T) {
 		t.Error("an error without a code was worded")
 	}
 }
+
+func TestACodedErrorArgumentIsWordedInTheSameLanguage(t *testing.T) {
+	got := Chinese.fill("%s", []any{codedErr{}})
+	if got != Chinese.Errors["schedule.too_short"] {
+		t.Errorf("got %q", got)
+	}
+}

@@ -17,7 +17,7 @@ import (
 )
 
 func isSpace(r rune) bool {
-	return unicode.IsSpace(r) || r == '\u3000' || r == '\u200b' || r == '\ufeff'
+	return unicode.IsSpace(r) || r == ideographicSpace || r == '\u200b' || r == '\ufeff'
 }
 
 type token struct {
@@ -25,6 +25,9 @@ type token struct {
 	quoted bool
 }
 
+// closers pair each opening quote mark with its closing one: ASCII and
+// curly quotes, the CJK corner brackets (U+300C-300F), the double angle
+// brackets (U+300A/B) and guillemets.
 var closers = map[rune]rune{'"': '"', '\'': '\'', '“': '”', '‘': '’', '\u300c': '\u300d', '\u300e': '\u300f', '\u300a': '\u300b', '«': '»'}
 
 // tokenize splits on any whitespace; a token opening with a quote mark
@@ -404,7 +407,7 @@ func (p *argParser) clause(kw string, toks []token) error {
 
 func (p *argParser) before(args []string) error {
 	text := schedule.Normalize(strings.Join(args, " "))
-	text = strings.ReplaceAll(text, "\u3001", ",")
+	text = strings.ReplaceAll(text, ideographicComma, ",")
 	parts := strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == ' ' || r == ';' })
 	if len(parts) == 0 {
 		return usageErr("remind", CodeBadDuration, "args.give_offsets_after_before")
@@ -450,7 +453,7 @@ func looksLikeURL(s string) bool {
 // trimURL drops what chat clients and people put around a link.
 func trimURL(s string) string {
 	s = strings.TrimPrefix(strings.TrimSuffix(s, ">"), "<")
-	return strings.TrimRight(s, "\u3002\uff0c\u3001\uff1b,;")
+	return strings.TrimRight(s, ideographicFullStop+fullwidthComma+ideographicComma+fullwidthSemicolon+",;")
 }
 
 // checkURL accepts absolute http(s) URLs with a host and no credentials.

@@ -205,7 +205,7 @@ func (pt plainTalk) draftCommand(d Draft) (Command, error) {
 // draftText writes a draft as /watch or /remind text.
 func draftText(d Draft) (string, error) {
 	bad := func(what string) error { return fmt.Errorf("%w: draft %s", errBadSuggestion, what) }
-	if d.URL == "" || len(d.URL) > 2048 || !plainLine(d.URL) || strings.ContainsAny(d.URL, " \u3000") {
+	if d.URL == "" || len(d.URL) > 2048 || !plainLine(d.URL) || strings.ContainsAny(d.URL, " "+string(ideographicSpace)) {
 		return "", bad("address")
 	}
 	lower := strings.ToLower(d.URL)
@@ -335,7 +335,7 @@ func confirmWord(s string) bool { return s != "" && !isWord(s, wordsDefault) && 
 // answerDraft takes the answer to a shown draft: yes runs the ordinary
 // /watch (or /remind) flow, no drops it, anything else is a new message.
 func (pt plainTalk) answerDraft(d dialog, text string) []Reply {
-	word := strings.ToLower(strings.Trim(text, " .!\u3002\uff01"))
+	word := strings.ToLower(strings.Trim(text, answerEnds))
 	switch {
 	case confirmWord(word):
 		dialogs{pt.t}.clearDialog()

@@ -27,7 +27,7 @@ var reCourseID = regexp.MustCompile(`^[0-9]{1,12}$`)
 
 // courses reads "courses 12345,678".
 func (p *argParser) courses(args []string) error {
-	text := strings.NewReplacer("\u3001", ",", "\uff0c", ",", ";", ",").Replace(strings.Join(args, ","))
+	text := strings.NewReplacer(ideographicComma, ",", fullwidthComma, ",", ";", ",").Replace(strings.Join(args, ","))
 	var ids []string
 	for _, id := range strings.FieldsFunc(text, func(r rune) bool { return r == ',' || isSpace(r) }) {
 		if !reCourseID.MatchString(id) {

@@ -63,9 +63,6 @@ func sentence(s string) string {
 	return s
 }
 
-// ideographicFullStop ends a Chinese sentence (U+3002).
-const ideographicFullStop = "\u3002"
-
 var (
 	reURL    = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
 	reSecret = regexp.MustCompile(`(?i)\b(hin_[0-9a-f]{8,}|whsec_[A-Za-z0-9+/=]{8,}|bearer\s+\S+|bot\d+:[A-Za-z0-9_-]{20,})`)

@@ -74,7 +74,7 @@ func importText(lang string, rows []transfer.Row) string {
 		}
 		detail := r.Detail
 		if msg, ok := text.Error(lang, r.Why); ok {
-			detail = strings.TrimRight(msg, "\u3002") // shown in brackets: no full stop
+			detail = strings.TrimRight(msg, ideographicFullStop) // shown in brackets: no full stop
 		} else if lang == "zh" {
 			detail = r.DetailZh // a refusal of the manager's, worded by it
 		}

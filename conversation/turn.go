@@ -202,7 +202,7 @@ func (t *turn) answer(d dialog, text string) []Reply {
 	switch d.Ask {
 	case "schedule":
 		sched := DefaultSchedule
-		if a := strings.Trim(text, " .!\u3002\uff01"); a != "" && !isWord(a, wordsYes) {
+		if a := strings.Trim(text, answerEnds); a != "" && !isWord(a, wordsYes) {
 			s, err := parseScheduleAnswer(text, t.c.zone())
 			if err != nil {
 				if serr := (dialogs{t}).saveDialog(d); serr != nil {

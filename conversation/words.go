@@ -6,6 +6,20 @@ import (
 	"github.com/herald-bridge/herald/conversation/text"
 )
 
+// CJK punctuation the parser reads, by name (written as escapes).
+const (
+	ideographicSpace     = '\u3000'
+	ideographicComma     = "\u3001"
+	ideographicFullStop  = "\u3002"
+	waveDash             = "\u301c"
+	fullwidthExclamation = "\uff01"
+	fullwidthComma       = "\uff0c"
+	fullwidthSemicolon   = "\uff1b"
+)
+
+// answerEnds are trimmed off a short answer ("ok.", "yes!").
+const answerEnds = " .!" + ideographicFullStop + fullwidthExclamation
+
 // The words people type that herald reads, from every language's
 // catalogue (text.Words).
 var (
@@ -19,7 +33,7 @@ var (
 	wordsPage     = func(w text.Words) []string { return w.Page }
 
 	// rangeDashes stand between the two times of /quiet.
-	rangeDashes = append([]string{"–", "—", "~", "\u301c"}, words(func(w text.Words) []string { return w.RangeDashes })...)
+	rangeDashes = append([]string{"–", "—", "~", waveDash}, words(func(w text.Words) []string { return w.RangeDashes })...)
 )
 
 // words gathers the words pick chooses from every language.

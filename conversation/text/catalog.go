@@ -18,11 +18,16 @@
 // its wording takes and its English message, and adds the code to Errors
 // in every catalogue but English (which may override the English). The
 // conversation words any error with Error(lang, err); an error without a
-// code keeps its caller's fallback. tasks/schedule's ParseError is the
+// code keeps its caller's fallback. A coded error given as another's
+// argument is worded in the same language. tasks/schedule's ParseError is the
 // example: codes "schedule.*" in zh.go. TestEveryKeyHasEveryLanguage fails
 // until every language words the code with the same arguments.
 //
-// A new language is one file holding one Catalog, listed in catalogs below.
+// A new key is one line in every language's Text; TestEveryKeyHasEveryLanguage
+// checks that each language has it with the same arguments, and
+// TestEveryKeyUsedIsWorded that every key the conversation's code names
+// exists. A new language is one file holding one Catalog (its Text, Errors
+// and Words), named in catalogs below.
 package text
 
 import (

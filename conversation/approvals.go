@@ -96,9 +96,9 @@ type approvals struct{ t *turn }
 
 func (ap approvals) promptText(tk *tasks.Task, p tasks.Policy) string {
 	var b strings.Builder
-	what := ap.t.tr("approvals.watch")
+	what := ap.t.tr("request.watch")
 	if len(tk.RemindBefore) > 0 {
-		what = ap.t.tr("approvals.deadline_reminders_from")
+		what = ap.t.tr("request.deadline_reminders_from")
 	}
 	host := ""
 	if u, err := url.Parse(tk.Source.URL); err == nil {
@@ -129,9 +129,9 @@ func (ap approvals) notifyKinds(tk *tasks.Task) string {
 		case r == address.InboxOf(tk.Owner):
 			parts = append(parts, ap.t.tr("approvals.requester_inbox"))
 		case address.IsInbox(r):
-			parts = append(parts, ap.t.tr("approvals.inbox"))
+			parts = append(parts, ap.t.tr("recipient.inbox"))
 		case strings.Contains(r, ":"):
-			parts = append(parts, ap.t.tr("approvals.another_chat"))
+			parts = append(parts, ap.t.tr("recipient.another_chat"))
 		default:
 			parts = append(parts, r)
 		}
@@ -227,13 +227,13 @@ func (ap approvals) press(p Press) []Reply {
 	switch p.Action {
 	case "approve", "reject":
 		if !validID(p.Arg) {
-			return []Reply{{Toast: ap.t.tr("approvals.this_button_is_no")}}
+			return []Reply{{Toast: ap.t.tr("button.no_longer_valid")}}
 		}
 		return ap.decide(p.Arg, p.Action == "approve", "", true)
 	case actionDraftSend, actionDraftDrop:
 		return plainTalk{ap.t}.pressDraft(p)
 	}
-	return []Reply{{Toast: ap.t.tr("approvals.this_button_is_no")}}
+	return []Reply{{Toast: ap.t.tr("button.no_longer_valid")}}
 }
 
 // Pending reports whether request id still awaits a decision; a request

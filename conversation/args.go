@@ -161,7 +161,7 @@ func (p *argParser) unexpected(tok string) error {
 		shown = "a second URL"
 		return usageErr(p.cmd.Name, CodeUnexpected, "args.second_url")
 	}
-	return usageErr(p.cmd.Name, CodeUnexpected, "args.i_don_t_know", shown)
+	return usageErr(p.cmd.Name, CodeUnexpected, "args.unexpected", shown)
 }
 
 // id reads an identifier at token i.
@@ -468,10 +468,10 @@ func checkURL(cmd, raw string) (string, error) {
 		if strings.HasPrefix(strings.ToLower(s), "www.") {
 			return "", usageErr(cmd, CodeBadURL, "args.write_full_address_starting")
 		}
-		return "", usageErr(cmd, CodeBadURL, "args.that_url_can_t")
+		return "", usageErr(cmd, CodeBadURL, "args.unreadable_url")
 	}
 	if u.User != nil {
-		return "", usageErr(cmd, CodeBadURL, "args.don_t_put_password")
+		return "", usageErr(cmd, CodeBadURL, "args.password_in_url")
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
 	u.Host = strings.ToLower(u.Host)

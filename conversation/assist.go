@@ -353,7 +353,7 @@ func (pt plainTalk) answerDraft(d dialog, text string) []Reply {
 func (pt plainTalk) pressDraft(p Press) []Reply {
 	d, ok := dialogs{pt.t}.dialog()
 	if !ok || d.Ask != "confirm" || d.Token == "" || d.Token != p.Arg {
-		return []Reply{{Toast: pt.t.tr("assist.this_button_is_no")}}
+		return []Reply{{Toast: pt.t.tr("button.no_longer_valid")}}
 	}
 	dialogs{pt.t}.clearDialog()
 	if p.Action == actionDraftDrop {

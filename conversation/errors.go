@@ -34,14 +34,14 @@ func (t *turn) errText(err error) string {
 	}
 	switch {
 	case errors.Is(err, tasks.ErrNotFound), errors.Is(err, store.ErrNotFound):
-		return t.tr("errors.i_can_t_find")
+		return t.tr("errors.not_found")
 	case errors.Is(err, tasks.ErrForbidden):
-		return t.tr("errors.you_are_not_allowed")
+		return t.tr("errors.forbidden")
 	case errors.Is(err, tasks.ErrNotOwner), errors.Is(err, store.ErrUnavailable):
-		return t.tr("errors.i_can_t_do")
+		return t.tr("errors.unavailable")
 	}
 	t.c.log.Error().Str("channel", t.m.Channel).Err(err).Msg("chat command failed")
-	return t.tr("errors.something_went_wrong_on")
+	return t.tr("errors.internal")
 }
 
 // sentence capitalises a message and ends it with a full stop; a Chinese

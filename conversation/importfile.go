@@ -61,7 +61,7 @@ func importText(lang string, rows []transfer.Row) string {
 	b.WriteString(text.Format(lang, "importfile.imported_of", n, len(rows)))
 	for i, r := range rows {
 		if i == maxImportRows {
-			b.WriteString(text.Format(lang, "importfile.and_more", len(rows)-i))
+			b.WriteString(text.Format(lang, "list.and_more", len(rows)-i))
 			break
 		}
 		name := r.Name

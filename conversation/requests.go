@@ -91,9 +91,9 @@ func (t *turn) summary(tk *tasks.Task) string {
 		host = u.Hostname()
 	}
 	var b strings.Builder
-	what := t.tr("requests.watch")
+	what := t.tr("request.watch")
 	if len(tk.RemindBefore) > 0 {
-		what = t.tr("requests.deadline_reminders_from")
+		what = t.tr("request.deadline_reminders_from")
 	}
 	label := tk.Request.ID
 	if tk.Name != "" {
@@ -149,9 +149,9 @@ func (t *turn) recipient(tk *tasks.Task, r string) string {
 	case r == address.InboxOf(t.m.Principal):
 		return t.tr("requests.your_inbox_inbox")
 	case address.IsInbox(r):
-		return t.tr("requests.inbox")
+		return t.tr("recipient.inbox")
 	case delivery.IsLiteral(r):
-		return t.tr("requests.another_chat")
+		return t.tr("recipient.another_chat")
 	}
 	return r // a named recipient: its name is not an address
 }
@@ -190,12 +190,13 @@ func (t *turn) schedule(s string) string {
 	return s
 }
 
+// state names a task's state (state.<state> in the catalogue; a state it
+// does not know is shown as its words).
 func (t *turn) state(s tasks.State) string {
-	w := tasks.StateText(s)
-	if t.zh() {
-		return w.Zh
+	if k := "state." + string(s); text.Of(t.lang).Has(k) {
+		return t.tr(k)
 	}
-	return w.En
+	return strings.ReplaceAll(string(s), "_", " ")
 }
 
 // outcome names a run's outcome (outcome.<name> in the catalogue; an

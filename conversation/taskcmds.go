@@ -26,7 +26,7 @@ func (t *turn) list() []Reply {
 	const most = 30
 	for i, tk := range list {
 		if i == most {
-			fmt.Fprintf(&b, t.tr("taskcmds.and_more"), len(list)-most)
+			fmt.Fprintf(&b, t.tr("list.and_more"), len(list)-most)
 			break
 		}
 		next := t.when(tk.NextRun)

@@ -78,7 +78,7 @@ func (c *Channel) pressed(ctx context.Context, in inbound) {
 	case in.chatID == 0:
 		// Inline-mode message: no chat to answer in.
 	case in.msg.Button == nil:
-		toast = text.Format(in.msg.Lang, "approvals.this_button_is_no")
+		toast = text.Format(in.msg.Lang, "button.no_longer_valid")
 	default:
 		replies = c.o.Handler.Handle(ctx, in.msg)
 	}

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/herald-bridge/herald/conversation/text"
+	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/schedule"
 )
 
@@ -47,5 +48,19 @@ func TestCodedErrorsAreWordedInTheTurnsLanguage(t *testing.T) {
 	}
 	if en := (&turn{lang: "en"}).errText(err); en != "The interval must be at least 1m." {
 		t.Errorf("en: %q", en)
+	}
+}
+
+// TestStatesAreWordedAsTheManagerWordsThem: the catalogue names every
+// task state the way the manager's own StateText does, in both languages.
+func TestStatesAreWordedAsTheManagerWordsThem(t *testing.T) {
+	for _, s := range []tasks.State{tasks.PendingApproval, tasks.Active, tasks.Paused, tasks.Errored, tasks.Done, tasks.Rejected, tasks.Deleted} {
+		w := tasks.StateText(s)
+		if got := (&turn{lang: "en"}).state(s); got != w.En {
+			t.Errorf("en %s: %q, want %q", s, got, w.En)
+		}
+		if got := (&turn{lang: "zh"}).state(s); got != w.Zh {
+			t.Errorf("zh %s: %q, want %q", s, got, w.Zh)
+		}
 	}
 }

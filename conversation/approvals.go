@@ -80,9 +80,9 @@ func (c *Core) prompt(ctx context.Context, tk *tasks.Task) {
 			continue
 		}
 		t := &turn{c: c, ctx: ctx, m: Message{Chat: chat, Principal: admin}, lang: c.chatLang(ctx, chat)}
-		r := Reply{Text: t.promptText(tk, p), Buttons: []Button{
-			{Label: t.tr("Approve", "批准"), Action: "approve", Arg: tk.Request.ID},
-			{Label: t.tr("Reject", "拒绝"), Action: "reject", Arg: tk.Request.ID},
+		r := Reply{Text: approvals{t}.promptText(tk, p), Buttons: []Button{
+			{Label: t.tr("approvals.approve"), Action: "approve", Arg: tk.Request.ID},
+			{Label: t.tr("approvals.reject"), Action: "reject", Arg: tk.Request.ID},
 		}}
 		if err := c.say(ctx, chat, r); err != nil {
 			c.log.Warn().Str("request", tk.Request.ID).Str("channel", channelOf(chat)).Err(err).Msg("approval prompt not sent")
@@ -90,11 +90,15 @@ func (c *Core) prompt(ctx context.Context, tk *tasks.Task) {
 	}
 }
 
-func (t *turn) promptText(tk *tasks.Task, p tasks.Policy) string {
+// approvals puts a request to an admin and takes the admin's decision,
+// typed or pressed, for a turn.
+type approvals struct{ t *turn }
+
+func (ap approvals) promptText(tk *tasks.Task, p tasks.Policy) string {
 	var b strings.Builder
-	what := t.tr("watch", "关注")
+	what := ap.t.tr("request.watch")
 	if len(tk.RemindBefore) > 0 {
-		what = t.tr("deadline reminders from", "截止提醒：")
+		what = ap.t.tr("request.deadline_reminders_from")
 	}
 	host := ""
 	if u, err := url.Parse(tk.Source.URL); err == nil {
@@ -104,35 +108,35 @@ func (t *turn) promptText(tk *tasks.Task, p tasks.Policy) string {
 	if tk.Request.Name != "" {
 		from = tk.Request.Name + " (" + tk.Owner + ")"
 	}
-	fmt.Fprintf(&b, t.tr("Request %s from %s: %s %s (host %s), %s.\n", "申请 %s，来自 %s：%s %s（主机 %s），%s。\n"),
-		tk.Request.ID, from, what, ShowURL(tk.Source.URL), host, t.schedule(tk.Schedule))
-	fmt.Fprintf(&b, t.tr("Pushes go to: %s.\n", "推送到：%s。\n"), t.notifyKinds(tk))
-	t.courseSite(&b, tk)
+	fmt.Fprintf(&b, ap.t.tr("approvals.request_from_host"),
+		tk.Request.ID, from, what, ShowURL(tk.Source.URL), host, ap.t.schedule(tk.Schedule))
+	fmt.Fprintf(&b, ap.t.tr("approvals.pushes_go_to"), ap.notifyKinds(tk))
+	courseSites{ap.t}.courseSite(&b, tk)
 	if host != "" && !p.HostAllowed(host) {
-		b.WriteString(t.tr("The host is not in the allowed list.\n", "该主机不在允许列表中。\n"))
+		b.WriteString(ap.t.tr("approvals.host_is_not_in"))
 	}
-	fmt.Fprintf(&b, t.tr("/approve %s or /reject %s [reason]", "/approve %s 或 /reject %s [原因]"), tk.Request.ID, tk.Request.ID)
+	fmt.Fprintf(&b, ap.t.tr("approvals.approve_or_reject_reason"), tk.Request.ID, tk.Request.ID)
 	return b.String()
 }
 
 // notifyKinds names the recipients for an admin without their addresses.
-func (t *turn) notifyKinds(tk *tasks.Task) string {
+func (ap approvals) notifyKinds(tk *tasks.Task) string {
 	parts := make([]string, 0, len(tk.Notify))
 	for _, r := range tk.Notify {
 		switch {
 		case r == tk.ReplyTo && r != "":
-			parts = append(parts, t.tr("the requester's chat", "申请人的聊天"))
+			parts = append(parts, ap.t.tr("approvals.requester_chat"))
 		case r == address.InboxOf(tk.Owner):
-			parts = append(parts, t.tr("the requester's inbox", "申请人的收件箱"))
+			parts = append(parts, ap.t.tr("approvals.requester_inbox"))
 		case address.IsInbox(r):
-			parts = append(parts, t.tr("an inbox", "一个收件箱"))
+			parts = append(parts, ap.t.tr("recipient.inbox"))
 		case strings.Contains(r, ":"):
-			parts = append(parts, t.tr("another chat", "另一个聊天"))
+			parts = append(parts, ap.t.tr("recipient.another_chat"))
 		default:
 			parts = append(parts, r)
 		}
 	}
-	return strings.Join(parts, t.tr(", ", "、"))
+	return strings.Join(parts, ap.t.tr("list.sep"))
 }
 
 // tellDecision tells the requesting chat who decided its request.
@@ -157,15 +161,13 @@ func (c *Core) tellDecision(ctx context.Context, tk *tasks.Task) {
 	t := &turn{c: c, ctx: ctx, m: Message{Chat: chat, Principal: tk.Owner}, lang: lang}
 	var text string
 	if d.Approved {
-		text = t.tr(fmt.Sprintf("Your request %s was approved by %s: task %s (%s) is active; the first check sets a baseline.", tk.Request.ID, who(d.By, t), tk.ID, name(tk)),
-			fmt.Sprintf("你的申请 %s 已由 %s 批准：任务 %s（%s）已启用，第一次检查只建立基线。", tk.Request.ID, who(d.By, t), tk.ID, name(tk)))
+		text = t.tr("approvals.your_request_was_approved", tk.Request.ID, who(d.By, t), tk.ID, name(tk))
 	} else {
-		text = t.tr(fmt.Sprintf("Your request %s (%s) was rejected by %s", tk.Request.ID, name(tk), who(d.By, t)),
-			fmt.Sprintf("你的申请 %s（%s）已被 %s 拒绝", tk.Request.ID, name(tk), who(d.By, t)))
+		text = t.tr("approvals.your_request_was_rejected", tk.Request.ID, name(tk), who(d.By, t))
 		if d.Reason != "" {
-			text += t.tr(": "+d.Reason, "："+d.Reason)
+			text += t.tr("reason.suffix", d.Reason)
 		}
-		text += t.tr(".", "。")
+		text += t.tr("stop")
 	}
 	if err := c.say(ctx, chat, Reply{Text: text}); err != nil {
 		c.log.Warn().Str("request", tk.Request.ID).Str("channel", channelOf(chat)).Err(err).Msg("decision notice not sent")
@@ -181,26 +183,26 @@ func (c *Core) chatLang(ctx context.Context, chat string) string {
 }
 
 // decide approves or rejects a request, typed or pressed.
-func (t *turn) decide(id string, approve bool, reason string, pressed bool) []Reply {
-	if !t.c.o.Tasks.Policy().IsAdmin(t.m.Principal) {
-		en, zh := "Only an admin can approve requests.", "只有管理员可以批准申请。"
+func (ap approvals) decide(id string, approve bool, reason string, pressed bool) []Reply {
+	if !ap.t.c.o.Tasks.Policy().IsAdmin(ap.t.m.Principal) {
+		key := "approvals.only_admin_approves"
 		if !approve {
-			en, zh = "Only an admin can reject requests.", "只有管理员可以拒绝申请。"
+			key = "approvals.only_admin_rejects"
 		}
 		if pressed {
-			return []Reply{{Toast: t.tr(en, zh)}}
+			return []Reply{{Toast: ap.t.tr(key)}}
 		}
-		return t.reply(en, zh)
+		return ap.t.reply(key)
 	}
 	var tk *tasks.Task
 	var err error
 	if approve {
-		tk, err = t.c.o.Tasks.Approve(t.ctx, t.m.Principal, id)
+		tk, err = ap.t.c.o.Tasks.Approve(ap.t.ctx, ap.t.m.Principal, id)
 	} else {
-		tk, err = t.c.o.Tasks.Reject(t.ctx, t.m.Principal, id, reason)
+		tk, err = ap.t.c.o.Tasks.Reject(ap.t.ctx, ap.t.m.Principal, id, reason)
 	}
 	if err != nil {
-		msg := t.errText(err)
+		msg := ap.t.errText(err)
 		if pressed {
 			return []Reply{{Text: msg, Edit: true, Toast: msg}}
 		}
@@ -208,13 +210,11 @@ func (t *turn) decide(id string, approve bool, reason string, pressed bool) []Re
 	}
 	var text, toast string
 	if approve {
-		text = t.tr(fmt.Sprintf("Approved %s by %s: task %s (%s) is active.", tk.Request.ID, t.m.Principal, tk.ID, name(tk)),
-			fmt.Sprintf("%s 已由 %s 批准：任务 %s（%s）已启用。", tk.Request.ID, t.m.Principal, tk.ID, name(tk)))
-		toast = t.tr("Approved", "已批准")
+		text = ap.t.tr("approvals.approved_by_task_is", tk.Request.ID, ap.t.m.Principal, tk.ID, name(tk))
+		toast = ap.t.tr("approvals.approved")
 	} else {
-		text = t.tr(fmt.Sprintf("Rejected %s by %s (%s).", tk.Request.ID, t.m.Principal, name(tk)),
-			fmt.Sprintf("%s 已由 %s 拒绝（%s）。", tk.Request.ID, t.m.Principal, name(tk)))
-		toast = t.tr("Rejected", "已拒绝")
+		text = ap.t.tr("approvals.rejected_by", tk.Request.ID, ap.t.m.Principal, name(tk))
+		toast = ap.t.tr("approvals.rejected")
 	}
 	if pressed {
 		return []Reply{{Text: text, Edit: true, Toast: toast}}
@@ -223,17 +223,17 @@ func (t *turn) decide(id string, approve bool, reason string, pressed bool) []Re
 }
 
 // press answers a button.
-func (t *turn) press(p Press) []Reply {
+func (ap approvals) press(p Press) []Reply {
 	switch p.Action {
 	case "approve", "reject":
 		if !validID(p.Arg) {
-			return []Reply{{Toast: t.tr("This button is no longer valid.", "此按钮已失效。")}}
+			return []Reply{{Toast: ap.t.tr("button.no_longer_valid")}}
 		}
-		return t.decide(p.Arg, p.Action == "approve", "", true)
+		return ap.decide(p.Arg, p.Action == "approve", "", true)
 	case actionDraftSend, actionDraftDrop:
-		return t.pressDraft(p)
+		return plainTalk{ap.t}.pressDraft(p)
 	}
-	return []Reply{{Toast: t.tr("This button is no longer valid.", "此按钮已失效。")}}
+	return []Reply{{Toast: ap.t.tr("button.no_longer_valid")}}
 }
 
 // Pending reports whether request id still awaits a decision; a request

@@ -11,12 +11,13 @@ import (
 
 	"github.com/andybalholm/cascadia"
 
+	"github.com/herald-bridge/herald/conversation/text"
 	"github.com/herald-bridge/herald/tasks/schedule"
 	"github.com/herald-bridge/herald/tasks/source"
 )
 
 func isSpace(r rune) bool {
-	return unicode.IsSpace(r) || r == '\u3000' || r == '\u200b' || r == '\ufeff'
+	return unicode.IsSpace(r) || r == ideographicSpace || r == '\u200b' || r == '\ufeff'
 }
 
 type token struct {
@@ -24,7 +25,10 @@ type token struct {
 	quoted bool
 }
 
-var closers = map[rune]rune{'"': '"', '\'': '\'', '“': '”', '‘': '’', '「': '」', '『': '』', '《': '》', '«': '»'}
+// closers pair each opening quote mark with its closing one: ASCII and
+// curly quotes, the CJK corner brackets (U+300C-300F), the double angle
+// brackets (U+300A/B) and guillemets.
+var closers = map[rune]rune{'"': '"', '\'': '\'', '“': '”', '‘': '’', '\u300c': '\u300d', '\u300e': '\u300f', '\u300a': '\u300b', '«': '»'}
 
 // tokenize splits on any whitespace; a token opening with a quote mark
 // runs to the matching closing mark.
@@ -42,7 +46,7 @@ func tokenize(s string) ([]token, *ParseError) {
 				j++
 			}
 			if j == len(rs) {
-				return nil, &ParseError{Code: CodeUsage, En: "A quoted text is missing its closing quote mark.", Zh: "引号没有闭合。"}
+				return nil, newParseError(CodeUsage, func(lang string) string { return text.Format(lang, "args.unclosed_quote") })
 			}
 			out = append(out, token{text: strings.TrimFunc(string(rs[i+1:j]), isSpace), quoted: true})
 			i = j + 1
@@ -105,11 +109,11 @@ func (p *argParser) parse() error {
 		}
 		c.Reason = strings.Join(parts, " ")
 		if utf8.RuneCountInString(c.Reason) > 500 {
-			return usageErr("reject", CodeUsage, "The reason is too long (500 characters at most).", "原因太长（最多 500 字）。")
+			return usageErr("reject", CodeUsage, "args.reason_is_too_long")
 		}
 		return nil
 	case "read":
-		if len(p.toks) > 0 && (strings.EqualFold(p.toks[0].text, "all") || p.toks[0].text == "全部") {
+		if len(p.toks) > 0 && isWord(p.toks[0].text, wordsAll) {
 			c.ID = "all"
 			return p.none(1)
 		}
@@ -155,23 +159,19 @@ func (p *argParser) unexpected(tok string) error {
 	}
 	if strings.Contains(tok, "://") {
 		shown = "a second URL"
-		return usageErr(p.cmd.Name, CodeUnexpected, "I don't know what to do with "+shown+".", "多余的网址。")
+		return usageErr(p.cmd.Name, CodeUnexpected, "args.second_url")
 	}
-	return usageErr(p.cmd.Name, CodeUnexpected,
-		fmt.Sprintf("I don't know what to do with %q.", shown),
-		fmt.Sprintf("无法理解 %q。", shown))
+	return usageErr(p.cmd.Name, CodeUnexpected, "args.unexpected", shown)
 }
 
 // id reads an identifier at token i.
 func (p *argParser) id(i int) (string, error) {
 	if len(p.toks) <= i || p.toks[i].text == "" {
-		return "", usageErr(p.cmd.Name, CodeUsage, "Which one? Give its id.", "请给出编号。")
+		return "", usageErr(p.cmd.Name, CodeUsage, "args.which_one_give_its")
 	}
 	s := p.toks[i].text
 	if !validID(s) {
-		return "", usageErr(p.cmd.Name, CodeBadID,
-			"An id has letters, digits, '-', '_', '.' or ':' only, like t-7f3a.",
-			"编号只能包含字母、数字和 - _ . :，例如 t-7f3a。")
+		return "", usageErr(p.cmd.Name, CodeBadID, "args.id_has_letters_digits")
 	}
 	return s, nil
 }
@@ -196,10 +196,10 @@ func (p *argParser) mute() error {
 	}
 	p.cmd.ID = id
 	if len(p.toks) < 2 {
-		return usageErr("mute", CodeUsage, "For how long?", "静音多久？")
+		return usageErr("mute", CodeUsage, "args.for_how_long")
 	}
 	rest := p.toks[1:]
-	if t := rest[0].text; len(rest) == 1 && (strings.EqualFold(t, "off") || t == "关闭") {
+	if t := rest[0].text; len(rest) == 1 && isWord(t, wordsOff) {
 		p.cmd.Duration = 0
 		return nil
 	}
@@ -209,8 +209,7 @@ func (p *argParser) mute() error {
 	}
 	d, err := schedule.ParseDuration(strings.Join(parts, ""))
 	if err != nil {
-		en, zh := scheduleProblem(err)
-		return usageErr("mute", CodeBadDuration, "That duration doesn't work: "+en+".", "时长无效："+zh+"。")
+		return usageErr("mute", CodeBadDuration, "args.bad_duration", scheduleProblem(err))
 	}
 	p.cmd.Duration = d
 	return nil
@@ -218,31 +217,31 @@ func (p *argParser) mute() error {
 
 func (p *argParser) quiet() error {
 	if len(p.toks) == 0 {
-		return usageErr("quiet", CodeUsage, "Give quiet hours or off.", "请给出免打扰时段或 off。")
+		return usageErr("quiet", CodeUsage, "args.give_quiet_hours_or")
 	}
 	var parts []string
 	for _, t := range p.toks {
 		parts = append(parts, t.text)
 	}
 	s := schedule.Normalize(strings.Join(parts, ""))
-	if strings.EqualFold(s, "off") || s == "关闭" {
+	if isWord(s, wordsOff) {
 		p.cmd.Quiet = "off"
 		return nil
 	}
-	for _, dash := range []string{"–", "—", "~", "〜", "至", "到", "to"} {
+	for _, dash := range rangeDashes {
 		s = strings.ReplaceAll(s, dash, "-")
 	}
 	a, b, ok := strings.Cut(s, "-")
 	if !ok {
-		return usageErr("quiet", CodeBadQuiet, "Quiet hours look like 22:00-07:00.", "免打扰时段的格式是 22:00-07:00。")
+		return usageErr("quiet", CodeBadQuiet, "args.quiet_hours_look_like")
 	}
 	from, ok1 := clock(a)
 	to, ok2 := clock(b)
 	if !ok1 || !ok2 {
-		return usageErr("quiet", CodeBadQuiet, "Quiet hours look like 22:00-07:00, on a 24-hour clock.", "免打扰时段的格式是 22:00-07:00（24 小时制）。")
+		return usageErr("quiet", CodeBadQuiet, "args.quiet_hours_look_like_2")
 	}
 	if from == to {
-		return usageErr("quiet", CodeBadQuiet, "Quiet hours must start and end at different times.", "免打扰的开始和结束时间不能相同。")
+		return usageErr("quiet", CodeBadQuiet, "args.quiet_hours_must_start")
 	}
 	p.cmd.Quiet = from + "-" + to
 	return nil
@@ -283,21 +282,28 @@ const (
 	kwCourses  = "courses"
 )
 
-var keywords = map[string]string{
-	"every": kwSchedule, "daily": kwSchedule, "weekly": kwSchedule, "at": kwSchedule, "cron": kwSchedule,
-	"as": kwAs, "kind": kwAs, "type": kwAs, "类型": kwAs, "格式": kwAs,
-	"name": kwName, "named": kwName, "名称": kwName, "名字": kwName,
-	"before": kwBefore, "提前": kwBefore,
-	"selector": kwSelector, "css": kwSelector, "选择器": kwSelector,
-	"courses": kwCourses, "course": kwCourses, "课程": kwCourses,
-}
+// keywords are the clause words of every language (text.Words.Clauses).
+var keywords = func() map[string]string {
+	m := map[string]string{}
+	for _, c := range text.Catalogs() {
+		for w, kw := range c.Words.Clauses {
+			m[strings.ToLower(w)] = kw
+		}
+	}
+	return m
+}()
+
+// scheduleOpeners open a schedule clause by themselves (text.Words).
+var scheduleOpeners = words(func(w text.Words) []string { return w.ScheduleOpeners })
 
 func keyword(t token) string {
 	if t.quoted {
 		return ""
 	}
-	if strings.HasPrefix(t.text, "每") {
-		return kwSchedule
+	for _, o := range scheduleOpeners {
+		if strings.HasPrefix(t.text, o) {
+			return kwSchedule
+		}
 	}
 	return keywords[strings.ToLower(t.text)]
 }
@@ -324,9 +330,7 @@ func (p *argParser) watch() error {
 				continue
 			}
 			if c.URL == "" {
-				return usageErr(c.Name, CodeMissingURL,
-					"Start with the address to watch, like https://news.example.edu/feed.xml.",
-					"请先给出要关注的网址，例如 https://news.example.edu/feed.xml。")
+				return usageErr(c.Name, CodeMissingURL, "args.start_with_address_to")
 			}
 			return p.unexpected(t.text)
 		}
@@ -334,8 +338,7 @@ func (p *argParser) watch() error {
 			return p.unexpected(t.text)
 		}
 		if seen[kw] {
-			return usageErr(c.Name, CodeDuplicate,
-				fmt.Sprintf("%q is given twice.", t.text), fmt.Sprintf("%q 重复了。", t.text))
+			return usageErr(c.Name, CodeDuplicate, "args.is_given_twice", t.text)
 		}
 		seen[kw] = true
 		// The clause runs to the next keyword or URL.
@@ -349,11 +352,10 @@ func (p *argParser) watch() error {
 		i = j
 	}
 	if c.URL == "" {
-		return usageErr(c.Name, CodeMissingURL, "Which address? Give a URL.", "请给出网址。")
+		return usageErr(c.Name, CodeMissingURL, "args.which_address_give_url")
 	}
 	if len(c.Courses) > 0 && !source.TakesToken(c.Kind) {
-		return usageErr(c.Name, CodeUsage, "Courses go with a course site, like /watch canvas https://school.instructure.com courses 12345,678.",
-			"课程只适用于课程网站，例如 /watch canvas https://school.instructure.com courses 12345,678。")
+		return usageErr(c.Name, CodeUsage, "args.courses_go_with_course")
 	}
 	return nil
 }
@@ -372,28 +374,25 @@ func (p *argParser) clause(kw string, toks []token) error {
 		}
 		s, err := schedule.Parse(text, p.zone)
 		if err != nil {
-			en, zh := scheduleProblem(err)
-			return usageErr(c.Name, CodeBadSchedule, "That schedule doesn't work: "+en+".", "时间安排无效："+zh+"。")
+			return usageErr(c.Name, CodeBadSchedule, "args.bad_schedule", scheduleProblem(err))
 		}
 		c.Schedule = s.String()
 	case kwAs:
 		if len(args) != 1 {
-			return usageErr(c.Name, CodeBadKind, "Say which kind: "+source.List("as ", "", ", ", " or ")+".", "请指定类型："+source.List("as ", "", "、", " 或 ")+"。")
+			return usageErr(c.Name, CodeBadKind, "args.which_kind", kindList("as "))
 		}
 		k, ok := source.ByWord(args[0])
 		if !ok {
-			return usageErr(c.Name, CodeBadKind,
-				fmt.Sprintf("Unknown kind %q; use %s.", clip(args[0]), source.List("", "", ", ", " or ")),
-				fmt.Sprintf("未知类型 %q；可用 %s。", clip(args[0]), source.List("", "", "、", " 或 ")))
+			return usageErr(c.Name, CodeBadKind, "args.unknown_kind", clip(args[0]), kindList(""))
 		}
 		c.Kind = k
 	case kwName:
 		name := strings.TrimSpace(strings.Join(args, " "))
 		if name == "" {
-			return usageErr(c.Name, CodeUsage, "Give the name after name.", "请在 name 后给出名称。")
+			return usageErr(c.Name, CodeUsage, "args.give_name_after_name")
 		}
 		if utf8.RuneCountInString(name) > 80 {
-			return usageErr(c.Name, CodeUsage, "The name is too long (80 characters at most).", "名称太长（最多 80 字）。")
+			return usageErr(c.Name, CodeUsage, "args.name_is_too_long")
 		}
 		c.TaskName = name
 	case kwBefore:
@@ -408,22 +407,19 @@ func (p *argParser) clause(kw string, toks []token) error {
 
 func (p *argParser) before(args []string) error {
 	text := schedule.Normalize(strings.Join(args, " "))
-	text = strings.ReplaceAll(text, "、", ",")
+	text = strings.ReplaceAll(text, ideographicComma, ",")
 	parts := strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == ' ' || r == ';' })
 	if len(parts) == 0 {
-		return usageErr("remind", CodeBadDuration, "Give the offsets after before, like before 72h,24h,2h.", "请在 before 后给出提前量，例如 before 72h,24h,2h。")
+		return usageErr("remind", CodeBadDuration, "args.give_offsets_after_before")
 	}
 	if len(parts) > 10 {
-		return usageErr("remind", CodeBadDuration, "At most 10 reminder offsets.", "最多 10 个提醒时间。")
+		return usageErr("remind", CodeBadDuration, "args.at_most_10_reminder")
 	}
 	var out []time.Duration
 	for _, s := range parts {
 		d, err := schedule.ParseDuration(s)
 		if err != nil {
-			en, zh := scheduleProblem(err)
-			return usageErr("remind", CodeBadDuration,
-				fmt.Sprintf("Reminder offset %q doesn't work: %s.", clip(s), en),
-				fmt.Sprintf("提醒时间 %q 无效：%s。", clip(s), zh))
+			return usageErr("remind", CodeBadDuration, "args.bad_offset", clip(s), scheduleProblem(err))
 		}
 		if !slices.Contains(out, d) {
 			out = append(out, d)
@@ -432,6 +428,14 @@ func (p *argParser) before(args []string) error {
 	slices.SortFunc(out, func(a, b time.Duration) int { return int((b - a) / time.Minute) })
 	p.cmd.Before = out
 	return nil
+}
+
+// kindList names the source kinds, each after prefix, joined the way
+// each language joins a list.
+func kindList(prefix string) text.Localized {
+	return func(lang string) string {
+		return source.List(prefix, "", text.Format(lang, "list.sep"), text.Format(lang, "list.or"))
+	}
 }
 
 func clip(s string) string {
@@ -449,7 +453,7 @@ func looksLikeURL(s string) bool {
 // trimURL drops what chat clients and people put around a link.
 func trimURL(s string) string {
 	s = strings.TrimPrefix(strings.TrimSuffix(s, ">"), "<")
-	return strings.TrimRight(s, "。，、；,;")
+	return strings.TrimRight(s, ideographicFullStop+fullwidthComma+ideographicComma+fullwidthSemicolon+",;")
 }
 
 // checkURL accepts absolute http(s) URLs with a host and no credentials.
@@ -458,20 +462,16 @@ func checkURL(cmd, raw string) (string, error) {
 	s := trimURL(raw)
 	u, err := url.Parse(s)
 	if err == nil && u.Scheme != "" && !strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https") {
-		return "", usageErr(cmd, CodeBadURL,
-			fmt.Sprintf("Only http:// and https:// addresses can be watched, not %s:.", clip(u.Scheme)),
-			fmt.Sprintf("只能关注 http:// 或 https:// 网址，不支持 %s:。", clip(u.Scheme)))
+		return "", usageErr(cmd, CodeBadURL, "args.only_http_and_https", clip(u.Scheme))
 	}
 	if err != nil || u.Host == "" || u.Scheme == "" {
 		if strings.HasPrefix(strings.ToLower(s), "www.") {
-			return "", usageErr(cmd, CodeBadURL, "Write the full address, starting with https://.", "请写完整网址，以 https:// 开头。")
+			return "", usageErr(cmd, CodeBadURL, "args.write_full_address_starting")
 		}
-		return "", usageErr(cmd, CodeBadURL, "That URL can't be read; check it and send it again.", "无法识别这个网址，请检查后重发。")
+		return "", usageErr(cmd, CodeBadURL, "args.unreadable_url")
 	}
 	if u.User != nil {
-		return "", usageErr(cmd, CodeBadURL,
-			"Don't put a password in the URL; an admin can configure credentials for this source.",
-			"请不要把密码写在网址里；管理员可以为该来源配置凭据。")
+		return "", usageErr(cmd, CodeBadURL, "args.password_in_url")
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
 	u.Host = strings.ToLower(u.Host)
@@ -484,12 +484,10 @@ func (p *argParser) selector(args []string) error {
 	c := p.cmd
 	sel := strings.TrimSpace(strings.Join(args, " "))
 	if sel == "" {
-		return usageErr(c.Name, CodeUsage, "Give the CSS selector after selector, like selector ul.news > li.", "请在 selector 后给出 CSS 选择器，例如 selector ul.news > li。")
+		return usageErr(c.Name, CodeUsage, "args.give_css_selector_after")
 	}
 	if _, err := cascadia.Compile(sel); err != nil || utf8.RuneCountInString(sel) > 200 {
-		return usageErr(c.Name, CodeUsage,
-			fmt.Sprintf("The selector %q is not valid CSS.", clip(sel)),
-			fmt.Sprintf("选择器 %q 不是有效的 CSS。", clip(sel)))
+		return usageErr(c.Name, CodeUsage, "args.selector_is_not_valid", clip(sel))
 	}
 	c.Selector = sel
 	if c.Kind == "" {

@@ -94,68 +94,66 @@ func (c *Core) currentAssistant() (Assistant, int) {
 	return c.assistant, c.perHour
 }
 
+// plainTalk answers plain-language text for a turn: the assistant's
+// reading, its limits, and the drafts it offers to send.
+type plainTalk struct{ t *turn }
+
 // plainHelp is the short answer to plain text when no assistant can help.
-func (t *turn) plainHelp() string {
-	return t.tr(
-		"I understand commands. Try /watch https://news.example.edu/feed.xml every 1h, or /tasks. Send /help for all commands.",
-		"我能理解命令。试试 /watch https://news.example.edu/feed.xml every 1h，或 /tasks。发送 /help 查看全部命令。")
+func (pt plainTalk) plainHelp() string {
+	return pt.t.tr("assist.i_understand_commands_try")
 }
 
 // unavailable is the short help plus one plain sentence: whatever went
 // wrong with the assistant, the person sees only this.
-func (t *turn) unavailable(err error) []Reply {
-	t.c.log.Warn().Str("channel", t.m.Channel).Err(err).Msg("assistant unavailable; answered with help")
-	return []Reply{{Text: t.plainHelp() + "\n" + t.tr(
-		"The assistant for plain-language requests is unavailable right now.",
-		"理解日常用语的助手暂时不可用。")}}
+func (pt plainTalk) unavailable(err error) []Reply {
+	pt.t.c.log.Warn().Str("channel", pt.t.m.Channel).Err(err).Msg("assistant unavailable; answered with help")
+	return []Reply{{Text: pt.plainHelp() + "\n" + pt.t.tr("assist.assistant_for_plain_language")}}
 }
 
 // assist puts plain text to the assistant and acts on its suggestion.
-func (t *turn) assist(a Assistant, perHour int, text string) []Reply {
-	ok, err := t.allowAsk(perHour)
+func (pt plainTalk) assist(a Assistant, perHour int, text string) []Reply {
+	ok, err := pt.allowAsk(perHour)
 	if err != nil {
-		return t.unavailable(fmt.Errorf("assistant ask count: %w", err))
+		return pt.unavailable(fmt.Errorf("assistant ask count: %w", err))
 	}
 	if !ok {
-		return t.reply(
-			fmt.Sprintf("You have asked me in plain words %d times in the last hour, the most I take. Commands still work: send /help to see them.", perHour),
-			fmt.Sprintf("你在一小时内已用日常用语问了我 %d 次，已达上限。命令仍然可用：发送 /help 查看。", perHour))
+		return pt.t.reply("assist.you_have_asked_me", perHour)
 	}
-	s, err := a.Interpret(t.ctx, Ask{Text: text, Lang: t.lang, Zone: t.c.zone().String()})
+	s, err := a.Interpret(pt.t.ctx, Ask{Text: text, Lang: pt.t.lang, Zone: pt.t.c.zone().String()})
 	if err != nil {
-		return t.unavailable(err)
+		return pt.unavailable(err)
 	}
 	switch s.Action {
 	case SuggestList:
-		return t.list()
+		return pt.t.list()
 	case SuggestSearch:
-		return t.searchFor(s.Query)
+		return historySearch{pt.t}.searchFor(s.Query)
 	case SuggestExplain:
 		msg := strings.TrimSpace(s.Text)
 		if msg == "" || utf8.RuneCountInString(msg) > MaxExplain || !utf8.ValidString(msg) {
-			return t.unavailable(fmt.Errorf("%w: explanation empty or too long", errBadSuggestion))
+			return pt.unavailable(fmt.Errorf("%w: explanation empty or too long", errBadSuggestion))
 		}
 		return []Reply{{Text: Redact(msg)}}
 	case SuggestDraft:
-		cmd, err := t.draftCommand(s.Draft)
+		cmd, err := pt.draftCommand(s.Draft)
 		if err != nil {
-			return t.unavailable(err)
+			return pt.unavailable(err)
 		}
-		return t.offerDraft(cmd)
+		return pt.offerDraft(cmd)
 	}
-	return t.unavailable(fmt.Errorf("%w: unknown action", errBadSuggestion))
+	return pt.unavailable(fmt.Errorf("%w: unknown action", errBadSuggestion))
 }
 
 // allowAsk counts one ask against the principal's hourly allowance, kept
 // in the store so that restarts and replicas share it. It reports false,
 // without counting, when the allowance is used up.
-func (t *turn) allowAsk(perHour int) (bool, error) {
-	t.c.rateMu.Lock()
-	defer t.c.rateMu.Unlock()
-	key := "assistant-asks/" + t.m.Principal
-	now := t.c.o.Now()
+func (pt plainTalk) allowAsk(perHour int) (bool, error) {
+	pt.t.c.rateMu.Lock()
+	defer pt.t.c.rateMu.Unlock()
+	key := "assistant-asks/" + pt.t.m.Principal
+	now := pt.t.c.o.Now()
 	var asks []int64 // unix milliseconds
-	b, err := t.c.o.Store.Dialogs().Get(t.ctx, key)
+	b, err := pt.t.c.o.Store.Dialogs().Get(pt.t.ctx, key)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
@@ -177,19 +175,19 @@ func (t *turn) allowAsk(perHour int) (bool, error) {
 	if b, err = json.Marshal(recent); err != nil {
 		return false, err
 	}
-	return true, t.c.o.Store.Dialogs().Put(t.ctx, key, b, assistantWindow)
+	return true, pt.t.c.o.Store.Dialogs().Put(pt.t.ctx, key, b, assistantWindow)
 }
 
 // draftCommand turns a draft into the ordinary command it stands for and
 // reads that text back with the command parser: a draft is acceptable
 // only when it is a /watch or /remind a person could have typed, saying
 // exactly what the draft says.
-func (t *turn) draftCommand(d Draft) (Command, error) {
+func (pt plainTalk) draftCommand(d Draft) (Command, error) {
 	text, err := draftText(d)
 	if err != nil {
 		return Command{}, err
 	}
-	cmd, err := Parse(text, "", t.c.zone())
+	cmd, err := Parse(text, "", pt.t.c.zone())
 	if err != nil {
 		return Command{}, fmt.Errorf("%w: draft does not read as a command", errBadSuggestion)
 	}
@@ -207,7 +205,7 @@ func (t *turn) draftCommand(d Draft) (Command, error) {
 // draftText writes a draft as /watch or /remind text.
 func draftText(d Draft) (string, error) {
 	bad := func(what string) error { return fmt.Errorf("%w: draft %s", errBadSuggestion, what) }
-	if d.URL == "" || len(d.URL) > 2048 || !plainLine(d.URL) || strings.ContainsAny(d.URL, " \u3000") {
+	if d.URL == "" || len(d.URL) > 2048 || !plainLine(d.URL) || strings.ContainsAny(d.URL, " "+string(ideographicSpace)) {
 		return "", bad("address")
 	}
 	lower := strings.ToLower(d.URL)
@@ -281,24 +279,22 @@ const (
 
 // offerDraft shows the draft as the command it stands for and waits for
 // the person's explicit confirmation (an answer or a button).
-func (t *turn) offerDraft(cmd Command) []Reply {
+func (pt plainTalk) offerDraft(cmd Command) []Reply {
 	token, err := draftToken()
 	if err != nil {
-		return t.failed(err)
+		return pt.t.failed(err)
 	}
 	d := dialog{Ask: "confirm", Command: cmd.Name, URL: cmd.URL, Kind: cmd.Kind, Selector: cmd.Selector, Name: cmd.TaskName,
 		Before: cmd.Before, Schedule: cmd.Schedule, Token: token}
-	if err := t.saveDialog(d); err != nil {
-		return t.failed(err)
+	if err := (dialogs{pt.t}).saveDialog(d); err != nil {
+		return pt.t.failed(err)
 	}
-	shown := t.commandText(cmd)
-	r := Reply{Text: t.tr(
-		"I can send this request for you:\n"+shown+"\nSend it? Reply yes to send it, or no to drop it. An admin may still need to approve it.",
-		"我可以替你提交这个申请：\n"+shown+"\n要提交吗？回复“好”提交，回复“不”放弃。提交后可能仍需管理员批准。")}
-	if t.m.Channel != "console" { // the console has no buttons; its people answer in words
+	shown := pt.commandText(cmd)
+	r := Reply{Text: pt.t.tr("assist.i_can_send_this", shown)}
+	if pt.t.m.Channel != "console" { // the console has no buttons; its people answer in words
 		r.Buttons = []Button{
-			{Label: t.tr("Send", "提交"), Action: actionDraftSend, Arg: token},
-			{Label: t.tr("Drop", "放弃"), Action: actionDraftDrop, Arg: token},
+			{Label: pt.t.tr("assist.send"), Action: actionDraftSend, Arg: token},
+			{Label: pt.t.tr("assist.drop"), Action: actionDraftDrop, Arg: token},
 		}
 	}
 	return []Reply{r}
@@ -306,7 +302,7 @@ func (t *turn) offerDraft(cmd Command) []Reply {
 
 // commandText renders a parsed /watch or /remind for chat; the address is
 // shown as ShowURL shows it (no query).
-func (t *turn) commandText(cmd Command) string {
+func (pt plainTalk) commandText(cmd Command) string {
 	var b strings.Builder
 	b.WriteString("/" + cmd.Name + " " + ShowURL(cmd.URL))
 	if cmd.Schedule != "" {
@@ -332,46 +328,44 @@ func draftToken() (string, error) {
 	return "d-" + hex.EncodeToString(b), nil
 }
 
-var no = map[string]bool{"no": true, "n": true, "nope": true, "drop": true, "cancel": true,
-	"不": true, "不要": true, "不用": true, "算了": true, "取消": true, "放弃": true}
-
-// confirmWords are the explicit yes of a draft: an empty answer is not one.
-func confirmWord(s string) bool { return s != "" && s != "default" && s != "默认" && yes[s] }
+// confirmWord is an explicit yes of a draft: an empty answer or a word
+// for the default is not one.
+func confirmWord(s string) bool { return s != "" && !isWord(s, wordsDefault) && isWord(s, wordsYes) }
 
 // answerDraft takes the answer to a shown draft: yes runs the ordinary
 // /watch (or /remind) flow, no drops it, anything else is a new message.
-func (t *turn) answerDraft(d dialog, text string) []Reply {
-	word := strings.ToLower(strings.Trim(text, " .!。！"))
+func (pt plainTalk) answerDraft(d dialog, text string) []Reply {
+	word := strings.ToLower(strings.Trim(text, answerEnds))
 	switch {
 	case confirmWord(word):
-		t.clearDialog()
-		return t.request(d.command())
-	case no[word]:
-		t.clearDialog()
-		return t.reply("Dropped; nothing was sent.", "已放弃，没有提交。")
+		dialogs{pt.t}.clearDialog()
+		return pt.t.request(d.command())
+	case isWord(word, wordsNo):
+		dialogs{pt.t}.clearDialog()
+		return pt.t.reply("assist.dropped_nothing_was_sent")
 	}
-	t.clearDialog()
-	return t.plain()
+	dialogs{pt.t}.clearDialog()
+	return pt.t.plain()
 }
 
 // pressDraft answers a draft's Send or Drop button, for the person it was
 // drafted for, while it is still pending.
-func (t *turn) pressDraft(p Press) []Reply {
-	d, ok := t.dialog()
+func (pt plainTalk) pressDraft(p Press) []Reply {
+	d, ok := dialogs{pt.t}.dialog()
 	if !ok || d.Ask != "confirm" || d.Token == "" || d.Token != p.Arg {
-		return []Reply{{Toast: t.tr("This button is no longer valid.", "此按钮已失效。")}}
+		return []Reply{{Toast: pt.t.tr("button.no_longer_valid")}}
 	}
-	t.clearDialog()
+	dialogs{pt.t}.clearDialog()
 	if p.Action == actionDraftDrop {
-		msg := t.tr("Dropped; nothing was sent.", "已放弃，没有提交。")
+		msg := pt.t.tr("assist.dropped_nothing_was_sent")
 		return []Reply{{Text: msg, Edit: true, Toast: msg}}
 	}
-	out := t.request(d.command())
+	out := pt.t.request(d.command())
 	for i := range out {
 		out[i].Edit = i == 0
 	}
 	if len(out) > 0 {
-		out[0].Toast = t.tr("Sent", "已提交")
+		out[0].Toast = pt.t.tr("assist.sent")
 	}
 	return out
 }

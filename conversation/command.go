@@ -5,11 +5,11 @@ package conversation
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/herald-bridge/herald/conversation/text"
 	"github.com/herald-bridge/herald/tasks/source"
 )
 
@@ -57,68 +57,63 @@ const (
 	CodeDuplicate      = "duplicate_argument"
 )
 
-// ParseError is a command that cannot be carried out as typed. En and Zh
-// are short, plain and actionable; they never echo a URL's query or
-// credentials.
+// ParseError is a command that cannot be carried out as typed. Its
+// message is short, plain and actionable and never echoes a URL's query
+// or credentials; En and Zh are its English and Chinese wording.
 type ParseError struct {
 	Code string
 	En   string
 	Zh   string
+	word text.Localized // the message in any language
 }
 
 func (e *ParseError) Error() string { return e.En }
 
-var aliases = map[string]string{
-	"help": "help", "start": "help", "watch": "watch", "remind": "remind", "tasks": "tasks",
-	"task": "task", "pause": "pause", "resume": "resume", "delete": "delete", "run": "run",
-	"approve": "approve", "reject": "reject", "inbox": "inbox", "read": "read", "mute": "mute",
-	"quiet": "quiet", "cancel": "cancel", "lang": "lang", "language": "lang",
-	"history": "history", "forget": "forget", "token": "token", "downloads": "downloads", "files": "downloads",
-	// Chinese
-	"帮助": "help", "订阅": "watch", "监控": "watch", "关注": "watch", "提醒": "remind",
-	"任务": "tasks", "任务列表": "tasks", "详情": "task", "暂停": "pause", "恢复": "resume",
-	"删除": "delete", "运行": "run", "批准": "approve", "同意": "approve", "拒绝": "reject",
-	"收件箱": "inbox", "已读": "read", "静音": "mute", "免打扰": "quiet", "取消": "cancel", "语言": "lang",
-	"历史": "history", "搜索": "history", "忘记": "forget", "清除历史": "forget", "令牌": "token",
-	"下载": "downloads", "文件": "downloads",
-}
+// aliases are the command words of every language (text.Words.Commands).
+var aliases = func() map[string]string {
+	m := map[string]string{}
+	for _, c := range text.Catalogs() {
+		for w, name := range c.Words.Commands {
+			m[w] = name
+		}
+	}
+	return m
+}()
 
 // kindChoice is the kinds as a usage line offers them: rss|ical|….
 var kindChoice = strings.Join(source.Names(), "|")
 
-var usage = map[string][2]string{
-	"help":      {"/help", "/help"},
-	"watch":     {`/watch <url> [every 30m | daily 08:00 [Area/City] | at 2026-12-01 09:00] [as ` + kindChoice + `] [selector <css>] [name "text"]`, `/watch <网址> [每 30 分钟 | 每天 08:00 [Area/City] | at 2026-12-01 09:00] [as ` + kindChoice + `] [selector <css>] [name 「名称」]`},
-	"remind":    {"/remind <url> [before 72h,24h,2h]", "/remind <网址> [before 72h,24h,2h]"},
-	"tasks":     {"/tasks", "/tasks"},
-	"task":      {"/task <id>", "/task <任务编号>"},
-	"pause":     {"/pause <id>", "/pause <任务编号>"},
-	"resume":    {"/resume <id>", "/resume <任务编号>"},
-	"delete":    {"/delete <id>", "/delete <任务编号>"},
-	"run":       {"/run <id>", "/run <任务编号>"},
-	"approve":   {"/approve <request-id>", "/approve <申请编号>"},
-	"reject":    {"/reject <request-id> [reason]", "/reject <申请编号> [原因]"},
-	"inbox":     {"/inbox [id]", "/inbox [编号]"},
-	"read":      {"/read <id|all>", "/read <编号|all>"},
-	"lang":      {"/lang en|zh|auto", "/lang en|zh|auto"},
-	"mute":      {"/mute <task-id> <duration, like 2h or 1d | off>", "/mute <任务编号> <时长，如 2h 或 1d | off>"},
-	"quiet":     {"/quiet <HH:MM-HH:MM | off>", "/quiet <HH:MM-HH:MM | off>"},
-	"cancel":    {"/cancel", "/cancel"},
-	"history":   {"/history <words> [page N]", "/history <关键词> [page N]"},
-	"forget":    {"/forget", "/forget"},
-	"token":     {"/token <site-url> [off]", "/token <网站网址> [off]"},
-	"downloads": {"/downloads <task-id>", "/downloads <任务编号>"},
+// commands are the command names; usage.<name> in the catalogue is each
+// one's usage line.
+var commands = []string{"help", "watch", "remind", "tasks", "task", "pause", "resume", "delete", "run", "approve", "reject", "inbox", "read", "lang", "mute", "quiet", "cancel", "history", "forget", "token", "downloads"}
+
+// usageLine is the usage of command name in lang.
+func usageLine(lang, name string) string {
+	if name == "watch" {
+		return text.Format(lang, "usage.watch", kindChoice)
+	}
+	return text.Format(lang, "usage."+name)
 }
 
-func usageErr(name, code, en, zh string) *ParseError {
-	u := usage[name]
-	if en != "" {
-		en += " "
+// usageErr is a ParseError worded by key and args, followed by the usage
+// of command name.
+func usageErr(name, code, key string, args ...any) *ParseError {
+	return newParseError(code, func(lang string) string {
+		return text.Format(lang, key, args...) + " " + text.Format(lang, "usage.prefix") + usageLine(lang, name)
+	})
+}
+
+// newParseError words a ParseError in every language.
+func newParseError(code string, word text.Localized) *ParseError {
+	return &ParseError{Code: code, En: word("en"), Zh: word("zh"), word: word}
+}
+
+// in is the error's message in lang.
+func (e *ParseError) in(lang string) string {
+	if e.word == nil {
+		return e.En
 	}
-	if zh != "" {
-		zh += " "
-	}
-	return &ParseError{Code: code, En: en + "Usage: " + u[0], Zh: zh + "用法：" + u[1]}
+	return e.word(lang)
 }
 
 // Parse reads a chat command. Text that does not start with a slash
@@ -186,19 +181,20 @@ func unknownCommand(head string) *ParseError {
 	if utf8.RuneCountInString(shown) > 24 {
 		shown = string([]rune(shown)[:24]) + "…"
 	}
-	en := fmt.Sprintf("Unknown command /%s. Send /help to see what I can do.", shown)
-	zh := fmt.Sprintf("未知命令 /%s。发送 /help 查看可用命令。", shown)
 	if s := suggest(strings.ToLower(head)); s != "" {
-		en = fmt.Sprintf("Unknown command /%s. Did you mean /%s? Send /help to see all commands.", shown, s)
-		zh = fmt.Sprintf("未知命令 /%s。你是想用 /%s 吗？发送 /help 查看全部命令。", shown, s)
+		return newParseError(CodeUnknownCommand, func(lang string) string {
+			return text.Format(lang, "command.unknown_did_you_mean", shown, s)
+		})
 	}
-	return &ParseError{Code: CodeUnknownCommand, En: en, Zh: zh}
+	return newParseError(CodeUnknownCommand, func(lang string) string {
+		return text.Format(lang, "command.unknown", shown)
+	})
 }
 
 // suggest returns the command closest to a mistyped one, if close enough.
 func suggest(s string) string {
 	best, bestD := "", 3
-	for name := range usage {
+	for _, name := range commands {
 		if d := distance(s, name); d < bestD || d == bestD && name < best {
 			best, bestD = name, d
 		}

@@ -27,18 +27,16 @@ var reCourseID = regexp.MustCompile(`^[0-9]{1,12}$`)
 
 // courses reads "courses 12345,678".
 func (p *argParser) courses(args []string) error {
-	text := strings.NewReplacer("、", ",", "，", ",", ";", ",").Replace(strings.Join(args, ","))
+	text := strings.NewReplacer(ideographicComma, ",", fullwidthComma, ",", ";", ",").Replace(strings.Join(args, ","))
 	var ids []string
 	for _, id := range strings.FieldsFunc(text, func(r rune) bool { return r == ',' || isSpace(r) }) {
 		if !reCourseID.MatchString(id) {
-			return usageErr(p.cmd.Name, CodeUsage, fmt.Sprintf("%q is not a course id; course ids are numbers, like courses 12345,678.", clip(id)),
-				fmt.Sprintf("%q 不是课程编号；课程编号是数字，例如 courses 12345,678。", clip(id)))
+			return usageErr(p.cmd.Name, CodeUsage, "coursesite.is_not_course_id", clip(id))
 		}
 		ids = append(ids, id)
 	}
 	if len(ids) == 0 || len(ids) > maxCourses {
-		return usageErr(p.cmd.Name, CodeUsage, fmt.Sprintf("Give 1 to %d course ids after courses, like courses 12345,678.", maxCourses),
-			fmt.Sprintf("请在 courses 后给出 1 到 %d 个课程编号，例如 courses 12345,678。", maxCourses))
+		return usageErr(p.cmd.Name, CodeUsage, "coursesite.give_1_to_course", maxCourses)
 	}
 	p.cmd.Courses = ids
 	return nil
@@ -46,12 +44,12 @@ func (p *argParser) courses(args []string) error {
 
 // site reads "/token <site-url> [off]".
 func (p *argParser) site() error {
-	if len(p.toks) == 2 && tokenOff[strings.ToLower(p.toks[1].text)] {
+	if len(p.toks) == 2 && isWord(p.toks[1].text, wordsTokenOff) {
 		p.cmd.ID = "off"
 		p.toks = p.toks[:1]
 	}
 	if len(p.toks) != 1 || !looksLikeURL(p.toks[0].text) {
-		return usageErr("token", CodeMissingURL, "Give the course site's address.", "请给出课程网站的网址。")
+		return usageErr("token", CodeMissingURL, "coursesite.give_course_site_address")
 	}
 	u, err := checkURL("token", p.toks[0].text)
 	if err != nil {
@@ -61,7 +59,11 @@ func (p *argParser) site() error {
 	return nil
 }
 
-func (t *turn) creds() *credentials.Store { return t.c.o.Credentials }
+// courseSites handles a turn's course-site access tokens: asking for
+// one, taking it in a private chat, forgetting it, and showing whose it is.
+type courseSites struct{ t *turn }
+
+func (cs courseSites) creds() *credentials.Store { return cs.t.c.o.Credentials }
 
 func hostOf(raw string) string {
 	if u, err := url.Parse(raw); err == nil {
@@ -72,87 +74,78 @@ func hostOf(raw string) string {
 
 // needToken asks for the site's token when the person has none stored
 // (ok false: go on with the request).
-func (t *turn) needToken(cmd Command) (replies []Reply, ok bool) {
-	has, err := t.creds().Has(t.ctx, t.m.Principal, cmd.URL)
+func (cs courseSites) needToken(cmd Command) (replies []Reply, ok bool) {
+	has, err := cs.creds().Has(cs.t.ctx, cs.t.m.Principal, cmd.URL)
 	if err != nil {
-		return t.failed(err), true
+		return cs.t.failed(err), true
 	}
 	if has {
 		return nil, false
 	}
-	return t.askToken(dialog{Ask: "token", Command: cmd.Name, URL: cmd.URL, Kind: cmd.Kind, Name: cmd.TaskName,
+	return cs.askToken(dialog{Ask: "token", Command: cmd.Name, URL: cmd.URL, Kind: cmd.Kind, Name: cmd.TaskName,
 		Selector: cmd.Selector, Before: cmd.Before, Schedule: cmd.Schedule, Courses: cmd.Courses}), true
 }
 
 // askToken asks for a token in a private chat, or says to go to one.
-func (t *turn) askToken(d dialog) []Reply {
+func (cs courseSites) askToken(d dialog) []Reply {
 	host := hostOf(d.URL)
-	if t.m.Group {
+	if cs.t.m.Group {
 		again := "/token " + d.URL
 		if d.Command != "token" {
 			again = "/" + d.Command + " " + d.Kind + " " + d.URL
 		}
-		return t.reply(fmt.Sprintf("To read %s I need your access token, and a token must not be posted in a group. Send me %s in a private chat.", host, again),
-			fmt.Sprintf("读取 %s 需要你的访问令牌，而令牌不能发在群里。请在私聊中给我发送 %s。", host, again))
+		return cs.t.reply("coursesite.to_read_i_need", host, again)
 	}
-	if err := t.saveDialog(d); err != nil {
-		return t.failed(err)
+	if err := (dialogs{cs.t}).saveDialog(d); err != nil {
+		return cs.t.failed(err)
 	}
-	return t.reply(fmt.Sprintf("To read your courses on %s I need an access token (Canvas: Account → Settings → New access token; Moodle: Preferences → Security keys). Send it as your next message here: I delete that message where I can and keep the token only for %s, never showing it again. /cancel stops.", host, host),
-		fmt.Sprintf("读取你在 %s 的课程需要访问令牌（Canvas：账户 → 设置 → 新建访问令牌；Moodle：偏好设置 → 安全密钥）。请把令牌作为下一条消息发在这里：我会尽可能删除那条消息，令牌只用于 %s，不会再显示。发送 /cancel 取消。", host, host))
+	return cs.t.reply("coursesite.to_read_your_courses", host, host)
 }
-
-var tokenOff = map[string]bool{"off": true, "forget": true, "delete": true, "删除": true, "忘记": true}
 
 // token answers /token <site>: a new token for the site, asked for the
 // same way; /token <site> off forgets the stored one.
-func (t *turn) token(cmd Command) []Reply {
+func (cs courseSites) token(cmd Command) []Reply {
 	if cmd.ID == "off" {
-		if err := t.creds().Delete(t.ctx, t.m.Principal, cmd.URL); err != nil {
-			return t.failed(err)
+		if err := cs.creds().Delete(cs.t.ctx, cs.t.m.Principal, cmd.URL); err != nil {
+			return cs.t.failed(err)
 		}
 		host := hostOf(cmd.URL)
-		return t.reply(fmt.Sprintf("I no longer keep a token of yours for %s; your watches of it fail until you give one with /token %s.", host, cmd.URL),
-			fmt.Sprintf("我已不再保存你在 %s 的令牌；在你用 /token %s 提供新令牌之前，相关关注任务会失败。", host, cmd.URL))
+		return cs.t.reply("coursesite.i_no_longer_keep", host, cmd.URL)
 	}
-	return t.askToken(dialog{Ask: "token", Command: "token", URL: cmd.URL})
+	return cs.askToken(dialog{Ask: "token", Command: "token", URL: cmd.URL})
 }
 
 // takeToken takes the answer to the token question. The message is a
 // secret whatever it says: it is never kept in history, and the channel
 // deletes it.
-func (t *turn) takeToken(d dialog, text string) []Reply {
-	t.secret = true
+func (cs courseSites) takeToken(d dialog, text string) []Reply {
+	cs.t.secret = true
 	retract := func(r []Reply) []Reply {
 		r[0].Retract = true
-		r[0].Unretracted = t.tr("I could not delete the message with your token here; please delete it yourself.",
-			"我无法删除这条带有令牌的消息；请你自己删除（撤回）它。")
+		r[0].Unretracted = cs.t.tr("coursesite.i_could_not_delete")
 		return r
 	}
-	if t.m.Group { // a dialog is only ever opened in a private chat
-		t.clearDialog()
-		return retract(t.reply("A token must not be posted in a group; send it to me in a private chat.", "令牌不能发在群里；请私聊发给我。"))
+	if cs.t.m.Group { // a dialog is only ever opened in a private chat
+		dialogs{cs.t}.clearDialog()
+		return retract(cs.t.reply("coursesite.token_must_not_be"))
 	}
 	tok := strings.TrimSpace(text)
 	if !plausibleToken(tok) {
-		if err := t.saveDialog(d); err != nil {
-			return t.failed(err)
+		if err := (dialogs{cs.t}).saveDialog(d); err != nil {
+			return cs.t.failed(err)
 		}
-		return retract(t.reply("That does not look like an access token (one word, no spaces). Send the token, or /cancel.",
-			"这看起来不像访问令牌（应为一串不含空格的字符）。请发送令牌，或发送 /cancel 取消。"))
+		return retract(cs.t.reply("coursesite.that_does_not_look"))
 	}
-	if err := t.creds().Put(t.ctx, t.m.Principal, d.URL, tok); err != nil {
-		return retract(t.failed(err))
+	if err := cs.creds().Put(cs.t.ctx, cs.t.m.Principal, d.URL, tok); err != nil {
+		return retract(cs.t.failed(err))
 	}
-	t.clearDialog()
+	dialogs{cs.t}.clearDialog()
 	host := hostOf(d.URL)
-	out := retract(t.reply(fmt.Sprintf("Thanks: the token for %s is stored and will not be shown again.", host),
-		fmt.Sprintf("谢谢：%s 的令牌已保存，不会再显示。", host)))
+	out := retract(cs.t.reply("coursesite.thanks_token_for_is", host))
 	if d.Command == "token" {
-		return append(out, t.reply(fmt.Sprintf("Your watches of %s use it from their next check.", host),
-			fmt.Sprintf("你在 %s 的关注任务下次检查时就会使用它。", host))...)
+		return append(out, cs.t.reply("coursesite.your_watches_of_use", host)...)
 	}
-	return append(out, t.request(Command{Name: d.Command, URL: d.URL, Kind: d.Kind, TaskName: d.Name, Selector: d.Selector,
+	return append(out, cs.t.request(Command{Name: d.Command, URL: d.URL, Kind: d.Kind, TaskName: d.Name, Selector: d.Selector,
 		Before: d.Before, Schedule: d.Schedule, Courses: d.Courses})...)
 }
 
@@ -185,25 +178,23 @@ func looksLikeStrayToken(s string) bool {
 }
 
 // strayToken answers a token sent with no question waiting for it.
-func (t *turn) strayToken() []Reply {
-	t.secret = true
-	return []Reply{{Text: t.tr("That looks like an access token, and I was not waiting for one, so I did not keep it. To give a course site's token, start with /watch canvas <site> or /token <site>.",
-		"这看起来像访问令牌，但我没有在等待令牌，所以没有保存。要提供课程网站的令牌，请先发送 /watch canvas <网站> 或 /token <网站>。"),
-		Retract: true, Unretracted: t.tr("I could not delete that message; please delete it yourself.", "我无法删除那条消息；请你自己删除（撤回）它。")}}
+func (cs courseSites) strayToken() []Reply {
+	cs.t.secret = true
+	return []Reply{{Text: cs.t.tr("coursesite.that_looks_like_access"),
+		Retract: true, Unretracted: cs.t.tr("coursesite.i_could_not_delete_2")}}
 }
 
 // courseSite adds a course site's courses and where its token comes
 // from to /task: never the token.
-func (t *turn) courseSite(b *strings.Builder, tk *tasks.Task) {
+func (cs courseSites) courseSite(b *strings.Builder, tk *tasks.Task) {
 	if len(tk.Source.Courses) > 0 {
-		fmt.Fprintf(b, t.tr("Courses: %s\n", "课程：%s\n"), strings.Join(tk.Source.Courses, ", "))
+		fmt.Fprintf(b, cs.t.tr("coursesite.courses"), strings.Join(tk.Source.Courses, ", "))
 	}
 	switch {
 	case tk.Source.TokenFrom != "":
-		b.WriteString(t.tr("Access token: the owner's own, given in chat and stored for this site (never shown; the owner's /token <site> replaces it)\n",
-			"访问令牌：创建者本人在聊天中提供，已为该网站保存（从不显示；创建者发送 /token <网站> 可更换）\n"))
+		b.WriteString(cs.t.tr("coursesite.access_token_owner_own"))
 	case tk.Source.Token != "":
-		b.WriteString(t.tr("Access token: from the config file (not shown)\n", "访问令牌：来自配置文件（不显示）\n"))
+		b.WriteString(cs.t.tr("coursesite.access_token_from_config"))
 	}
 }
 

@@ -22,7 +22,7 @@ const maxListedFiles = 30
 func (t *turn) downloads(id string) []Reply {
 	dl, ok := t.c.o.Tasks.(Downloads)
 	if !ok {
-		return t.reply("This herald keeps no course files.", "这个 herald 不保存课程文件。")
+		return t.reply("downloads.this_herald_keeps_no")
 	}
 	kept, err := dl.Downloads(t.ctx, t.m.Principal, id)
 	if err != nil {
@@ -45,21 +45,21 @@ func (t *turn) downloads(id string) []Reply {
 		}
 		course := ""
 		if k.Course != "" {
-			course = t.tr(", ", "，") + k.Course
+			course = t.tr("downloads.sep") + k.Course
 		}
 		fmt.Fprintf(&b, "%s (%s%s) %s\n", k.Name, download.SizeText(k.Size), course, t.when(k.When))
 	}
 	if shown == 0 && waiting == 0 && failed == 0 {
-		return t.reply("No course files kept for "+id+".", "任务 "+id+" 没有保存课程文件。")
+		return t.reply("downloads.no_course_files_kept", id)
 	}
 	if shown > maxListedFiles {
-		fmt.Fprintf(&b, t.tr("… and %d more (herald downloads list %s)\n", "……还有 %d 个（herald downloads list %s）\n"), shown-maxListedFiles, id)
+		fmt.Fprintf(&b, t.tr("downloads.and_more_herald_downloads"), shown-maxListedFiles, id)
 	}
 	if waiting > 0 {
-		fmt.Fprintf(&b, t.tr("%d still to download.\n", "还有 %d 个待下载。\n"), waiting)
+		fmt.Fprintf(&b, t.tr("downloads.still_to_download"), waiting)
 	}
 	if failed > 0 {
-		fmt.Fprintf(&b, t.tr("%d could not be downloaded.\n", "%d 个无法下载。\n"), failed)
+		fmt.Fprintf(&b, t.tr("downloads.could_not_be_downloaded"), failed)
 	}
 	return []Reply{{Text: strings.TrimSpace(b.String())}}
 }

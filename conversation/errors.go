@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/herald-bridge/herald/conversation/text"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks"
 )
@@ -16,10 +17,14 @@ func (t *turn) failed(err error) []Reply {
 	return []Reply{{Text: t.errText(err)}}
 }
 
-// errText is the chat text of an error: the manager's plain message in
-// the chat's language (the manager writes both), or a short generic one.
-// It never shows internals, a URL's query, or a secret (I10).
+// errText is the chat text of an error: a coded error as the catalogue
+// words it, the manager's plain message in the chat's language (the
+// manager still writes both for the errors it has not coded), or a short
+// generic one. It never shows internals, a URL's query, or a secret (I10).
 func (t *turn) errText(err error) string {
+	if msg, ok := text.Error(t.lang, err); ok {
+		return Redact(sentence(msg))
+	}
 	var ue *tasks.UserError
 	if errors.As(err, &ue) {
 		if t.zh() && ue.Zh != "" {
@@ -29,17 +34,18 @@ func (t *turn) errText(err error) string {
 	}
 	switch {
 	case errors.Is(err, tasks.ErrNotFound), errors.Is(err, store.ErrNotFound):
-		return t.tr("I can't find that; /tasks lists the ids.", "找不到它；发送 /tasks 查看编号。")
+		return t.tr("errors.not_found")
 	case errors.Is(err, tasks.ErrForbidden):
-		return t.tr("You are not allowed to do that.", "你没有权限这样做。")
+		return t.tr("errors.forbidden")
 	case errors.Is(err, tasks.ErrNotOwner), errors.Is(err, store.ErrUnavailable):
-		return t.tr("I can't do that right now; try again in a minute.", "现在无法处理，请一分钟后再试。")
+		return t.tr("errors.unavailable")
 	}
 	t.c.log.Error().Str("channel", t.m.Channel).Err(err).Msg("chat command failed")
-	return t.tr("Something went wrong on my side; try again in a minute.", "出了点问题，请稍后再试。")
+	return t.tr("errors.internal")
 }
 
-// sentence capitalises a message and ends it with a full stop.
+// sentence capitalises a message and ends it with a full stop; a Chinese
+// message is left as its catalogue words it.
 func sentence(s string) string {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -47,6 +53,10 @@ func sentence(s string) string {
 	}
 	r, n := utf8.DecodeRuneInString(s)
 	s = string(unicode.ToUpper(r)) + s[n:]
+	last, _ := utf8.DecodeLastRuneInString(s)
+	if unicode.Is(unicode.Han, last) || strings.HasSuffix(s, ideographicFullStop) {
+		return s // a Chinese message: its own punctuation
+	}
 	if !strings.HasSuffix(s, ".") && !strings.HasSuffix(s, "?") && !strings.HasSuffix(s, "!") {
 		s += "."
 	}

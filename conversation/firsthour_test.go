@@ -3,6 +3,7 @@ package conversation
 import (
 	"context"
 	"encoding/json"
+	"github.com/herald-bridge/herald/conversation/text"
 	"strings"
 	"testing"
 	"unicode"
@@ -85,14 +86,14 @@ func TestHelpListsEveryFormWithAnExampleInBothLanguages(t *testing.T) {
 				t.Errorf("%s help lacks %q", lang, want)
 			}
 		}
-		for name := range usage {
+		for _, name := range commands {
 			if name != "help" && !strings.Contains(got, "/"+name) {
 				t.Errorf("%s help does not list /%s", lang, name)
 			}
 		}
 		for _, l := range helpLines {
-			if strings.HasPrefix(l.en, "/watch") && (l.exEn == "" || l.exZh == "") {
-				t.Errorf("%q has no example", l.en)
+			if en := text.Format("en", l); strings.HasPrefix(en, "/watch") && (!text.English.Has(l+".example") || !text.Chinese.Has(l+".example")) {
+				t.Errorf("%q has no example", en)
 			}
 		}
 		han := strings.ContainsFunc(got, func(r rune) bool { return unicode.Is(unicode.Han, r) })
@@ -142,10 +143,11 @@ func TestWeeklyScheduleInChatInBothLanguages(t *testing.T) {
 // TestHelpExamplesAreAccepted: every example /help gives parses as typed.
 func TestHelpExamplesAreAccepted(t *testing.T) {
 	for _, l := range helpLines {
-		for _, ex := range []string{l.exEn, l.exZh} {
-			if ex == "" {
+		for _, c := range text.Catalogs() {
+			if !c.Has(l + ".example") {
 				continue
 			}
+			ex := c.Format(l + ".example")
 			if _, err := Parse(ex, "herald_bot", nil); err != nil {
 				t.Errorf("help example %q: %v", ex, err)
 			}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/herald-bridge/herald/conversation/memory"
+	"github.com/herald-bridge/herald/conversation/text"
 )
 
 // This file is the conversation history in chat (README, Memory): every
@@ -22,19 +23,19 @@ const SuggestSearch = "search_history"
 // MaxQuery bounds a history search, in characters.
 const MaxQuery = 200
 
-// history reads "/history <words> [page N]" (also "第 2 页").
+// history reads "/history <words> [page N]" (or a page as another
+// language writes it: text.Words.Page and PageAround).
 func (p *argParser) history() error {
 	toks := p.toks
 	page := 1
-	if n := len(toks); n >= 2 && !toks[n-2].quoted && (strings.EqualFold(toks[n-2].text, "page") || toks[n-2].text == "页") {
+	if n := len(toks); n >= 2 && !toks[n-2].quoted && isWord(toks[n-2].text, wordsPage) {
 		v, err := strconv.Atoi(toks[n-1].text)
 		if err != nil || v < 1 || v > memory.MaxPage {
-			return usageErr("history", CodeUsage, fmt.Sprintf("A page is a number from 1 to %d.", memory.MaxPage),
-				fmt.Sprintf("页码是 1 到 %d 之间的数字。", memory.MaxPage))
+			return usageErr("history", CodeUsage, "history.page_is_number_from", memory.MaxPage)
 		}
 		page, toks = v, toks[:n-2]
 	} else if n >= 1 && !toks[n-1].quoted {
-		if v, ok := chinesePage(toks[n-1].text); ok {
+		if v, ok := pageAround(toks[n-1].text); ok {
 			page, toks = v, toks[:n-1]
 		}
 	}
@@ -49,83 +50,90 @@ func (p *argParser) history() error {
 	q := strings.Join(parts, " ")
 	switch {
 	case memory.ParseQuery(q).Empty():
-		return usageErr("history", CodeUsage, "What should I look for?", "要搜索什么？")
+		return usageErr("history", CodeUsage, "history.what_should_i_look")
 	case utf8.RuneCountInString(q) > MaxQuery:
-		return usageErr("history", CodeUsage, fmt.Sprintf("That is too long to search for (%d characters at most).", MaxQuery),
-			fmt.Sprintf("搜索内容太长（最多 %d 字）。", MaxQuery))
+		return usageErr("history", CodeUsage, "history.that_is_too_long", MaxQuery)
 	}
 	p.cmd.Query, p.cmd.Page = q, page
 	return nil
 }
 
-// chinesePage reads "第2页".
-func chinesePage(s string) (int, bool) {
-	rest, ok := strings.CutPrefix(s, "第")
-	if !ok {
-		return 0, false
+// pageAround reads a page number written between a language's two words
+// (text.Words.PageAround), as one token.
+func pageAround(s string) (int, bool) {
+	for _, c := range text.Catalogs() {
+		for _, around := range c.Words.PageAround {
+			rest, ok := strings.CutPrefix(s, around[0])
+			if !ok {
+				continue
+			}
+			rest, ok = strings.CutSuffix(rest, around[1])
+			if !ok {
+				continue
+			}
+			v, err := strconv.Atoi(rest)
+			return v, err == nil && v >= 1 && v <= memory.MaxPage
+		}
 	}
-	rest, ok = strings.CutSuffix(rest, "页")
-	if !ok {
-		return 0, false
-	}
-	v, err := strconv.Atoi(rest)
-	return v, err == nil && v >= 1 && v <= memory.MaxPage
+	return 0, false
 }
 
-// logOf is the history log this turn belongs to.
-func (t *turn) logOf() string { return memory.LogOf(t.m.Principal, t.m.Chat, t.m.Group) }
+// historySearch answers a turn's /history and /forget over the
+// conversation memory.
+type historySearch struct{ t *turn }
 
-func (t *turn) noMemory() []Reply {
-	return t.reply("Conversation history is not kept here.", "此处不保存对话历史。")
+// logOf is the history log this turn belongs to.
+func (hs historySearch) logOf() string {
+	return memory.LogOf(hs.t.m.Principal, hs.t.m.Chat, hs.t.m.Group)
+}
+
+func (hs historySearch) noMemory() []Reply {
+	return hs.t.reply("history.conversation_history_is_not")
 }
 
 // history searches the asker's history (in a group: the group's).
-func (t *turn) history(query string, page int) []Reply {
-	k := t.c.o.Memory
+func (hs historySearch) history(query string, page int) []Reply {
+	k := hs.t.c.o.Memory
 	if k == nil {
-		return t.noMemory()
+		return hs.noMemory()
 	}
-	p, err := k.Search(t.ctx, t.logOf(), query, page)
+	p, err := k.Search(hs.t.ctx, hs.logOf(), query, page)
 	if errors.Is(err, memory.ErrEmptyQuery) {
-		u := usage["history"]
-		return t.reply("What should I look for? Usage: "+u[0], "要搜索什么？用法："+u[1])
+		return hs.t.reply("history.empty_query", usageLine(hs.t.lang, "history"))
 	}
 	if err != nil {
-		return t.failed(err)
+		return hs.t.failed(err)
 	}
-	return []Reply{{Text: t.showHits(query, p)}}
+	return []Reply{{Text: hs.showHits(query, p)}}
 }
 
-func (t *turn) showHits(query string, p memory.Page) string {
+func (hs historySearch) showHits(query string, p memory.Page) string {
 	shown := clipText(query, 40)
-	where := t.tr("your history", "你的历史")
-	if t.m.Group {
-		where = t.tr("this group's history", "本群的历史")
+	where := hs.t.tr("history.your_history")
+	if hs.t.m.Group {
+		where = hs.t.tr("history.this_group_history")
 	}
 	if len(p.Turns) == 0 {
 		if p.Page > 1 {
-			return t.tr(fmt.Sprintf("No more matches for %q in %s.", shown, where),
-				fmt.Sprintf("%s中没有更多与「%s」相符的记录。", where, shown))
+			return hs.t.tr("history.no_more_matches", shown, where)
 		}
-		return t.tr(fmt.Sprintf("Nothing in %s matches %q.", where, shown),
-			fmt.Sprintf("%s中没有与「%s」相符的记录。", where, shown))
+		return hs.t.tr("history.nothing_in_matches", where, shown)
 	}
 	var b strings.Builder
-	b.WriteString(t.tr(fmt.Sprintf("%q in %s, newest first (page %d):\n", shown, where, p.Page),
-		fmt.Sprintf("%s中的「%s」，最新在前（第 %d 页）：\n", where, shown, p.Page)))
+	b.WriteString(hs.t.tr("history.matches_page", shown, where, p.Page))
 	for _, tr := range p.Turns {
-		who := t.tr("you", "你")
-		if tr.Principal != t.m.Principal {
+		who := hs.t.tr("history.you")
+		if tr.Principal != hs.t.m.Principal {
 			who = tr.Principal
 		}
-		fmt.Fprintf(&b, "%s  %s: %s", t.when(tr.At), who, clipText(tr.Text, 80))
+		fmt.Fprintf(&b, "%s  %s: %s", hs.t.when(tr.At), who, clipText(tr.Text, 80))
 		if tr.Reply != "" {
-			fmt.Fprintf(&b, t.tr(" — herald: %s", " —— herald：%s"), clipText(tr.Reply, 60))
+			fmt.Fprintf(&b, hs.t.tr("history.herald"), clipText(tr.Reply, 60))
 		}
 		b.WriteString("\n")
 	}
 	if p.More {
-		fmt.Fprintf(&b, t.tr("More: /history %s page %d", "更多：/history %s page %d"), query, p.Page+1)
+		fmt.Fprintf(&b, hs.t.tr("history.more_history_page"), query, p.Page+1)
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
@@ -141,25 +149,23 @@ func clipText(s string, n int) string {
 
 // forget deletes the asker's history: in a private chat their whole log,
 // in a group their own turns in the group's log.
-func (t *turn) forget() []Reply {
-	k := t.c.o.Memory
+func (hs historySearch) forget() []Reply {
+	k := hs.t.c.o.Memory
 	if k == nil {
-		return t.noMemory()
+		return hs.noMemory()
 	}
 	who := "" // the whole log is the asker's
-	if t.m.Group {
-		who = t.m.Principal
+	if hs.t.m.Group {
+		who = hs.t.m.Principal
 	}
-	n, err := k.Forget(t.ctx, t.logOf(), who)
+	n, err := k.Forget(hs.t.ctx, hs.logOf(), who)
 	if err != nil {
-		return t.failed(err)
+		return hs.t.failed(err)
 	}
-	if t.m.Group {
-		return t.reply(fmt.Sprintf("Deleted your %d turn(s) in this group's history; nothing of them can be searched any more.", n),
-			fmt.Sprintf("已删除你在本群历史中的 %d 条记录，它们再也搜索不到了。", n))
+	if hs.t.m.Group {
+		return hs.t.reply("history.deleted_your_turn_in", n)
 	}
-	return t.reply(fmt.Sprintf("Deleted your history (%d turn(s)); nothing of it can be searched any more.", n),
-		fmt.Sprintf("已删除你的历史（%d 条），再也搜索不到了。", n))
+	return hs.t.reply("history.deleted_your_history_turn", n)
 }
 
 // remember keeps an answered turn in its log. Searches and /forget are
@@ -188,10 +194,10 @@ func (c *Core) remember(ctx context.Context, m Message, replies []Reply) {
 
 // searchFor answers the assistant's search_history: the same search as
 // /history, first page, in the asker's own log.
-func (t *turn) searchFor(query string) []Reply {
+func (hs historySearch) searchFor(query string) []Reply {
 	query = strings.TrimSpace(query)
 	if query == "" || utf8.RuneCountInString(query) > MaxQuery || !plainLine(query) || memory.ParseQuery(query).Empty() {
-		return t.unavailable(fmt.Errorf("%w: search without words", errBadSuggestion))
+		return plainTalk{hs.t}.unavailable(fmt.Errorf("%w: search without words", errBadSuggestion))
 	}
-	return t.history(query, 1)
+	return hs.history(query, 1)
 }

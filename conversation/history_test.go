@@ -84,7 +84,7 @@ func TestHistory_PrincipalsAndChatsNeverMixed(t *testing.T) {
 	// The assistant's search is the asker's too (searchFor is what its
 	// search_history action runs).
 	tr := &turn{c: r.core, ctx: context.Background(), m: r.msg(bob, ""), lang: "en"}
-	got := joinText(tr.searchFor("exam"))
+	got := joinText(historySearch{tr}.searchFor("exam"))
 	contains(t, got, "bob's exam question")
 	excludes(t, got, "private note", "group talk")
 }

@@ -2,7 +2,9 @@ package conversation
 
 import (
 	"context"
+	"strings"
 
+	"github.com/herald-bridge/herald/conversation/text"
 	"github.com/herald-bridge/herald/tasks/transfer"
 )
 
@@ -21,24 +23,65 @@ func (t *turn) importFile(f File) []Reply {
 	}
 	imp := t.c.o.Importer
 	if imp == nil || f.Fetch == nil {
-		return t.reply("I cannot import files here.", "这里不能导入文件。")
+		return t.reply("importfile.i_cannot_import_files")
 	}
 	if !transfer.Importable(f.Name) {
-		return t.reply("I can import a herald bundle (.zip) or an OPML feed list (.opml); that file is neither.",
-			"我可以导入 herald 任务包（.zip）或 OPML 订阅列表（.opml）；这个文件都不是。")
+		return t.reply("importfile.i_can_import_herald")
 	}
 	if f.Size > transfer.MaxFile {
-		return t.reply("That file is larger than 8 MiB; nothing was imported.", "文件超过 8 MiB，没有导入任何内容。")
+		return t.reply("importfile.that_file_is_larger")
 	}
 	data, err := f.Fetch(t.ctx, transfer.MaxFile)
 	if err != nil {
 		t.c.log.Warn().Str("channel", t.m.Channel).Err(err).Msg("file download for an import failed")
-		return t.reply("I could not download that file; please send it again.", "无法下载这个文件，请重新发送。")
+		return t.reply("importfile.i_could_not_download")
 	}
 	rows, err := imp.ImportFile(t.ctx, transfer.Request{Principal: t.m.Principal, By: clipName(t.m.Name), ReplyTo: t.replyTo(), Lang: t.lang}, data)
 	if err != nil {
-		en, zh := transfer.Refusal(err)
-		return t.reply(en, zh)
+		msg, _ := text.Error(t.lang, transfer.Refusal(err))
+		return []Reply{{Text: msg}}
 	}
-	return []Reply{{Text: transfer.Text(rows, t.zh())}}
+	return []Reply{{Text: importText(t.lang, rows)}}
+}
+
+// maxImportRows is how many rows an import's reply lists; the rest are
+// counted.
+const maxImportRows = 40
+
+// importText is an import's table as a chat reply in lang: a count, then
+// one line per task with its state and why.
+func importText(lang string, rows []transfer.Row) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range rows {
+		if r.State == transfer.Imported {
+			n++
+		}
+	}
+	b.WriteString(text.Format(lang, "importfile.imported_of", n, len(rows)))
+	for i, r := range rows {
+		if i == maxImportRows {
+			b.WriteString(text.Format(lang, "list.and_more", len(rows)-i))
+			break
+		}
+		name := r.Name
+		if name == "" {
+			name = r.Source
+		}
+		state := string(r.State)
+		if k := "transfer_state." + state; text.Of(lang).Has(k) {
+			state = text.Format(lang, k)
+		}
+		detail := r.Detail
+		if msg, ok := text.Error(lang, r.Why); ok {
+			detail = strings.TrimRight(msg, ideographicFullStop) // shown in brackets: no full stop
+		} else if lang == "zh" {
+			detail = r.DetailZh // a refusal of the manager's, worded by it
+		}
+		if r.Task != "" {
+			detail += " " + r.Task
+		}
+		b.WriteString(text.Format(lang, "importfile.row", name, state, strings.TrimSpace(detail)))
+	}
+	return strings.TrimRight(b.String(), "\n")
 }

@@ -8,68 +8,70 @@ import (
 	"github.com/herald-bridge/herald/store"
 )
 
-func (t *turn) inbox() []Reply {
-	inbox := t.c.o.Store.Inbox()
-	items, err := inbox.List(t.ctx, t.m.Principal, store.InboxQuery{Limit: 10, UnreadOnly: true})
+// inboxView answers a turn's /inbox and /read and hands out inbox API
+// tokens.
+type inboxView struct{ t *turn }
+
+func (iv inboxView) inbox() []Reply {
+	inbox := iv.t.c.o.Store.Inbox()
+	items, err := inbox.List(iv.t.ctx, iv.t.m.Principal, store.InboxQuery{Limit: 10, UnreadOnly: true})
 	if err != nil {
-		return t.failed(err)
+		return iv.t.failed(err)
 	}
 	if len(items) == 0 {
-		return t.reply("Your inbox has nothing unread.", "收件箱里没有未读消息。")
+		return iv.t.reply("inbox.your_inbox_has_nothing")
 	}
-	n, _ := inbox.Unread(t.ctx, t.m.Principal)
+	n, _ := inbox.Unread(iv.t.ctx, iv.t.m.Principal)
 	var b strings.Builder
-	fmt.Fprintf(&b, t.tr("Unread (%d), newest first:\n", "未读（%d 条），最新在前：\n"), n)
+	fmt.Fprintf(&b, iv.t.tr("inbox.unread_newest_first"), n)
 	for _, it := range items {
 		title := it.Title
 		if len([]rune(title)) > 80 {
 			title = string([]rune(title)[:80]) + "…"
 		}
-		fmt.Fprintf(&b, "%s  %s  %s\n", it.ID, t.when(it.CreatedAt), title)
+		fmt.Fprintf(&b, "%s  %s  %s\n", it.ID, iv.t.when(it.CreatedAt), title)
 	}
-	b.WriteString(t.tr("/read <id> or /read all marks them read.", "发送 /read <编号> 或 /read all 标记为已读。"))
+	b.WriteString(iv.t.tr("inbox.read_id_or_read"))
 	return []Reply{{Text: b.String()}}
 }
 
-func (t *turn) read(id string) []Reply {
+func (iv inboxView) read(id string) []Reply {
 	target := id
 	if id == "all" {
 		target = ""
 	}
-	n, err := t.c.o.Store.Inbox().MarkRead(t.ctx, t.m.Principal, target)
+	n, err := iv.t.c.o.Store.Inbox().MarkRead(iv.t.ctx, iv.t.m.Principal, target)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return t.failed(err)
+		return iv.t.failed(err)
 	}
 	if n == 0 {
 		if id == "all" {
-			return t.reply("Nothing was unread.", "没有未读消息。")
+			return iv.t.reply("inbox.nothing_was_unread")
 		}
-		return t.reply(fmt.Sprintf("There is no unread item %s in your inbox; see /inbox.", id),
-			fmt.Sprintf("收件箱里没有未读的 %s；发送 /inbox 查看。", id))
+		return iv.t.reply("inbox.there_is_no_unread", id)
 	}
-	return t.reply(fmt.Sprintf("Marked %d read.", n), fmt.Sprintf("已将 %d 条标记为已读。", n))
+	return iv.t.reply("inbox.marked_read", n)
 }
 
 // inboxToken issues an inbox API token, in private only.
-func (t *turn) inboxToken() []Reply {
-	if t.c.o.Tokens == nil {
-		return t.reply("Inbox tokens are not available here.", "此处不提供收件箱令牌。")
+func (iv inboxView) inboxToken() []Reply {
+	if iv.t.c.o.Tokens == nil {
+		return iv.t.reply("inbox.inbox_tokens_are_not")
 	}
-	private := ChatOf(t.m.Principal)
-	if t.m.Group && (private == "" || t.c.sender(private) == nil) {
-		return t.reply("Ask me for an inbox token in a private chat.", "请在私聊中向我申请收件箱令牌。")
+	private := ChatOf(iv.t.m.Principal)
+	if iv.t.m.Group && (private == "" || iv.t.c.sender(private) == nil) {
+		return iv.t.reply("inbox.ask_me_for_inbox")
 	}
-	tok, err := t.c.o.Tokens.Issue(t.ctx, t.m.Principal)
+	tok, err := iv.t.c.o.Tokens.Issue(iv.t.ctx, iv.t.m.Principal)
 	if err != nil {
-		return t.failed(err)
+		return iv.t.failed(err)
 	}
-	text := t.tr("Your inbox API token (keep it secret; it reads your inbox):\n"+tok+"\nUse it as: Authorization: Bearer <token> on GET /api/v1/inbox",
-		"你的收件箱 API 令牌（请保密，它可以读取你的收件箱）：\n"+tok+"\n用法：GET /api/v1/inbox，请求头 Authorization: Bearer <令牌>")
-	if !t.m.Group {
+	text := iv.t.tr("inbox.your_inbox_api_token", tok)
+	if !iv.t.m.Group {
 		return []Reply{{Text: text}}
 	}
-	if err := t.c.say(t.ctx, private, Reply{Text: text}); err != nil {
-		return t.reply("I could not reach you in private; start a private chat with me and ask again.", "无法私聊你；请先和我私聊再申请。")
+	if err := iv.t.c.say(iv.t.ctx, private, Reply{Text: text}); err != nil {
+		return iv.t.reply("inbox.i_could_not_reach")
 	}
-	return t.reply("I sent you an inbox token in a private chat.", "已通过私聊发送收件箱令牌。")
+	return iv.t.reply("inbox.i_sent_you_inbox")
 }

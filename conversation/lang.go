@@ -6,9 +6,9 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/herald-bridge/herald/conversation/text"
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/store"
-	"github.com/herald-bridge/herald/tasks/schedule"
 )
 
 // Reply language. Each message is answered in its own language: Chinese
@@ -168,11 +168,9 @@ func (t *turn) setLang(arg string) []Reply {
 	switch a := strings.ToLower(arg); {
 	case a == "":
 		if p := t.c.pinned(t.ctx, t.m.Chat); p != "" {
-			return t.reply("This chat is pinned to English. /lang auto answers each message in its own language.",
-				"本聊天固定使用中文。发送 /lang auto 改为按每条消息的语言回复。")
+			return t.reply("lang.this_chat_is_pinned")
 		}
-		return t.reply("I answer each message in its own language. /lang en or /lang zh pins one.",
-			"我会按每条消息的语言回复。发送 /lang en 或 /lang zh 固定一种语言。")
+		return t.reply("lang.i_answer_each_message")
 	case a == "auto":
 		for _, chat := range t.pinChats() {
 			if err := kv.Delete(t.ctx, pinKey(chat)); err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -183,7 +181,7 @@ func (t *turn) setLang(arg string) []Reply {
 		if t.lang == "" {
 			t.lang = t.c.lang()
 		}
-		return t.reply("From now on I answer each message in its own language.", "之后我会按每条消息的语言回复。")
+		return t.reply("lang.from_now_on_i")
 	case normLang(a) != "" && (len(a) == 2 || strings.HasPrefix(a, "zh-") || strings.HasPrefix(a, "en-")):
 		lang := normLang(a)
 		for _, chat := range t.pinChats() {
@@ -193,14 +191,11 @@ func (t *turn) setLang(arg string) []Reply {
 			t.c.rememberLang(t.ctx, chat, lang)
 		}
 		t.lang = lang
-		return t.reply("This chat now gets English, replies and notices alike. /lang auto lifts the pin.",
-			"本聊天之后的回复和通知都使用中文。发送 /lang auto 取消固定。")
-	case a == "中文" || a == "汉语" || a == "chinese":
-		return t.setLang("zh")
-	case a == "英文" || a == "英语" || a == "english":
-		return t.setLang("en")
+		return t.reply("lang.this_chat_now_gets")
+	case languageNamed(a) != "":
+		return t.setLang(languageNamed(a))
 	}
-	return t.reply("Use /lang en, /lang zh or /lang auto.", "请发送 /lang en、/lang zh 或 /lang auto。")
+	return t.reply("lang.use_lang_en_lang")
 }
 
 // pinChats are where /lang keeps its pin: the chat, and the person's own
@@ -213,11 +208,13 @@ func (t *turn) pinChats() []string {
 }
 
 // scheduleProblem is a schedule error's message in each language, each
-// in one language only.
-func scheduleProblem(err error) (en, zh string) {
-	var pe *schedule.ParseError
-	if errors.As(err, &pe) {
-		return pe.Msg, pe.Chinese()
+// in one language only: the parser's coded error as the catalogue words
+// it, or a local time that does not exist.
+func scheduleProblem(err error) text.Localized {
+	return func(lang string) string {
+		if msg, ok := text.Error(lang, err); ok {
+			return msg
+		}
+		return text.Format(lang, "lang.no_such_local_time")
 	}
-	return "that local time does not exist in its zone", "该时区里不存在这个当地时间"
 }

@@ -1,7 +1,6 @@
 package conversation
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
@@ -26,10 +25,9 @@ func (t *turn) mute(id string, d time.Duration) []Reply {
 		return t.failed(err)
 	}
 	if d <= 0 {
-		return t.reply(fmt.Sprintf("%s is no longer muted here; held pushes arrive now.", id), fmt.Sprintf("已取消 %s 的静音；暂存的推送马上送达。", id))
+		return t.reply("prefs.is_no_longer_muted", id)
 	}
-	return t.reply(fmt.Sprintf("Muted %s here until %s; its pushes wait and arrive after, once.", id, t.when(until)),
-		fmt.Sprintf("已在此静音 %s 至 %s；期间的推送会暂存，之后送达一次。", id, t.when(until)))
+	return t.reply("prefs.muted_here_until_its", id, t.when(until))
 }
 
 func (t *turn) quiet(q string) []Reply {
@@ -47,8 +45,7 @@ func (t *turn) quiet(q string) []Reply {
 		return t.failed(err)
 	}
 	if q == "off" {
-		return t.reply("Quiet hours are off for this chat.", "已关闭本聊天的免打扰时段。")
+		return t.reply("prefs.quiet_hours_are_off")
 	}
-	return t.reply(fmt.Sprintf("Quiet hours %s (%s) set for this chat; pushes in that time wait and arrive after, once. Deadline reminders due within 2 hours still come.", q, t.c.zone()),
-		fmt.Sprintf("已为本聊天设置免打扰 %s（%s）；期间的推送会暂存，之后送达一次。2 小时内截止的提醒仍会送达。", q, t.c.zone()))
+	return t.reply("prefs.quiet_hours_set_for", q, t.c.zone())
 }

@@ -12,14 +12,13 @@ import (
 
 // showItem answers /inbox <id> and /read <id>: the notice in full — its
 // headline, text, items and their links — and marks it read.
-func (t *turn) showItem(id string) []Reply {
-	it, ok, err := t.findItem(id)
+func (iv inboxView) showItem(id string) []Reply {
+	it, ok, err := iv.findItem(id)
 	if err != nil {
-		return t.failed(err)
+		return iv.t.failed(err)
 	}
 	if !ok {
-		return t.reply(fmt.Sprintf("There is no item %s in your inbox; /inbox lists them.", id),
-			fmt.Sprintf("收件箱里没有 %s；发送 /inbox 查看。", id))
+		return iv.t.reply("reading.there_is_no_item", id)
 	}
 	body := it.Title
 	var msg delivery.Message
@@ -27,25 +26,25 @@ func (t *turn) showItem(id string) []Reply {
 		if msg.Title == "" {
 			msg.Title = it.Title // the headline the inbox stored
 		}
-		body = render.Text(msg, t.lang, t.c.zone(), it.CreatedAt)
+		body = render.Text(msg, iv.t.lang, iv.t.c.zone(), it.CreatedAt)
 	}
 	if !it.Read {
-		if _, err := t.c.o.Store.Inbox().MarkRead(t.ctx, t.m.Principal, it.ID); err != nil {
-			t.c.log.Warn().Err(err).Msg("inbox item not marked read")
+		if _, err := iv.t.c.o.Store.Inbox().MarkRead(iv.t.ctx, iv.t.m.Principal, it.ID); err != nil {
+			iv.t.c.log.Warn().Err(err).Msg("inbox item not marked read")
 		}
 	}
-	text := fmt.Sprintf("%s  %s\n%s", it.ID, t.when(it.CreatedAt), strings.TrimRight(body, "\n"))
+	text := fmt.Sprintf("%s  %s\n%s", it.ID, iv.t.when(it.CreatedAt), strings.TrimRight(body, "\n"))
 	return []Reply{{Text: text}}
 }
 
 // findItem looks an item up in the person's inbox, newest first. A
 // number matches the id it is a short form of ("7" for 0000000000000007).
-func (t *turn) findItem(id string) (store.InboxItem, bool, error) {
-	inbox := t.c.o.Store.Inbox()
+func (iv inboxView) findItem(id string) (store.InboxItem, bool, error) {
+	inbox := iv.t.c.o.Store.Inbox()
 	want := strings.TrimLeft(id, "0")
 	before := ""
 	for range store.InboxCap/50 + 1 {
-		items, err := inbox.List(t.ctx, t.m.Principal, store.InboxQuery{Before: before, Limit: 50})
+		items, err := inbox.List(iv.t.ctx, iv.t.m.Principal, store.InboxQuery{Before: before, Limit: 50})
 		if err != nil {
 			return store.InboxItem{}, false, err
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-bridge/herald/conversation/text"
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/tasks"
@@ -18,18 +19,16 @@ func (t *turn) request(cmd Command) []Reply {
 		cmd.Before = defaultBefore
 	}
 	if takesToken(cmd) {
-		if r, asked := t.needToken(cmd); asked {
+		if r, asked := (courseSites{t}).needToken(cmd); asked {
 			return r
 		}
 	}
 	if cmd.Schedule == "" && cmd.Name == "watch" {
 		d := dialog{Ask: "schedule", Command: cmd.Name, URL: cmd.URL, Kind: cmd.Kind, Selector: cmd.Selector, Name: cmd.TaskName, Before: cmd.Before, Courses: cmd.Courses}
-		if err := t.saveDialog(d); err != nil {
+		if err := (dialogs{t}).saveDialog(d); err != nil {
 			return t.failed(err)
 		}
-		return t.reply(
-			"How often should I check? e.g. every 1h (default), daily 08:00. Reply ok for the default, or /cancel.",
-			"多久检查一次？例如 every 1h（默认）、daily 08:00。回复“好”使用默认值，或发送 /cancel 取消。")
+		return t.reply("requests.how_often_should_i")
 	}
 	return t.submit(cmd)
 }
@@ -66,8 +65,7 @@ func (t *turn) notifyFor() []string {
 func (t *turn) submit(cmd Command) []Reply {
 	if at, err := schedule.Parse(cmd.Schedule, time.UTC); err == nil && at.Kind() == schedule.KindAt {
 		if _, err := at.Next(t.c.o.Now()); err != nil {
-			return t.reply("That time has already passed; give a time in the future, like at 2027-01-15 09:00.",
-				"这个时间已经过去了；请给出将来的时间，例如 at 2027-01-15 09:00。")
+			return t.reply("requests.that_time_has_already")
 		}
 	}
 	sub := tasks.Submission{
@@ -93,45 +91,43 @@ func (t *turn) summary(tk *tasks.Task) string {
 		host = u.Hostname()
 	}
 	var b strings.Builder
-	what := t.tr("watch", "关注")
+	what := t.tr("request.watch")
 	if len(tk.RemindBefore) > 0 {
-		what = t.tr("deadline reminders from", "截止提醒：")
+		what = t.tr("request.deadline_reminders_from")
 	}
 	label := tk.Request.ID
 	if tk.Name != "" {
 		label += " (" + tk.Name + ")"
 	}
-	fmt.Fprintf(&b, t.tr("Request %s: %s %s (host %s).\n", "申请 %s：%s %s（主机 %s）。\n"), label, what, ShowURL(tk.Source.URL), host)
-	fmt.Fprintf(&b, t.tr("How often: %s", "检查频率：%s"), t.schedule(tk.Schedule))
+	fmt.Fprintf(&b, t.tr("requests.request_host"), label, what, ShowURL(tk.Source.URL), host)
+	fmt.Fprintf(&b, t.tr("requests.how_often"), t.schedule(tk.Schedule))
 	if len(tk.RemindBefore) > 0 {
-		fmt.Fprintf(&b, t.tr("; reminders %s before each due time", "；在截止前 %s 提醒"), durations(tk.RemindBefore))
+		fmt.Fprintf(&b, t.tr("requests.reminders_before_each_due"), durations(tk.RemindBefore))
 	}
-	b.WriteString(t.tr(".\n", "。\n"))
+	b.WriteString(t.tr("stop.line"))
 	if tk.Source.Kind != "" {
-		fmt.Fprintf(&b, t.tr("Kind: %s.\n", "类型：%s。\n"), tk.Source.Kind)
+		fmt.Fprintf(&b, t.tr("requests.kind"), tk.Source.Kind)
 		if tk.Source.Kind == source.KindHTML {
 			if tk.Source.Selector != "" {
-				fmt.Fprintf(&b, t.tr("Entries: the elements matching %s.\n", "条目：匹配 %s 的元素。\n"), tk.Source.Selector)
+				fmt.Fprintf(&b, t.tr("requests.entries_elements_matching"), tk.Source.Selector)
 			} else {
-				b.WriteString(t.tr("Entries: the page's repeated list of entries, picked at the first check (/task shows the selector chosen).\n",
-					"条目：第一次检查时从页面中重复出现的列表自动选取（/task 会显示所选的选择器）。\n"))
+				b.WriteString(t.tr("requests.entries_page_repeated_list"))
 			}
 		}
 	} else {
-		b.WriteString(t.tr("Kind: detected from the content.\n", "类型：根据内容自动识别。\n"))
+		b.WriteString(t.tr("requests.kind_detected_from_content"))
 	}
-	fmt.Fprintf(&b, t.tr("Who will be told: %s.\n", "通知对象：%s。\n"), t.recipients(tk))
+	fmt.Fprintf(&b, t.tr("requests.who_will_be_told"), t.recipients(tk))
 	switch tk.State {
 	case tasks.Active:
-		fmt.Fprintf(&b, t.tr("Approved — task %s starts now; the first check only sets a baseline.", "已批准——任务 %s 现在开始；第一次检查只建立基线，不会推送旧内容。"), tk.ID)
+		fmt.Fprintf(&b, t.tr("requests.approved_task_starts_now"), tk.ID)
 	case tasks.PendingApproval:
-		b.WriteString(t.tr("It awaits an admin's approval; I'll tell you here when it is decided.", "等待管理员批准；有结果时我会在这里告诉你。"))
+		b.WriteString(t.tr("requests.it_awaits_admin_approval"))
 		if host != "" && !t.c.o.Tasks.Policy().HostAllowed(host) {
-			fmt.Fprintf(&b, t.tr("\nThat URL's host %s is not in the allowed list; an admin can approve it with /approve %s",
-				"\n该网址的主机 %s 不在允许列表中；管理员可以用 /approve %s 批准。"), host, tk.Request.ID)
+			fmt.Fprintf(&b, t.tr("requests.that_url_host_is"), host, tk.Request.ID)
 		}
 	default:
-		fmt.Fprintf(&b, t.tr("State: %s.", "状态：%s。"), t.state(tk.State))
+		fmt.Fprintf(&b, t.tr("requests.state"), t.state(tk.State))
 	}
 	return b.String()
 }
@@ -141,21 +137,21 @@ func (t *turn) recipients(tk *tasks.Task) string {
 	for _, r := range tk.Notify {
 		parts = append(parts, t.recipient(tk, r))
 	}
-	return strings.Join(parts, t.tr(", ", "、"))
+	return strings.Join(parts, t.tr("list.sep"))
 }
 
 func (t *turn) recipient(tk *tasks.Task, r string) string {
 	switch {
 	case r == t.m.Chat:
-		return t.tr("this chat", "本聊天")
+		return t.tr("requests.this_chat")
 	case r == tk.ReplyTo && r != "":
-		return t.tr("the requesting chat", "申请所在的聊天")
+		return t.tr("requests.requesting_chat")
 	case r == address.InboxOf(t.m.Principal):
-		return t.tr("your inbox (/inbox)", "你的收件箱（/inbox）")
+		return t.tr("requests.your_inbox_inbox")
 	case address.IsInbox(r):
-		return t.tr("an inbox", "一个收件箱")
+		return t.tr("recipient.inbox")
 	case delivery.IsLiteral(r):
-		return t.tr("another chat", "另一个聊天")
+		return t.tr("recipient.another_chat")
 	}
 	return r // a named recipient: its name is not an address
 }
@@ -184,42 +180,33 @@ func shortDuration(d time.Duration) string {
 	return d.String()
 }
 
+// schedule shows a canonical schedule in the turn's language.
 func (t *turn) schedule(s string) string {
-	if !t.zh() {
-		return s
-	}
-	switch {
-	case strings.HasPrefix(s, "every "):
-		return "每 " + strings.TrimPrefix(s, "every ")
-	case strings.HasPrefix(s, "daily "):
-		return "每天 " + strings.TrimPrefix(s, "daily ")
-	case strings.HasPrefix(s, "at "):
-		return "于 " + strings.TrimPrefix(s, "at ")
+	for _, kind := range []string{"every", "daily", "at"} {
+		if rest, ok := strings.CutPrefix(s, kind+" "); ok {
+			return t.tr("schedule_shown."+kind, rest)
+		}
 	}
 	return s
 }
 
+// state names a task's state (state.<state> in the catalogue; a state it
+// does not know is shown as its words).
 func (t *turn) state(s tasks.State) string {
-	w := tasks.StateText(s)
-	if t.zh() {
-		return w.Zh
+	if k := "state." + string(s); text.Of(t.lang).Has(k) {
+		return t.tr(k)
 	}
-	return w.En
+	return strings.ReplaceAll(string(s), "_", " ")
 }
 
-var outcomeZh = map[string]string{
-	tasks.OutcomeOK: "正常", tasks.OutcomeBaseline: "已建立基线", tasks.OutcomeUnchanged: "无变化", tasks.OutcomeSuspect: "可疑（待确认）",
-	tasks.OutcomeFailed: "失败", tasks.OutcomeRejected: "未提交", tasks.OutcomeCancelled: "已取消", tasks.OutcomeInterrupted: "被中断",
-}
-
+// outcome names a run's outcome (outcome.<name> in the catalogue; an
+// outcome it does not know is shown as it is).
 func (t *turn) outcome(s string) string {
 	if s == "" {
-		return t.tr("none yet", "暂无")
+		return t.tr("requests.none_yet")
 	}
-	if t.zh() {
-		if z, ok := outcomeZh[s]; ok {
-			return z
-		}
+	if text.Of(t.lang).Has("outcome." + s) {
+		return t.tr("outcome." + s)
 	}
 	return s
 }

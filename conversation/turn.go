@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-bridge/herald/conversation/text"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks/schedule"
 )
@@ -30,19 +31,16 @@ type turn struct {
 
 func (t *turn) zh() bool { return t.lang == "zh" }
 
-// tr picks the text of the turn's language.
-func (t *turn) tr(en, zh string) string {
-	if t.zh() {
-		return zh
-	}
-	return en
-}
+// tr is the wording of key in the turn's language (package text), with
+// args filled in.
+func (t *turn) tr(key string, args ...any) string { return text.Format(t.lang, key, args...) }
 
-func (t *turn) reply(en, zh string) []Reply { return []Reply{{Text: t.tr(en, zh)}} }
+// reply is a one-message answer worded by key.
+func (t *turn) reply(key string, args ...any) []Reply { return []Reply{{Text: t.tr(key, args...)}} }
 
 func (t *turn) run() []Reply {
 	if t.m.Button != nil {
-		return t.press(*t.m.Button)
+		return approvals{t}.press(*t.m.Button)
 	}
 	if t.m.File != nil {
 		return t.importFile(*t.m.File)
@@ -54,19 +52,19 @@ func (t *turn) run() []Reply {
 	if !cmd.Addressed {
 		return nil
 	}
-	if cmd.Name == "inbox" && len(cmd.Args) == 1 && (strings.EqualFold(cmd.Args[0], "token") || cmd.Args[0] == "令牌") {
-		t.clearDialog()
-		return t.inboxToken()
+	if cmd.Name == "inbox" && len(cmd.Args) == 1 && isWord(cmd.Args[0], wordsToken) {
+		dialogs{t}.clearDialog()
+		return inboxView{t}.inboxToken()
 	}
 	var pe *ParseError
 	if errors.As(err, &pe) {
-		return t.reply(pe.En, pe.Zh)
+		return []Reply{{Text: pe.in(t.lang)}}
 	}
 	if err != nil {
-		return t.reply("I could not read that command. Send /help to see what I can do.", "无法理解这条命令。发送 /help 查看可用命令。")
+		return t.reply("turn.i_could_not_read")
 	}
 	// A new command supersedes a pending question.
-	had := t.clearDialog()
+	had := dialogs{t}.clearDialog()
 	switch cmd.Name {
 	case "help":
 		return t.help()
@@ -81,19 +79,19 @@ func (t *turn) run() []Reply {
 	case "run":
 		return t.runNow(cmd.ID)
 	case "approve":
-		return t.decide(cmd.ID, true, "", false)
+		return approvals{t}.decide(cmd.ID, true, "", false)
 	case "reject":
-		return t.decide(cmd.ID, false, cmd.Reason, false)
+		return approvals{t}.decide(cmd.ID, false, cmd.Reason, false)
 	case "inbox":
 		if cmd.ID != "" {
-			return t.showItem(cmd.ID)
+			return inboxView{t}.showItem(cmd.ID)
 		}
-		return t.inbox()
+		return inboxView{t}.inbox()
 	case "read":
 		if cmd.ID != "all" {
-			return t.showItem(cmd.ID)
+			return inboxView{t}.showItem(cmd.ID)
 		}
-		return t.read(cmd.ID)
+		return inboxView{t}.read(cmd.ID)
 	case "lang":
 		return t.setLang(cmd.ID)
 	case "mute":
@@ -101,20 +99,20 @@ func (t *turn) run() []Reply {
 	case "quiet":
 		return t.quiet(cmd.Quiet)
 	case "history":
-		return t.history(cmd.Query, cmd.Page)
+		return historySearch{t}.history(cmd.Query, cmd.Page)
 	case "forget":
-		return t.forget()
+		return historySearch{t}.forget()
 	case "token":
-		return t.token(cmd)
+		return courseSites{t}.token(cmd)
 	case "downloads":
 		return t.downloads(cmd.ID)
 	case "cancel":
 		if had {
-			return t.reply("Cancelled.", "已取消。")
+			return t.reply("turn.cancelled")
 		}
-		return t.reply("Nothing to cancel.", "没有进行中的对话。")
+		return t.reply("turn.nothing_to_cancel")
 	}
-	return t.reply("Send /help to see what I can do.", "发送 /help 查看可用命令。")
+	return t.reply("turn.send_help_to_see")
 }
 
 // ---------------------------------------------------------------- plain text and dialogs
@@ -124,7 +122,7 @@ func (t *turn) run() []Reply {
 // short help.
 func (t *turn) plain() []Reply {
 	text := strings.TrimSpace(t.m.Text)
-	d, ok := t.dialog()
+	d, ok := dialogs{t}.dialog()
 	if ok {
 		return t.answer(d, text)
 	}
@@ -132,12 +130,12 @@ func (t *turn) plain() []Reply {
 		return nil
 	}
 	if looksLikeStrayToken(text) {
-		return t.strayToken()
+		return courseSites{t}.strayToken()
 	}
 	if a, perHour := t.c.currentAssistant(); a != nil {
-		return t.assist(a, perHour, text)
+		return plainTalk{t}.assist(a, perHour, text)
 	}
-	return []Reply{{Text: t.plainHelp()}}
+	return []Reply{{Text: plainTalk{t}.plainHelp()}}
 }
 
 // dialog is a question waiting for its answer in one chat, from one person.
@@ -158,72 +156,70 @@ type dialog struct {
 	Expires  time.Time `json:"expires"`
 }
 
-func (t *turn) dialogKey() string { return "dialog/" + t.m.Chat + "|" + t.m.Principal }
+// dialogs keeps a turn's pending question (one per chat and person) in
+// the store until it is answered, replaced or expires.
+type dialogs struct{ t *turn }
 
-func (t *turn) dialog() (dialog, bool) {
+func (ds dialogs) dialogKey() string { return "dialog/" + ds.t.m.Chat + "|" + ds.t.m.Principal }
+
+func (ds dialogs) dialog() (dialog, bool) {
 	var d dialog
-	b, err := t.c.o.Store.Dialogs().Get(t.ctx, t.dialogKey())
+	b, err := ds.t.c.o.Store.Dialogs().Get(ds.t.ctx, ds.dialogKey())
 	if err != nil {
 		return d, false
 	}
-	if json.Unmarshal(b, &d) != nil || !t.c.o.Now().Before(d.Expires) {
+	if json.Unmarshal(b, &d) != nil || !ds.t.c.o.Now().Before(d.Expires) {
 		return d, false
 	}
 	return d, true
 }
 
-func (t *turn) saveDialog(d dialog) error {
-	d.Expires = t.c.o.Now().Add(DialogTTL)
+func (ds dialogs) saveDialog(d dialog) error {
+	d.Expires = ds.t.c.o.Now().Add(DialogTTL)
 	b, err := json.Marshal(d)
 	if err != nil {
 		return err
 	}
-	return t.c.o.Store.Dialogs().Put(t.ctx, t.dialogKey(), b, DialogTTL)
+	return ds.t.c.o.Store.Dialogs().Put(ds.t.ctx, ds.dialogKey(), b, DialogTTL)
 }
 
 // clearDialog drops the pending question, reporting whether there was one.
-func (t *turn) clearDialog() bool {
-	b, err := t.c.o.Store.Dialogs().Get(t.ctx, t.dialogKey())
+func (ds dialogs) clearDialog() bool {
+	b, err := ds.t.c.o.Store.Dialogs().Get(ds.t.ctx, ds.dialogKey())
 	if err != nil {
 		return false // none (or expired): nothing to write
 	}
 	var d dialog
-	had := json.Unmarshal(b, &d) == nil && t.c.o.Now().Before(d.Expires)
-	if err := t.c.o.Store.Dialogs().Delete(t.ctx, t.dialogKey()); err != nil && !errors.Is(err, store.ErrNotFound) {
-		t.c.log.Warn().Err(err).Msg("cannot clear dialog state")
+	had := json.Unmarshal(b, &d) == nil && ds.t.c.o.Now().Before(d.Expires)
+	if err := ds.t.c.o.Store.Dialogs().Delete(ds.t.ctx, ds.dialogKey()); err != nil && !errors.Is(err, store.ErrNotFound) {
+		ds.t.c.log.Warn().Err(err).Msg("cannot clear dialog state")
 	}
 	return had
 }
-
-var yes = map[string]bool{"": true, "ok": true, "okay": true, "yes": true, "y": true, "sure": true, "default": true,
-	"好": true, "好的": true, "是": true, "行": true, "可以": true, "默认": true, "嗯": true}
 
 // answer takes the reply to a pending question.
 func (t *turn) answer(d dialog, text string) []Reply {
 	switch d.Ask {
 	case "schedule":
 		sched := DefaultSchedule
-		if !yes[strings.ToLower(strings.Trim(text, " .!。！"))] {
+		if a := strings.Trim(text, answerEnds); a != "" && !isWord(a, wordsYes) {
 			s, err := parseScheduleAnswer(text, t.c.zone())
 			if err != nil {
-				if serr := t.saveDialog(d); serr != nil {
+				if serr := (dialogs{t}).saveDialog(d); serr != nil {
 					return t.failed(serr)
 				}
-				en, zh := scheduleProblem(err)
-				return t.reply(
-					"That schedule doesn't work: "+en+". Reply like every 1h or daily 08:00 (ok for every 1h), or /cancel.",
-					"时间安排无效："+zh+"。请回复如 every 1h 或 每天 08:00（回复“好”即每小时一次），或发送 /cancel 取消。")
+				return t.reply("turn.schedule_answer_bad", scheduleProblem(err))
 			}
 			sched = s
 		}
-		t.clearDialog()
+		dialogs{t}.clearDialog()
 		return t.submit(Command{Name: d.Command, URL: d.URL, Kind: d.Kind, Selector: d.Selector, TaskName: d.Name, Before: d.Before, Schedule: sched, Courses: d.Courses})
 	case "token":
-		return t.takeToken(d, text)
+		return courseSites{t}.takeToken(d, text)
 	case "confirm":
-		return t.answerDraft(d, text)
+		return plainTalk{t}.answerDraft(d, text)
 	}
-	t.clearDialog()
+	dialogs{t}.clearDialog()
 	return t.plain()
 }
 

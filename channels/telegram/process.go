@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/herald-bridge/herald/conversation/text"
 	"strconv"
 
 	"github.com/go-telegram/bot/models"
@@ -77,10 +78,7 @@ func (c *Channel) pressed(ctx context.Context, in inbound) {
 	case in.chatID == 0:
 		// Inline-mode message: no chat to answer in.
 	case in.msg.Button == nil:
-		toast = "This button is no longer valid."
-		if in.msg.Lang == "zh" {
-			toast = "此按钮已失效。"
-		}
+		toast = text.Format(in.msg.Lang, "button.no_longer_valid")
 	default:
 		replies = c.o.Handler.Handle(ctx, in.msg)
 	}

@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"errors"
+	"github.com/herald-bridge/herald/conversation/text"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -109,36 +110,18 @@ func (c *Channel) setCommands(ctx context.Context) {
 	}
 }
 
-// commands is the command menu: each command with its description in
-// English and in Chinese.
-var commands = []struct{ name, en, zh string }{
-	{"help", "Commands and examples", "命令与示例"},
-	{"watch", "Watch a feed, calendar or page: /watch <url> every 1h", "关注订阅源、日历或网页：/watch <网址> every 1h"},
-	{"remind", "Deadline reminders: /remind <url> before 24h", "截止提醒：/remind <网址> before 24h"},
-	{"tasks", "My tasks", "我的任务"},
-	{"task", "Details of a task: /task <id>", "任务详情：/task <id>"},
-	{"pause", "Pause a task", "暂停任务"},
-	{"resume", "Resume a task", "恢复任务"},
-	{"delete", "Delete a task", "删除任务"},
-	{"run", "Check a task now", "立即检查任务"},
-	{"approve", "Approve a request (admins)", "批准请求（管理员）"},
-	{"reject", "Reject a request (admins)", "拒绝请求（管理员）"},
-	{"inbox", "My inbox", "我的收件箱"},
-	{"read", "Mark inbox items read", "标记收件箱已读"},
-	{"mute", "Mute a task here for a while", "在此聊天暂时静音某任务"},
-	{"quiet", "Quiet hours for this chat", "此聊天的免打扰时段"},
-	{"cancel", "Cancel what is in progress", "取消进行中的操作"},
-}
+// commands is the command menu; each one's description is menu.<name> in
+// the conversation's catalogue.
+var commands = []string{"help", "watch", "remind", "tasks", "task", "pause", "resume", "delete", "run", "approve", "reject", "inbox", "read", "mute", "quiet", "cancel"}
 
 // menu is the command menu in one language, "" being English.
 func menu(lang string) []models.BotCommand {
 	out := make([]models.BotCommand, len(commands))
-	for i, c := range commands {
-		d := c.en
-		if lang == "zh" {
-			d = c.zh
-		}
-		out[i] = models.BotCommand{Command: c.name, Description: d}
+	if lang == "" {
+		lang = "en"
+	}
+	for i, name := range commands {
+		out[i] = models.BotCommand{Command: name, Description: text.Format(lang, "menu."+name)}
 	}
 	return out
 }

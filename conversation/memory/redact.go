@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/herald-bridge/herald/conversation/text"
 )
 
 // Redacted stands in for whatever looked like a secret.
@@ -15,13 +17,28 @@ var (
 	// secrets, bearer headers, Telegram bot tokens, Canvas access tokens
 	// (<account>~<key>), API keys of model providers, Slack-style tokens.
 	reShaped = regexp.MustCompile(`(?i)(\bhin_[0-9a-f]{8,}|\bwhsec_[A-Za-z0-9+/=]{8,}|\bbearer\s+\S+|\bbot\d+:[A-Za-z0-9_-]{20,}|\b\d{6,12}:[A-Za-z0-9_-]{30,}|\b\d{1,12}~[A-Za-z0-9]{20,}|\bsk-[A-Za-z0-9_-]{16,}|\bxox[abprs]-[A-Za-z0-9-]{10,})`)
-	// A secret named by its key, in English or Chinese: "token: abc",
-	// "password=abc", "令牌：abc". The name stays, the value goes.
-	reNamed = regexp.MustCompile(`(?i)(\b(?:access[_ -]?token|api[_ -]?key|token|secret|password|passwd|pwd)\b|令牌|密码|口令|密钥)(\s*(?:is\s+|[:=：]\s*|\s))([^\s,;，。；]+)`)
+	// A secret named by its key, in English or another language the
+	// conversation speaks (text.Words.Secrets): "token: abc",
+	// "password=abc", and the same with a full-width colon (U+FF1A).
+	// The name stays, the value goes; the value ends at a space or an
+	// ASCII or CJK comma, semicolon or full stop.
+	reNamed = regexp.MustCompile(`(?i)(\b(?:access[_ -]?token|api[_ -]?key|token|secret|password|passwd|pwd)\b` + secretNames() + `)(\s*(?:is\s+|[:=\x{FF1A}]\s*|\s))([^\s,;\x{FF0C}\x{3002}\x{FF1B}]+)`)
 	// Anything else that looks generated: a long run of letters and digits
 	// (with the usual token punctuation) that has both.
 	reLong = regexp.MustCompile(`[A-Za-z0-9_\-+/=~.]{24,}`)
 )
+
+// secretNames are the words other languages name a secret by, as
+// alternatives of a regular expression ("|word|word").
+func secretNames() string {
+	var b strings.Builder
+	for _, c := range text.Catalogs() {
+		for _, w := range c.Words.Secrets {
+			b.WriteString("|" + regexp.QuoteMeta(w))
+		}
+	}
+	return b.String()
+}
 
 // Redact returns text fit to be kept: URLs lose their credentials, query
 // and fragment (a token often rides there), and whatever looks like a

@@ -7,8 +7,8 @@
 // other script lowercased. A query of two or more CJK characters looks
 // for all its character pairs, a one-character query for the character,
 // a word for the word; every hit is then checked against the stored text
-// for the exact phrase, so that "考试通知" never matches a turn that only
-// has "考试" and "通知" apart.
+// for the exact phrase, so that a four-character phrase ("exam notice" in
+// Chinese) never matches a turn that only has its two words apart.
 package memory
 
 import (
@@ -130,10 +130,13 @@ type Query struct {
 }
 
 // quotes pairs the quote marks a phrase may be typed in.
-var quotes = map[rune]rune{'"': '"', '“': '”', '「': '」', '『': '』', '\'': '\''}
+// quotes open and close a phrase: ASCII and curly quotes, and the CJK
+// corner brackets (U+300C/D, U+300E/F).
+var quotes = map[rune]rune{'"': '"', '“': '”', '\u300c': '\u300d', '\u300e': '\u300f', '\'': '\''}
 
 // ParseQuery reads what someone searches for: words and CJK text
-// separated by spaces, or a phrase in quotes ("exam notice", 「考试 通知」).
+// separated by spaces, or a phrase in quotes ("exam notice", or the same
+// in corner brackets).
 // Each part must appear in a turn; a part of words must appear as whole
 // words.
 func ParseQuery(q string) Query {

@@ -9,9 +9,9 @@ import (
 	"github.com/herald-bridge/herald/delivery/robot"
 )
 
-// Config is a DingTalk (钉钉) custom group robot
+// Config is a DingTalk custom group robot
 // (recipients.<name>.dingtalk_bot). Its URL carries the access token in
-// the query; the signing secret is optional (the robot's 加签 setting).
+// the query; the signing secret is optional (the robot's "sign" security setting).
 // Both are secrets.
 type Config struct {
 	URL    string `yaml:"url"` // https://oapi.dingtalk.com/robot/send?access_token=…

@@ -1,4 +1,4 @@
-// Package dingtalkbot is the delivery sink for DingTalk (钉钉) custom group
+// Package dingtalkbot is the delivery sink for DingTalk custom group
 // robots: a markdown message with a title POSTed to the robot's hook URL,
 // signed afresh for every attempt when the robot has a secret, split
 // within the platform's body limit, paced to the robot's 20 messages a

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
@@ -146,14 +145,7 @@ func fullNotice(lang string, limit int) delivery.Message {
 	if limit <= 0 {
 		limit = store.InboxCap
 	}
-	m := delivery.Message{Kind: delivery.KindState,
-		Title: "Your inbox is full",
-		Text: fmt.Sprintf("Your inbox keeps %d items. It is full of unread ones, so the oldest unread items are "+
-			"being removed to make room for new ones. Read them (/read all) to keep the newest.", limit)}
-	if lang == render.LangZH {
-		m.Title = "收件箱已满"
-		m.Text = fmt.Sprintf("收件箱最多保存 %d 条消息，现在已被未读消息占满，最早的未读消息正在被删除，"+
-			"以便存放新消息。标为已读（/read all）即可保留最新的消息。", limit)
-	}
+	m := delivery.Message{Kind: delivery.KindState}
+	m.Title, m.Text = render.InboxFull(lang, limit)
 	return m
 }

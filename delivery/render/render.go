@@ -4,7 +4,6 @@
 package render
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -37,60 +36,27 @@ type words struct {
 	was       func(title string) string    // a changed item's previous title, after its title
 	dueMoved  func(from, to string) string // a changed item's due time moved
 	wasDue    func(from string) string     // a changed item's due time was dropped
+	// inboxFullTitle and inboxFull tell an inbox's owner it is full.
+	inboxFullTitle string
+	inboxFull      func(limit int) string
 }
 
-var en = words{
-	changes: func(n int, task string) string {
-		if n == 1 {
-			return "1 change in " + task
-		}
-		return fmt.Sprintf("%d changes in %s", n, task)
-	},
-	dueIn:     func(left, title string) string { return "Due in " + left + ": " + title },
-	overdue:   func(title string) string { return "Overdue: " + title },
-	more:      func(n int) string { return fmt.Sprintf("and %d more", n) },
-	due:       "due",
-	left:      func(left string) string { return "in " + left },
-	ago:       func(ago string) string { return ago + " ago" },
-	open:      "Open",
-	change:    map[string]string{delivery.ChangeNew: "new", delivery.ChangeChanged: "changed", delivery.ChangeRemoved: "removed", delivery.ChangeDeadline: "deadline"},
-	fallback:  "Notice",
-	dateFmt:   "Mon 2 Jan 2006 15:04 MST",
-	minute:    func(n int) string { return fmt.Sprintf("%d min", n) },
-	hour:      func(n int) string { return fmt.Sprintf("%d h", n) },
-	day:       func(n int) string { return fmt.Sprintf("%d d", n) },
-	separator: " — ",
-	was:       func(title string) string { return " (was: " + title + ")" },
-	dueMoved:  func(from, to string) string { return "due moved from " + from + " to " + to },
-	wasDue:    func(from string) string { return "was due " + from },
-}
-
-var zh = words{
-	changes:   func(n int, task string) string { return fmt.Sprintf("%s 有 %d 项更新", task, n) },
-	dueIn:     func(left, title string) string { return left + "后截止：" + title },
-	overdue:   func(title string) string { return "已逾期：" + title },
-	more:      func(n int) string { return fmt.Sprintf("还有 %d 项", n) },
-	due:       "截止",
-	left:      func(left string) string { return "还剩 " + left },
-	ago:       func(ago string) string { return "已过 " + ago },
-	open:      "打开",
-	change:    map[string]string{delivery.ChangeNew: "新", delivery.ChangeChanged: "更新", delivery.ChangeRemoved: "移除", delivery.ChangeDeadline: "截止"},
-	fallback:  "通知",
-	dateFmt:   "2006年1月2日 15:04 MST",
-	minute:    func(n int) string { return fmt.Sprintf("%d 分钟", n) },
-	hour:      func(n int) string { return fmt.Sprintf("%d 小时", n) },
-	day:       func(n int) string { return fmt.Sprintf("%d 天", n) },
-	separator: " — ",
-	was:       func(title string) string { return "（原为：" + title + "）" },
-	dueMoved:  func(from, to string) string { return "截止时间由 " + from + " 改为 " + to },
-	wasDue:    func(from string) string { return "原截止时间 " + from },
-}
+// phrasebooks are the languages a message renders in, one file each
+// (en.go, zh.go); English is the fallback.
+var phrasebooks = map[string]*words{LangEN: &en, LangZH: &zh}
 
 func phrasebook(lang string) words {
-	if lang == LangZH {
-		return zh
+	if w, ok := phrasebooks[lang]; ok {
+		return *w
 	}
 	return en
+}
+
+// InboxFull is the notice, in lang, that an inbox keeping limit items is
+// full and its oldest unread items are leaving it.
+func InboxFull(lang string, limit int) (title, text string) {
+	w := phrasebook(lang)
+	return w.inboxFullTitle, w.inboxFull(limit)
 }
 
 // view is a message prepared for any output: strings are still raw

@@ -1,4 +1,4 @@
-// Package wecombot is the delivery sink for WeCom (企业微信) group robots:
+// Package wecombot is the delivery sink for WeCom (WeChat Work) group robots:
 // a markdown message POSTed to the robot's hook URL, split by UTF-8 bytes
 // within the platform's limit, paced to the robot's 20 messages a minute
 // across replicas, each answer's errcode classified.

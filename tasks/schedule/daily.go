@@ -76,7 +76,7 @@ func (p *parser) daily(args []string) (Schedule, error) {
 		args = args[1:]
 	}
 	if len(args) == 0 {
-		return nil, p.errz(len([]rune(p.text)), "daily 后面需要时间，例如 daily 08:00 或 daily 08:00 Asia/Shanghai", `"daily" needs a time, like "daily 08:00" or "daily 08:00 Asia/Shanghai"`)
+		return nil, p.errc(len([]rune(p.text)), "daily_needs_time", nil, `"daily" needs a time, like "daily 08:00" or "daily 08:00 Asia/Shanghai"`)
 	}
 	loc := p.def
 	if len(args) > 1 && looksLikeZone(args[len(args)-1]) {
@@ -89,27 +89,19 @@ func (p *parser) daily(args []string) (Schedule, error) {
 	}
 	h, m, msg := parseClock(strings.Join(args, ""))
 	if msg != "" {
-		return nil, p.errz(p.pos(args[0]), "时间要用 24 小时制，例如 08:00 或 21:30", "%s", msg)
+		return nil, p.errc(p.pos(args[0]), "bad_clock", nil, "%s", msg)
 	}
 	return Daily{Hour: h, Minute: m, Location: loc}, nil
 }
 
-var periods = []struct {
-	word string
-	pm   bool
-	noon bool
-}{
-	{"凌晨", false, false}, {"早上", false, false}, {"早晨", false, false}, {"上午", false, false}, {"清晨", false, false},
-	{"中午", false, true}, {"下午", true, false}, {"傍晚", true, false}, {"晚上", true, false}, {"夜里", true, false}, {"夜間", true, false},
-}
-
-// parseClock reads "08:00", "8:00", "8am", "8:30pm", "8点", "8点半",
-// "早上8点", "下午3点30分", "20时".
+// parseClock reads "08:00", "8:00", "8am", "8:30pm", and the Chinese
+// clock forms (chinese.go): an hour word, perhaps a minute or "half",
+// perhaps after a part of the day.
 func parseClock(s string) (hour, minute int, msg string) {
 	const usage = "the time must be HH:MM on a 24-hour clock, like 08:00 or 21:30"
 	s = strings.ToLower(s)
 	pm, noon, am, cnPM := false, false, false, false
-	for _, p := range periods {
+	for _, p := range chinesePeriods {
 		if strings.HasPrefix(s, p.word) {
 			s, cnPM, noon = s[len(p.word):], p.pm, p.noon
 			break
@@ -125,18 +117,20 @@ func parseClock(s string) (hour, minute int, msg string) {
 	switch {
 	case strings.Contains(s, ":"):
 		hs, ms, _ = strings.Cut(s, ":")
-	case strings.ContainsAny(s, "点點时時"):
-		for _, sep := range []string{"点", "點", "时", "時"} {
+	case strings.ContainsAny(s, strings.Join(chineseHourWords, "")):
+		for _, sep := range chineseHourWords {
 			if a, b, ok := strings.Cut(s, sep); ok {
 				hs, ms = a, b
 				break
 			}
 		}
-		ms = strings.TrimSuffix(strings.TrimSuffix(ms, "分"), "整")
+		for _, suffix := range chineseMinuteEnds {
+			ms = strings.TrimSuffix(ms, suffix)
+		}
 		switch ms {
 		case "":
 			ms = "00"
-		case "半":
+		case chineseHalf:
 			ms = "30"
 		}
 	case am || pm:

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,10 +41,13 @@ func FormatInterval(d time.Duration) string {
 	return s
 }
 
-var unitWords = []struct {
+// unitWord is a word for an interval's unit.
+type unitWord struct {
 	word string
 	unit time.Duration
-}{
+}
+
+var unitWords = append([]unitWord{
 	// longest first within a shared prefix
 	{"milliseconds", time.Millisecond}, {"millisecond", time.Millisecond}, {"ms", time.Millisecond},
 	{"seconds", time.Second}, {"second", time.Second}, {"secs", time.Second}, {"sec", time.Second}, {"s", time.Second},
@@ -51,21 +55,17 @@ var unitWords = []struct {
 	{"hours", time.Hour}, {"hour", time.Hour}, {"hrs", time.Hour}, {"hr", time.Hour}, {"h", time.Hour},
 	{"days", 24 * time.Hour}, {"day", 24 * time.Hour}, {"d", 24 * time.Hour},
 	{"weeks", 7 * 24 * time.Hour}, {"week", 7 * 24 * time.Hour}, {"w", 7 * 24 * time.Hour},
-	{"分鐘", time.Minute}, {"分钟", time.Minute}, {"分", time.Minute},
-	{"個小時", time.Hour}, {"个小时", time.Hour}, {"小時", time.Hour}, {"小时", time.Hour}, {"鐘頭", time.Hour}, {"钟头", time.Hour},
-	{"天", 24 * time.Hour}, {"日", 24 * time.Hour},
-	{"秒", time.Second},
-	{"周", 7 * 24 * time.Hour}, {"週", 7 * 24 * time.Hour}, {"星期", 7 * 24 * time.Hour},
-}
+}, chineseUnitWords...)
 
-// parseInterval reads "30m", "1h30m", "1.5h", "30 minutes", "1d12h",
-// "30分钟"; a unit without a number counts once ("hour", "小时").
+// parseInterval reads "30m", "1h30m", "1.5h", "30 minutes", "1d12h" and
+// the same with Chinese units; a unit without a number counts once
+// ("hour").
 func parseInterval(s string) (time.Duration, problem) {
 	s = strings.ToLower(strings.ReplaceAll(s, " ", ""))
 	if s == "" {
-		return 0, problem{"missing interval", "缺少间隔"}
+		return 0, problem{en: "missing interval", code: "missing_interval"}
 	}
-	if s == "半小时" || s == "半小時" || s == "half-hour" || s == "halfhour" {
+	if s == "half-hour" || s == "halfhour" || slices.Contains(chineseHalfHour, s) {
 		return 30 * time.Minute, problem{}
 	}
 	var total float64
@@ -78,11 +78,11 @@ func parseInterval(s string) (time.Duration, problem) {
 		if i > 0 {
 			v, err := strconv.ParseFloat(s[:i], 64)
 			if err != nil {
-				return 0, problem{"bad number " + strconv.Quote(s[:i]), "数字无效：" + strconv.Quote(s[:i])}
+				return 0, problem{en: "bad number " + strconv.Quote(s[:i]), code: "bad_number", args: []any{strconv.Quote(s[:i])}}
 			}
 			num = v
 		} else if total != 0 {
-			return 0, problem{"bad interval: " + strconv.Quote(s), "间隔无效：" + strconv.Quote(s) + "；请写成 30m、2h 或 1d"}
+			return 0, problem{en: "bad interval: " + strconv.Quote(s), code: "bad_interval", args: []any{strconv.Quote(s)}}
 		}
 		s = s[i:]
 		matched := false
@@ -96,24 +96,29 @@ func parseInterval(s string) (time.Duration, problem) {
 		}
 		if !matched {
 			if s == "" {
-				return 0, problem{"the interval needs a unit, like 30m, 2h or 1d", "间隔需要单位，例如 30m、2h 或 1d"}
+				return 0, problem{en: "the interval needs a unit, like 30m, 2h or 1d", code: "needs_unit"}
 			}
-			return 0, problem{"unknown interval unit " + strconv.Quote(firstRunes(s, 8)) + "; use m, h or d, like 30m, 2h or 1d",
-				"无法识别的间隔单位 " + strconv.Quote(firstRunes(s, 8)) + "；请用分钟、小时或天，例如 30m、2h 或 1d"}
+			return 0, problem{en: "unknown interval unit " + strconv.Quote(firstRunes(s, 8)) + "; use m, h or d, like 30m, 2h or 1d",
+				code: "bad_unit", args: []any{strconv.Quote(firstRunes(s, 8))}}
 		}
 		if total > float64(MaxInterval) || math.IsNaN(total) {
-			return 0, problem{"the interval is longer than 366d", "间隔不能超过 366 天"}
+			return 0, problem{en: "the interval is longer than 366d", code: "too_long"}
 		}
 	}
 	d := time.Duration(total).Round(time.Millisecond)
 	if d < MinInterval {
-		return 0, problem{"the interval must be at least 1m", "间隔至少 1 分钟"}
+		return 0, problem{en: "the interval must be at least 1m", code: "too_short"}
 	}
 	return d, problem{}
 }
 
-// problem is a finding in both languages; the zero value is none.
-type problem struct{ en, zh string }
+// problem is a finding: its English message, and its code and arguments
+// for a catalogue; the zero value is none.
+type problem struct {
+	en   string
+	code string
+	args []any
+}
 
 func firstRunes(s string, n int) string {
 	r := []rune(s)
@@ -129,19 +134,19 @@ func (p *parser) every(args []string) (Schedule, error) {
 	}
 	d, msg := parseInterval(strings.Join(args, ""))
 	if msg.en != "" {
-		return nil, p.errz(p.pos(args[0]), msg.zh, "%s", msg.en)
+		return nil, p.errc(p.pos(args[0]), msg.code, msg.args, "%s", msg.en)
 	}
 	return Every{Interval: d}, nil
 }
 
 // ParseDuration reads a duration the way `every` does ("30m", "1h30m",
-// "2d", "90 minutes", "2 小时"), between MinInterval and MaxInterval. Its
-// errors are *ParseError.
+// "2d", "90 minutes", Chinese units), between MinInterval and MaxInterval.
+// Its errors are *ParseError.
 func ParseDuration(text string) (time.Duration, error) {
 	s := Normalize(text)
 	d, msg := parseInterval(s)
 	if msg.en != "" {
-		return 0, &ParseError{Text: s, Msg: msg.en, Zh: msg.zh}
+		return 0, &ParseError{Text: s, Msg: msg.en, Code: msg.code, Args: msg.args}
 	}
 	return d, nil
 }

@@ -7,9 +7,8 @@
 //	at <timestamp>                 at 2026-12-01T09:00:00+08:00, at 2026-12-01 09:00 [Area/City]
 //	cron <5 fields> [Area/City]    cron 0 9 * * MON-FRI Europe/London
 //
-// Chinese forms people type are accepted too (每天 08:00, 每周一 08:00,
-// 每 30 分钟, 每小时, 每天 早上8点), as are full-width digits, colons and
-// spaces.
+// The Chinese forms people type are accepted too (chinese.go holds all
+// of their words), as are full-width digits, colons and spaces.
 //
 // Wall-clock rules: a local time that falls in a DST gap runs at the first
 // existing minute after it (searched minute by minute for at most 3 days,
@@ -70,34 +69,34 @@ var (
 )
 
 // ParseError describes text that is not a schedule. Its message is plain
-// and says what would be accepted; Pos is the 0-based rune offset in Text
-// (the input after whitespace and full-width folding) where the problem
-// starts.
+// English and says what would be accepted; Pos is the 0-based rune offset
+// in Text (the input after whitespace and full-width folding) where the
+// problem starts. Code and Args name the problem for a catalogue that
+// words it in another language ("" for a problem it words only
+// generally); the conversation's catalogue keys it "schedule.<code>".
 type ParseError struct {
 	Text string
 	Pos  int
 	Msg  string
-	Zh   string // the message in Chinese, when there is one
+	Code string
+	Args []any
 }
 
 func (e *ParseError) Error() string {
 	return "invalid schedule " + quoteShort(e.Text) + ": " + e.Msg
 }
 
-// Chinese returns the message in Chinese only: its own translation, or a
-// plain one naming the forms that work.
-func (e *ParseError) Chinese() string {
-	if e.Zh != "" {
-		return e.Zh
+// Coded gives the error's code for a catalogue ("schedule.invalid" for a
+// problem with no code of its own), its arguments and its English message.
+func (e *ParseError) Coded() (code string, args []any, english string) {
+	if e.Code == "" {
+		return "schedule.invalid", nil, e.Msg
 	}
-	return "无法识别这个时间安排；可以用 " + ZhUsage
+	return "schedule." + e.Code, e.Args, e.Msg
 }
 
 // Usage is a one-line summary of the grammar for error messages.
 const Usage = `every 30m | daily 08:00 [Area/City] | weekly mon 08:00 [Area/City] | at 2026-12-01 09:00 [Area/City] | cron 0 9 * * 1-5 [Area/City]`
-
-// ZhUsage is Usage for a Chinese message.
-const ZhUsage = `every 30m、每天 08:00、每周一 08:00、at 2026-12-01 09:00 或 cron 0 9 * * 1-5（可加时区，如 Asia/Shanghai）`
 
 func quoteShort(s string) string {
 	r := []rune(s)
@@ -116,9 +115,9 @@ func Parse(text string, defaultZone *time.Location) (Schedule, error) {
 	s := Normalize(text)
 	p := &parser{text: s, def: defaultZone}
 	if s == "" {
-		return nil, p.errz(0, "时间安排是空的；可以用 "+ZhUsage, "the schedule is empty; use %s", Usage)
+		return nil, p.errc(0, "empty", nil, "the schedule is empty; use %s", Usage)
 	}
-	if strings.HasPrefix(s, "每") {
+	if strings.HasPrefix(s, chineseOpener) {
 		return p.chinese()
 	}
 	fields := strings.Fields(s)
@@ -137,7 +136,7 @@ func Parse(text string, defaultZone *time.Location) (Schedule, error) {
 	case KindCron:
 		return p.cron(fields[1:])
 	}
-	return nil, p.errz(0, fmt.Sprintf("无法识别时间安排 %q；可以用 %s", fields[0], ZhUsage), "unknown schedule %q; use %s", fields[0], Usage)
+	return nil, p.errc(0, "unknown", []any{fields[0]}, "unknown schedule %q; use %s", fields[0], Usage)
 }
 
 // Normalize folds full-width ASCII (０８：００) and ideographic spaces to
@@ -175,9 +174,10 @@ func (p *parser) errf(pos int, format string, args ...any) error {
 	return &ParseError{Text: p.text, Pos: pos, Msg: fmt.Sprintf(format, args...)}
 }
 
-// errz is errf with the message's Chinese translation.
-func (p *parser) errz(pos int, zh, format string, args ...any) error {
-	return &ParseError{Text: p.text, Pos: pos, Msg: fmt.Sprintf(format, args...), Zh: zh}
+// errc is errf with the problem's code and the arguments its wording in
+// another language takes.
+func (p *parser) errc(pos int, code string, codeArgs []any, format string, args ...any) error {
+	return &ParseError{Text: p.text, Pos: pos, Msg: fmt.Sprintf(format, args...), Code: code, Args: codeArgs}
 }
 
 // pos returns the rune offset of the first occurrence of sub in the text.
@@ -202,18 +202,18 @@ func (p *parser) zone(name string) (*time.Location, error) {
 	case "UTC", "Etc/UTC":
 		return time.UTC, nil
 	case "":
-		return nil, p.errz(p.pos(name), "缺少时区", "missing time zone")
+		return nil, p.errc(p.pos(name), "missing_zone", nil, "missing time zone")
 	}
-	unknown := fmt.Sprintf("未知时区 %q；请用 IANA 名称，例如 Asia/Shanghai", name)
+	unknown := []any{name}
 	if !strings.Contains(name, "/") && name != "GMT" {
 		if isAbbreviation(name) {
-			return nil, p.errz(p.pos(name), fmt.Sprintf("时区 %q 是缩写，可能指多个时差；请用 IANA 名称，例如 Asia/Shanghai", name),
+			return nil, p.errc(p.pos(name), "zone_abbreviation", []any{name},
 				"time zone %q is an abbreviation that names several offsets; use an IANA name such as Asia/Shanghai or America/Chicago", name)
 		}
-		return nil, p.errz(p.pos(name), unknown, "unknown time zone %q; use an IANA name such as Asia/Shanghai", name)
+		return nil, p.errc(p.pos(name), "unknown_zone", unknown, "unknown time zone %q; use an IANA name such as Asia/Shanghai", name)
 	}
 	if strings.Contains(name, "..") || strings.HasPrefix(name, "/") {
-		return nil, p.errz(p.pos(name), unknown, "unknown time zone %q; use an IANA name such as Asia/Shanghai", name)
+		return nil, p.errc(p.pos(name), "unknown_zone", unknown, "unknown time zone %q; use an IANA name such as Asia/Shanghai", name)
 	}
 	loc, err := time.LoadLocation(name)
 	if err != nil {
@@ -223,7 +223,7 @@ func (p *parser) zone(name string) (*time.Location, error) {
 				return loc, nil
 			}
 		}
-		return nil, p.errz(p.pos(name), unknown, "unknown time zone %q; use an IANA name such as Asia/Shanghai", name)
+		return nil, p.errc(p.pos(name), "unknown_zone", unknown, "unknown time zone %q; use an IANA name such as Asia/Shanghai", name)
 	}
 	return loc, nil
 }

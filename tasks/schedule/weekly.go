@@ -8,7 +8,8 @@ import (
 )
 
 // Weekly runs on some days of the week at a wall-clock time in a zone:
-// weekly mon 08:00, weekly mon,thu 18:30 Europe/Berlin, 每周一 08:00.
+// weekly mon 08:00, weekly mon,thu 18:30 Europe/Berlin, or the Chinese
+// form (chinese.go).
 type Weekly struct {
 	Days []time.Weekday // sorted, no repeats
 	Daily
@@ -59,15 +60,19 @@ func (w Weekly) Next(after time.Time) (time.Time, error) {
 var dayNames = [7]string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}
 
 // dayWords maps what people type to a weekday.
-var dayWords = map[string]time.Weekday{
-	"sun": time.Sunday, "sunday": time.Sunday, "mon": time.Monday, "monday": time.Monday,
-	"tue": time.Tuesday, "tues": time.Tuesday, "tuesday": time.Tuesday,
-	"wed": time.Wednesday, "wednesday": time.Wednesday, "thu": time.Thursday, "thur": time.Thursday,
-	"thurs": time.Thursday, "thursday": time.Thursday, "fri": time.Friday, "friday": time.Friday,
-	"sat": time.Saturday, "saturday": time.Saturday,
-	"一": time.Monday, "二": time.Tuesday, "三": time.Wednesday, "四": time.Thursday,
-	"五": time.Friday, "六": time.Saturday, "日": time.Sunday, "天": time.Sunday, "七": time.Sunday,
-}
+var dayWords = func() map[string]time.Weekday {
+	m := map[string]time.Weekday{
+		"sun": time.Sunday, "sunday": time.Sunday, "mon": time.Monday, "monday": time.Monday,
+		"tue": time.Tuesday, "tues": time.Tuesday, "tuesday": time.Tuesday,
+		"wed": time.Wednesday, "wednesday": time.Wednesday, "thu": time.Thursday, "thur": time.Thursday,
+		"thurs": time.Thursday, "thursday": time.Thursday, "fri": time.Friday, "friday": time.Friday,
+		"sat": time.Saturday, "saturday": time.Saturday,
+	}
+	for w, d := range chineseDayWords {
+		m[w] = d
+	}
+	return m
+}()
 
 // isDayList reports whether s reads as one or more weekdays ("mon",
 // "mon,thu", "monday").
@@ -76,16 +81,17 @@ func isDayList(s string) bool {
 	return ok
 }
 
-// parseDays reads "mon", "mon,thu", "一、四", "一四".
+// parseDays reads "mon", "mon,thu", and Chinese days apart (split by an
+// ideographic comma) or together, one character a day.
 func parseDays(s string) ([]time.Weekday, bool) {
 	s = strings.ToLower(strings.TrimSpace(s))
 	var parts []string
-	if strings.ContainsAny(s, ",、/") {
-		parts = strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '、' || r == '/' })
+	if strings.ContainsAny(s, ",/"+ideographicComma) {
+		parts = strings.FieldsFunc(s, func(r rune) bool { return r == ',' || string(r) == ideographicComma || r == '/' })
 	} else if _, ok := dayWords[s]; ok {
 		parts = []string{s}
 	} else if !strings.ContainsFunc(s, func(r rune) bool { return r < 0x80 }) {
-		for _, r := range s { // 一四: one Chinese day per rune
+		for _, r := range s { // one Chinese day per rune
 			parts = append(parts, string(r))
 		}
 	} else {
@@ -112,16 +118,15 @@ func parseDays(s string) ([]time.Weekday, bool) {
 // weekly reads "weekly [on] <days> [at] HH:MM [Zone]".
 func (p *parser) weekly(args []string) (Schedule, error) {
 	const usage = `"weekly" needs a day and a time, like "weekly mon 08:00" or "weekly mon,thu 18:30 Europe/Berlin"`
-	const zhUsage = "每周的时间安排需要星期和时间，例如 weekly mon 08:00 或 每周一 08:00"
 	if len(args) > 0 && strings.EqualFold(args[0], "on") {
 		args = args[1:]
 	}
 	if len(args) < 2 {
-		return nil, p.errz(len([]rune(p.text)), zhUsage, "%s", usage)
+		return nil, p.errc(len([]rune(p.text)), "weekly_needs_day", nil, "%s", usage)
 	}
 	days, ok := parseDays(args[0])
 	if !ok {
-		return nil, p.errz(p.pos(args[0]), fmt.Sprintf("无法识别星期 %q；请用 mon、tue、wed、thu、fri、sat、sun", args[0]),
+		return nil, p.errc(p.pos(args[0]), "unknown_day", []any{args[0]},
 			"unknown day %q; use mon, tue, wed, thu, fri, sat or sun (several as mon,thu)", args[0])
 	}
 	d, err := p.daily(args[1:])

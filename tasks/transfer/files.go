@@ -3,7 +3,6 @@ package transfer
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path"
 	"strings"
 
@@ -37,70 +36,18 @@ func (f Files) ImportFile(ctx context.Context, r Request, data []byte) ([]Row, e
 	return Import(ctx, f.M, r, list)
 }
 
-// Refusal says in plain words, in English and Chinese, why a file was
-// not imported; nothing of it was.
-func Refusal(err error) (en, zh string) {
-	detail := err.Error()
+// Refusal says in plain words why a file was not imported (nothing of it
+// was): a coded problem, its English message the error text, worded in
+// other languages by the conversation's catalogue ("transfer.*").
+func Refusal(err error) error {
 	switch {
 	case errors.Is(err, safezip.ErrRefused):
-		_, why, _ := strings.Cut(detail, ": ")
-		return "I refused that archive: " + why + ". Nothing was imported.", "这个压缩包被拒绝（" + why + "），没有导入任何内容。"
+		_, why, _ := strings.Cut(err.Error(), ": ")
+		return problem{"archive_refused", []any{why}, "I refused that archive: " + why + ". Nothing was imported."}
 	case errors.Is(err, bundle.ErrNewerFormat):
-		return "That bundle comes from a newer herald than this one; nothing was imported.", "这个任务包来自更新版本的 herald，这里无法读取；没有导入任何内容。"
+		return problem{"newer_bundle", nil, "That bundle comes from a newer herald than this one; nothing was imported."}
 	case errors.Is(err, safezip.ErrMalformed), errors.Is(err, bundle.ErrInvalid), errors.Is(err, opml.ErrInvalid):
-		return "That is neither a herald bundle (.zip) nor an OPML feed list (.opml); nothing was imported.",
-			"这既不是 herald 任务包（.zip），也不是 OPML 订阅列表（.opml）；没有导入任何内容。"
+		return problem{"not_importable", nil, "That is neither a herald bundle (.zip) nor an OPML feed list (.opml); nothing was imported."}
 	}
-	return "I could not import that file; nothing was imported.", "无法导入这个文件；没有导入任何内容。"
-}
-
-var stateZh = map[State]string{
-	Imported: "已导入", NeedsConfiguration: "需要配置", Unsupported: "不支持", Duplicate: "已存在", Refused: "被拒绝",
-}
-
-// maxTextRows is how many rows a chat reply lists; the rest are counted.
-const maxTextRows = 40
-
-// Text is the import's table as a chat reply: a count, then one line per
-// task with its state and why.
-func Text(rows []Row, zh bool) string {
-	var b strings.Builder
-	n := 0
-	for _, r := range rows {
-		if r.State == Imported {
-			n++
-		}
-	}
-	if zh {
-		fmt.Fprintf(&b, "导入了 %d 个任务（共 %d 个）：\n", n, len(rows))
-	} else {
-		fmt.Fprintf(&b, "Imported %d of %d task(s):\n", n, len(rows))
-	}
-	for i, r := range rows {
-		if i == maxTextRows {
-			if zh {
-				fmt.Fprintf(&b, "……还有 %d 个\n", len(rows)-i)
-			} else {
-				fmt.Fprintf(&b, "… and %d more\n", len(rows)-i)
-			}
-			break
-		}
-		name := r.Name
-		if name == "" {
-			name = r.Source
-		}
-		state, detail := string(r.State), r.Detail
-		if zh {
-			state, detail = stateZh[r.State], r.DetailZh
-		}
-		if r.Task != "" {
-			detail += " " + r.Task
-		}
-		if zh {
-			fmt.Fprintf(&b, "• %s — %s（%s）\n", name, state, strings.TrimSpace(detail))
-		} else {
-			fmt.Fprintf(&b, "• %s — %s (%s)\n", name, state, strings.TrimSpace(detail))
-		}
-	}
-	return strings.TrimRight(b.String(), "\n")
+	return problem{"import_failed", nil, "I could not import that file; nothing was imported."}
 }

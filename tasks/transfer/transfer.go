@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-bridge/herald/conversation/text"
 	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/bundle"
@@ -50,8 +51,42 @@ type Row struct {
 	Task     string `json:"task,omitempty"`
 	Active   bool   `json:"active,omitempty"` // approved at once
 	Detail   string `json:"detail,omitempty"`
-	DetailZh string `json:"detail_zh,omitempty"`
+	DetailZh string `json:"detail_zh,omitempty"` // Detail as the Chinese catalogue words it
+	// Why is what Detail says: a coded problem (package text words it in
+	// any language), or the manager's refusal.
+	Why error `json:"-"`
 }
+
+// problem is why a row has its state, or why a file was refused: a code
+// for the conversation's catalogue ("transfer.<code>"), the arguments its
+// wording takes, and its English message.
+type problem struct {
+	code string
+	args []any
+	en   string
+}
+
+func (p problem) Error() string                  { return p.en }
+func (p problem) Coded() (string, []any, string) { return "transfer." + p.code, p.args, p.en }
+
+var _ text.Coded = problem{}
+
+// explain sets the row's detail from why: its English message, and its
+// Chinese one without the closing full stop (the detail is shown in
+// brackets).
+func (row *Row) explain(why error) {
+	row.Why, row.Detail, row.DetailZh = why, why.Error(), why.Error()
+	var ue *tasks.UserError
+	if zh, ok := text.Error("zh", why); ok {
+		row.DetailZh = zh
+	} else if errors.As(why, &ue) {
+		row.DetailZh = ue.Zh // until the manager's errors carry codes
+	}
+	row.DetailZh = strings.TrimRight(row.DetailZh, ideographicFullStop)
+}
+
+// ideographicFullStop ends a Chinese sentence (U+3002).
+const ideographicFullStop = "\u3002"
 
 // Manager is the part of the task manager an import uses.
 type Manager interface {
@@ -104,46 +139,46 @@ func Import(ctx context.Context, m Manager, r Request, list []bundle.Task) ([]Ro
 	rows := make([]Row, 0, len(list))
 	for _, bt := range list {
 		row := Row{Name: bt.Name, Source: source.ShowURL(bt.Source.URL)}
-		sub, st, en, zh := r.submission(p, bt)
+		sub, st, why := r.submission(p, bt)
 		if st == "" {
 			key := sameSource(sub.URL, sub.Selector, sub.Fields.Items)
 			if id, ok := watched[key]; ok {
 				st, row.Task = Duplicate, id
-				en, zh = "already watched", "已经在关注"
+				why = problem{"already_watched", nil, "already watched"}
 			} else {
-				st, en, zh = r.submit(ctx, m, sub, &row, live, p.Limits.MaxTasks)
+				st, why = r.submit(ctx, m, sub, &row, live, p.Limits.MaxTasks)
 				if st == Imported {
 					watched[key] = row.Task
 					live++
 				}
 			}
 		}
-		row.State, row.Detail, row.DetailZh = st, en, zh
+		row.State = st
+		row.explain(why)
 		rows = append(rows, row)
 	}
 	return rows, nil
 }
 
 // submission turns bt into r's request, or says why it cannot be one.
-func (r Request) submission(p tasks.Policy, bt bundle.Task) (s tasks.Submission, st State, en, zh string) {
+func (r Request) submission(p tasks.Policy, bt bundle.Task) (s tasks.Submission, st State, why error) {
 	if len(bt.Needs) > 0 {
 		w := strings.Join(bt.Needs, ", ")
-		return s, NeedsConfiguration, "the export left out " + w + "; give it again by hand",
-			"导出时省略了 " + w + "；请手动重新设置"
+		return s, NeedsConfiguration, problem{"left_out", []any{w}, "the export left out " + w + "; give it again by hand"}
 	}
 	if !source.Valid(bt.Source.Kind) {
-		return s, Unsupported, fmt.Sprintf("unknown kind %q", bt.Source.Kind), fmt.Sprintf("未知的类型 %q", bt.Source.Kind)
+		return s, Unsupported, problem{"unknown_kind", []any{bt.Source.Kind}, fmt.Sprintf("unknown kind %q", bt.Source.Kind)}
 	}
 	for _, n := range bt.Notify {
 		if !address.IsLiteral(n) && !p.Named[n] {
-			return s, NeedsConfiguration, "no recipient named " + n + " here", "这里没有名为 " + n + " 的接收方"
+			return s, NeedsConfiguration, problem{"no_recipient", []any{n}, "no recipient named " + n + " here"}
 		}
 	}
 	var before []time.Duration
 	for _, d := range bt.RemindBefore {
 		v, err := parseDuration(d)
 		if err != nil {
-			return s, Unsupported, fmt.Sprintf("cannot read remind_before %q", d), fmt.Sprintf("无法识别提醒时间 %q", d)
+			return s, Unsupported, problem{"bad_remind_before", []any{d}, fmt.Sprintf("cannot read remind_before %q", d)}
 		}
 		before = append(before, v)
 	}
@@ -154,17 +189,17 @@ func (r Request) submission(p tasks.Policy, bt bundle.Task) (s tasks.Submission,
 		RemindBefore: before, Notify: bt.Notify, Include: bt.Include, Exclude: bt.Exclude, Courses: src.Courses,
 		Fields: tasks.SourceFields{Items: src.Items, ID: src.ID, Title: src.Title, Link: src.Link, Due: src.Due, Watch: src.Watch},
 	}
-	return s, "", "", ""
+	return s, "", nil
 }
 
 // submit makes the request (or, in a dry run, previews it).
-func (r Request) submit(ctx context.Context, m Manager, s tasks.Submission, row *Row, live, limit int) (State, string, string) {
+func (r Request) submit(ctx context.Context, m Manager, s tasks.Submission, row *Row, live, limit int) (State, error) {
 	var t *tasks.Task
 	var err error
 	if r.DryRun {
 		t, err = m.Preview(s)
 		if err == nil && live >= limit {
-			return Refused, fmt.Sprintf("herald has reached its task limit (%d)", limit), fmt.Sprintf("任务数量已达上限（%d 个）", limit)
+			return Refused, problem{"task_limit", []any{limit}, fmt.Sprintf("herald has reached its task limit (%d)", limit)}
 		}
 	} else {
 		t, err = m.Submit(ctx, s)
@@ -174,22 +209,18 @@ func (r Request) submit(ctx context.Context, m Manager, s tasks.Submission, row 
 	}
 	row.Task, row.Active = t.Request.ID, t.State == tasks.Active
 	if row.Active {
-		return Imported, "active", "已生效"
+		return Imported, problem{"active", nil, "active"}
 	}
-	return Imported, "awaiting approval", "等待批准"
+	return Imported, problem{"awaiting_approval", nil, "awaiting approval"}
 }
 
-// classify maps the manager's refusal to a state.
-func classify(err error) (State, string, string) {
-	en, zh := err.Error(), err.Error()
-	var ue *tasks.UserError
-	if errors.As(err, &ue) {
-		zh = strings.TrimRight(ue.Zh, "。")
-	}
+// classify maps the manager's refusal to a state; the refusal is the
+// row's detail.
+func classify(err error) (State, error) {
 	if errors.Is(err, tasks.ErrInvalid) {
-		return Unsupported, en, zh
+		return Unsupported, err
 	}
-	return Refused, en, zh
+	return Refused, err
 }
 
 // sameSource is what makes two tasks watch the same thing.

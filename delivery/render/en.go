@@ -1,0 +1,39 @@
+package render
+
+import (
+	"fmt"
+
+	"github.com/herald-bridge/herald/delivery"
+)
+
+// en is the English phrasebook, the fallback for any other language.
+var en = words{
+	changes: func(n int, task string) string {
+		if n == 1 {
+			return "1 change in " + task
+		}
+		return fmt.Sprintf("%d changes in %s", n, task)
+	},
+	dueIn:          func(left, title string) string { return "Due in " + left + ": " + title },
+	overdue:        func(title string) string { return "Overdue: " + title },
+	more:           func(n int) string { return fmt.Sprintf("and %d more", n) },
+	due:            "due",
+	left:           func(left string) string { return "in " + left },
+	ago:            func(ago string) string { return ago + " ago" },
+	open:           "Open",
+	change:         map[string]string{delivery.ChangeNew: "new", delivery.ChangeChanged: "changed", delivery.ChangeRemoved: "removed", delivery.ChangeDeadline: "deadline"},
+	fallback:       "Notice",
+	dateFmt:        "Mon 2 Jan 2006 15:04 MST",
+	minute:         func(n int) string { return fmt.Sprintf("%d min", n) },
+	hour:           func(n int) string { return fmt.Sprintf("%d h", n) },
+	day:            func(n int) string { return fmt.Sprintf("%d d", n) },
+	separator:      " — ",
+	was:            func(title string) string { return " (was: " + title + ")" },
+	dueMoved:       func(from, to string) string { return "due moved from " + from + " to " + to },
+	wasDue:         func(from string) string { return "was due " + from },
+	inboxFullTitle: "Your inbox is full",
+	inboxFull: func(limit int) string {
+		return fmt.Sprintf("Your inbox keeps %d items. It is full of unread ones, so the oldest unread items are "+
+			"being removed to make room for new ones. Read them (/read all) to keep the newest.", limit)
+	},
+}

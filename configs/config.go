@@ -40,6 +40,10 @@ const (
 	MaxPerHostRuns        = 64
 	DefaultPerHostMinute  = 600
 	MaxPerHostMinute      = 60000
+	DefaultChatPerMinute  = 30
+	DefaultChatBurst      = 10
+	MaxChatPerMinute      = 6000
+	MaxChatBurst          = 1000
 	DefaultHistoryRuns    = 30
 	DefaultMaxItemsPerRun = 100
 	DefaultConcurrentRuns = 4
@@ -276,6 +280,15 @@ type Limits struct {
 	// PerHost is the politeness cap per source host, across every task
 	// that reads it.
 	PerHost PerHost `yaml:"per_host"`
+	// Chat bounds the chat messages one principal has answered: PerMinute
+	// on average, Burst at once (default 30 a minute, bursts of 10).
+	Chat ChatRate `yaml:"chat"`
+}
+
+// ChatRate is a per-principal token bucket for chat messages.
+type ChatRate struct {
+	PerMinute int `yaml:"per_minute"`
+	Burst     int `yaml:"burst"`
 }
 
 // PerHost caps the checks one source host sees: at most Concurrency at
@@ -389,6 +402,12 @@ func (c *Config) applyDefaults() {
 	}
 	if l.PerHost.Concurrency == 0 {
 		l.PerHost.Concurrency = DefaultPerHostRuns
+	}
+	if l.Chat.PerMinute == 0 {
+		l.Chat.PerMinute = DefaultChatPerMinute
+	}
+	if l.Chat.Burst == 0 {
+		l.Chat.Burst = DefaultChatBurst
 	}
 	if l.PerHost.PerMinute == 0 {
 		l.PerHost.PerMinute = DefaultPerHostMinute

@@ -267,6 +267,8 @@ func (v *validator) policy() {
 	}
 	v.limit("policy.limits.per_host.concurrency", p.Limits.PerHost.Concurrency, MaxPerHostRuns)
 	v.limit("policy.limits.per_host.per_minute", p.Limits.PerHost.PerMinute, MaxPerHostMinute)
+	v.limit("policy.limits.chat.per_minute", p.Limits.Chat.PerMinute, MaxChatPerMinute)
+	v.limit("policy.limits.chat.burst", p.Limits.Chat.Burst, MaxChatBurst)
 	v.limit("policy.limits.history_runs", p.Limits.HistoryRuns, DefaultHistoryRuns)
 	v.limit("policy.limits.max_items_per_run", p.Limits.MaxItemsPerRun, DefaultMaxItemsPerRun)
 	// Not a cap on what one task may do but on how much herald does at

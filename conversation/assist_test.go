@@ -108,7 +108,7 @@ func newAssistRig(t *testing.T, o rigOpts) *assistRig {
 		t.Fatal(err)
 	}
 	opts := conversation.Options{Tasks: r.m, Store: st, Zone: time.UTC, BotName: "herald_bot", Log: log,
-		Now: r.clock.Now, AssistantPerHour: o.perHour}
+		Now: r.clock.Now, AssistantPerHour: o.perHour, ChatPerMinute: 6000, ChatBurst: 1000}
 	r.model = assistanttest.New(t, modelKey)
 	if !o.noAssistant {
 		opts.Assistant = r.client(o.timeout)

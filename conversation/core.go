@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/herald-bridge/herald/conversation/chatlimit"
 	"github.com/herald-bridge/herald/conversation/memory"
 	"github.com/herald-bridge/herald/conversation/perchat"
 	"github.com/herald-bridge/herald/delivery"
@@ -76,6 +78,11 @@ type Options struct {
 	// AssistantPerHour bounds the asks one principal may put to the
 	// assistant in an hour (default DefaultAssistantPerHour).
 	AssistantPerHour int
+	// ChatPerMinute and ChatBurst bound the messages one principal has
+	// answered (defaults chatlimit.DefaultPerMinute, DefaultBurst): past
+	// them the principal hears once that it is over the limit, then
+	// nothing until it lifts. SetChatRate changes them on reload.
+	ChatPerMinute, ChatBurst int
 	// Memory keeps the conversation history (/history, /forget); nil:
 	// nothing is kept and those commands say so.
 	Memory *memory.Keeper
@@ -132,6 +139,14 @@ type Core struct {
 	assistant Assistant
 	perHour   int
 	rateMu    sync.Mutex // serialises the count of assistant asks
+
+	limit atomic.Pointer[chatlimit.Limiter] // per-principal chat rate
+}
+
+// SetChatRate changes the per-principal chat rate (config reload); the
+// buckets start full again.
+func (c *Core) SetChatRate(perMinute, burst int) {
+	c.limit.Store(chatlimit.New(perMinute, burst))
 }
 
 // SetDefaults changes the default language and zone (config reload).
@@ -165,6 +180,7 @@ func New(o Options) (*Core, error) {
 	}
 	c := &Core{o: o, log: o.Log, senders: map[string]Sender{}}
 	c.SetAssistant(o.Assistant, o.AssistantPerHour)
+	c.SetChatRate(o.ChatPerMinute, o.ChatBurst)
 	return c, nil
 }
 
@@ -222,6 +238,15 @@ func (c *Core) Handle(ctx context.Context, m Message) []Reply {
 		}
 	}
 	t := &turn{c: c, ctx: ctx, m: m, lang: c.langOf(ctx, m)}
+	lim := c.limit.Load()
+	switch lim.Take(m.Principal, c.o.Now()) {
+	case chatlimit.Drop:
+		return nil
+	case chatlimit.Refuse:
+		c.log.Info().Str("channel", m.Channel).Msg("chat rate limit reached; further messages go unanswered until it lifts")
+		wait := max(lim.RetryAfter(m.Principal, c.o.Now()), time.Second)
+		return t.reply("core.too_many_messages", int(wait.Seconds()))
+	}
 	replies := t.run()
 	if !t.secret {
 		c.remember(ctx, m, replies)

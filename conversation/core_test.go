@@ -635,3 +635,39 @@ func FuzzRedact(f *testing.F) {
 		}
 	})
 }
+
+// A flood from one person is answered up to the burst, then once with
+// a polite word, then not at all until the limit lifts; another person
+// is answered throughout.
+func TestChatRateLimitPerPrincipal(t *testing.T) {
+	r := newRig(t, defaultPolicy())
+	r.core.SetChatRate(30, 10) // the defaults
+	answered, refusals, silent := 0, 0, 0
+	for range 1000 {
+		switch got := r.say(bob, "/tasks"); {
+		case got == "":
+			silent++
+		case strings.Contains(got, "faster than I answer"):
+			refusals++
+			contains(t, got, "2 s")
+		default:
+			answered++
+		}
+	}
+	if answered != 10 || refusals != 1 || silent != 1000-11 {
+		t.Fatalf("answered %d, refused %d, silent %d; want 10, 1 and the rest", answered, refusals, silent)
+	}
+	if got := r.say(alice, "/tasks"); got == "" || strings.Contains(got, "faster") {
+		t.Fatalf("another person: %q, want an ordinary answer", got)
+	}
+	if got := r.sayZh(bob, "/tasks"); got != "" {
+		t.Fatalf("still over the limit, answered %q", got)
+	}
+	r.clock.Advance(2 * time.Second)
+	if got := r.say(bob, "/tasks"); got == "" || strings.Contains(got, "faster") {
+		t.Fatalf("after the limit lifted: %q, want an ordinary answer", got)
+	}
+	if got := r.sayZh(bob, "/tasks"); !strings.Contains(got, "消息发得太快") {
+		t.Fatalf("over again, in Chinese: %q, want the one polite answer", got)
+	}
+}

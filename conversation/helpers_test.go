@@ -132,6 +132,9 @@ func newRig(t testing.TB, p tasks.Policy) *rig {
 	r.core, err = New(Options{
 		Tasks: r.m, Store: st, Tokens: webhook.InboxTokens{KV: st.Channels()},
 		Zone: time.UTC, BotName: "herald_bot", Log: zerolog.Nop(), Now: r.clock.Now,
+		// Tests of other things talk fast on a stopped clock; the chat
+		// rate limit has tests of its own.
+		ChatPerMinute: 6000, ChatBurst: 1000,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -58,7 +58,7 @@ func newMemoryRig(t *testing.T, persona string) *memoryRig {
 		t.Fatal(err)
 	}
 	r.core, err = conversation.New(conversation.Options{Tasks: r.m, Store: st, Zone: time.UTC, Log: zerolog.Nop(),
-		Now: clock.Now, Assistant: c, Memory: k})
+		Now: clock.Now, Assistant: c, Memory: k, ChatPerMinute: 6000, ChatBurst: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -153,7 +153,8 @@ func newConvRig(t *testing.T, open func(*bolt.Store) tasks.SourceOpener) *convRi
 	if err != nil {
 		t.Fatal(err)
 	}
-	core, err := conversation.New(conversation.Options{Tasks: m, Store: st, Lang: "en", Log: log, Now: r.clock.Now})
+	core, err := conversation.New(conversation.Options{Tasks: m, Store: st, Lang: "en", Log: log, Now: r.clock.Now,
+		ChatPerMinute: 6000, ChatBurst: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

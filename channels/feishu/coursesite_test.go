@@ -60,7 +60,7 @@ func TestI10_MoodleTokenGivenInAFeishuChat(t *testing.T) {
 	r := newConvRig(t, func(st *bolt.Store) tasks.SourceOpener {
 		creds := credentials.New(st.Channels())
 		return tasks.SourceOpenerFunc(func(spec watch.Spec, zone *time.Location) (tasks.Source, error) {
-			return source.New(spec, source.Options{AllowPrivate: true, DefaultZone: zone, Token: creds.Resolver(spec)})
+			return source.New(spec, source.Options{AllowPrivate: true, DefaultZone: zone, Token: creds.Resolver(spec.TokenFrom, spec.URL)})
 		})
 	})
 	watchCmd := "/watch moodle " + site.URL + " every 1h"

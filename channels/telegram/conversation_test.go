@@ -130,7 +130,8 @@ func newChatRig(t *testing.T, p tasks.Policy, open func(*bolt.Store) tasks.Sourc
 	if err != nil {
 		t.Fatal(err)
 	}
-	co := conversation.Options{Tasks: m, Store: st, Zone: time.UTC, BotName: testUsername, Log: log, Now: r.clock.Now}
+	co := conversation.Options{Tasks: m, Store: st, Zone: time.UTC, BotName: testUsername, Log: log, Now: r.clock.Now,
+		ChatPerMinute: 6000, ChatBurst: 1000}
 	if with != nil {
 		with(st, &co)
 	}

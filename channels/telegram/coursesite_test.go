@@ -78,7 +78,7 @@ func TestI10_CanvasTokenGivenInATelegramChat(t *testing.T) {
 	}, func(st *bolt.Store) tasks.SourceOpener {
 		creds := credentials.New(st.Channels())
 		return tasks.SourceOpenerFunc(func(spec watch.Spec, zone *time.Location) (tasks.Source, error) {
-			return source.New(spec, source.Options{AllowPrivate: true, DefaultZone: zone, Token: creds.Resolver(spec)})
+			return source.New(spec, source.Options{AllowPrivate: true, DefaultZone: zone, Token: creds.Resolver(spec.TokenFrom, spec.URL)})
 		})
 	}, func(st *bolt.Store, o *conversation.Options) {
 		k, err := memory.New(memory.Options{Store: st.History()})

@@ -132,6 +132,7 @@ func (s *service) reload(ctx context.Context, cfg *configs.Config) error {
 	s.manager.SetPolicy(policyOf(cfg))
 	s.channels.core.SetDefaults(cfg.Language, cfg.Location)
 	s.channels.core.SetAssistant(newAssistant(cfg, s.log.With().Str("component", "assistant").Logger()), cfg.Assistant.MaxPerHour)
+	s.channels.core.SetChatRate(cfg.Policy.Limits.Chat.PerMinute, cfg.Policy.Limits.Chat.Burst)
 	s.setHistoryBounds(cfg)
 	s.mu.Lock()
 	old := s.cfg

@@ -44,6 +44,8 @@ func newChannelSet(ctx context.Context, s *service) (*channelSet, error) {
 
 		Assistant:        newAssistant(s.cfg, s.log.With().Str("component", "assistant").Logger()),
 		AssistantPerHour: s.cfg.Assistant.MaxPerHour,
+		ChatPerMinute:    s.cfg.Policy.Limits.Chat.PerMinute,
+		ChatBurst:        s.cfg.Policy.Limits.Chat.Burst,
 		Memory:           mem,
 		Importer:         transfer.Files{M: s.manager},
 	})

@@ -617,6 +617,7 @@ type taskRow struct {
 	Schedule    string     `json:"schedule"`
 	NextRun     *time.Time `json:"next_run"`
 	LastOutcome string     `json:"last_outcome"`
+	Class       string     `json:"class"` // beside a failed last_outcome
 }
 
 // effectRow is the documented `ledger show --json` element.

@@ -6,6 +6,7 @@ var English = Catalog{
 	Lang: "en",
 	Text: map[string]string{
 		"approvals.approve":                    "Approve",
+		"core.too_many_messages":               "You are sending messages faster than I answer them. I will read your messages again in %d s; until then they go unanswered.",
 		"approvals.reject":                     "Reject",
 		"request.watch":                        "watch",
 		"request.deadline_reminders_from":      "deadline reminders from",

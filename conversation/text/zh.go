@@ -8,6 +8,7 @@ var Chinese = Catalog{
 	Lang: "zh",
 	Text: map[string]string{
 		"approvals.approve":                                     "批准",
+		"core.too_many_messages":                                "消息发得太快了。%d 秒后我会继续回复；在此之前的消息不会得到回复。",
 		"approvals.reject":                                      "拒绝",
 		"request.watch":                                         "关注",
 		"request.deadline_reminders_from":                       "截止提醒：",

@@ -1,7 +1,9 @@
 // Package webhook owns herald's one HTTP listener: the router, the
 // protections every route shares (body limits, timeouts, a concurrency
-// cap, access logs, panic recovery), inbound hooks, the inbox API and the
-// admin API. Channels mount their handlers on it; nothing else listens.
+// cap, access logs, panic recovery), the bounds of the inbound routes (per
+// client address, and a memory budget for bodies not yet authenticated),
+// inbound hooks, the inbox API and the admin API. Channels mount their
+// handlers on it; nothing else listens.
 package webhook
 
 import (
@@ -11,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -19,11 +22,19 @@ import (
 
 // Options configure the Server.
 type Options struct {
-	Addr        string
-	CertFile    string
-	KeyFile     string
-	MaxInFlight int // requests served at once before 503 + Retry-After (default 512)
-	Log         zerolog.Logger
+	Addr     string
+	CertFile string
+	KeyFile  string
+	// MaxInFlight is how many requests all routes together serve at once
+	// before 503 + Retry-After (default 512); probes are always answered.
+	MaxInFlight int
+	// Inbound bounds the routes the open internet reaches (hooks, chat
+	// platform webhooks) within MaxInFlight.
+	Inbound InboundLimits
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client; empty: the TCP peer is the client.
+	TrustedProxies Proxies
+	Log            zerolog.Logger
 }
 
 // Server is the HTTP listener.
@@ -32,6 +43,7 @@ type Server struct {
 	mux      *http.ServeMux
 	srv      *http.Server
 	inflight atomic.Int64
+	gate     *gate
 	ln       net.Listener
 }
 
@@ -40,7 +52,8 @@ func New(o Options) *Server {
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = 512
 	}
-	s := &Server{o: o, mux: http.NewServeMux()}
+	o.Inbound.defaults(o.MaxInFlight)
+	s := &Server{o: o, mux: http.NewServeMux(), gate: newGate(o.Inbound)}
 	s.srv = &http.Server{
 		Handler:           s.protect(s.mux),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -115,16 +128,19 @@ func (s *Server) Serve(ctx context.Context, drain time.Duration) error {
 	return <-errc
 }
 
-// protect applies the shared protections: concurrency cap, panic
-// recovery, access log.
+// protect applies the shared protections: concurrency cap, the inbound
+// routes' bounds, panic recovery, access log.
 func (s *Server) protect(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rw := &statusWriter{ResponseWriter: w}
 		if n := s.inflight.Add(1); n > int64(s.o.MaxInFlight) && !probe(r) {
 			s.inflight.Add(-1)
-			rw.Header().Set("Retry-After", "1")
-			writeError(rw, &Error{Status: http.StatusServiceUnavailable, Code: "busy", Msg: "too many requests in flight; retry shortly"})
+			if inboundPath(r.URL.Path) {
+				s.gate.refusedBusy.Add(1)
+				s.gate.shed()
+			}
+			refuse(rw, r, ErrBusy)
 			s.access(r, rw, start)
 			return
 		}
@@ -136,14 +152,74 @@ func (s *Server) protect(next http.Handler) http.Handler {
 				}
 				s.o.Log.Error().Str("path", r.URL.Path).Str("panic", fmt.Sprint(p)).Msg("handler panicked")
 				if !rw.wrote {
-					writeError(rw, &Error{Status: http.StatusInternalServerError, Code: "internal", Msg: "internal error"})
+					writeError(rw, ErrInternal)
 				}
 			}
 			s.access(r, rw, start)
 		}()
+		if inboundPath(r.URL.Path) {
+			s.inbound(rw, r, next)
+			return
+		}
 		next.ServeHTTP(rw, r)
 	})
 }
+
+// inbound serves a request on an inbound route within its bounds: a slot
+// for its client address and in all, a deadline for its body, and its
+// body counted against the budget until authenticated. What can be
+// refused on the headers alone is refused before a byte of the body is
+// read.
+func (s *Server) inbound(rw *statusWriter, r *http.Request, next http.Handler) {
+	client := s.o.TrustedProxies.Client(r)
+	if err := s.gate.enter(client); err != nil {
+		refuse(rw, r, err)
+		return
+	}
+	defer s.gate.leave(client)
+	if r.ContentLength > MaxInboundBody {
+		refuse(rw, r, ErrTooLarge)
+		return
+	}
+	_ = http.NewResponseController(rw).SetReadDeadline(time.Now().Add(s.o.Inbound.BodyTimeout))
+	body := newBudgetBody(r, s.gate)
+	defer body.authenticated()
+	r.Body = body
+	// The hooks check their headers first and count the body only when
+	// they read it; a chat platform's handler reads at once, so its body
+	// is counted now and refused here, where the answer is still ours.
+	if !isHook(r.URL.Path) && !body.take() {
+		refuse(rw, r, ErrBodyBudget)
+		return
+	}
+	next.ServeHTTP(rw, r)
+}
+
+func isHook(path string) bool { return strings.HasPrefix(path, hooksPrefix) }
+
+// refuse answers e without reading the request body, and closes the
+// connection after the answer instead of draining a body that may come
+// slowly on purpose.
+func refuse(w http.ResponseWriter, r *http.Request, e *Error) {
+	dontDrain(w, r)
+	if retryable(e) {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeError(w, e)
+}
+
+// dontDrain makes the server close the connection after the answer
+// rather than wait for the rest of an unread inbound body.
+func dontDrain(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 || !inboundPath(r.URL.Path) {
+		return
+	}
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+}
+
+// Inbound reports the inbound routes' load (for /readyz and metrics).
+func (s *Server) Inbound() InboundStats { return s.gate.stats() }
 
 // probe reports whether r is a liveness or readiness probe: cheap, and
 // answered even at the concurrency cap, so an overloaded server is not

@@ -81,7 +81,6 @@ func (s *Server) handleError(w http.ResponseWriter, r *http.Request, err error) 
 	} else if he.Status >= 500 && !shed(he) {
 		s.o.Log.Warn().Str("path", r.URL.Path).Str("code", he.Code).Msg("request failed")
 	}
-	dontDrain(w, r)
 	if retryable(he) && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "1")
 	}

@@ -76,6 +76,7 @@ type testServer struct {
 type serverConfig struct {
 	maxInFlight int
 	inbound     InboundLimits // zero: the defaults
+	otherShare  int           // Options.OtherPerClient
 	proxies     []string      // trusted proxies
 	hooks       []Hook
 	extra       func(s *Server) // more routes
@@ -106,7 +107,7 @@ func newTestServer(t *testing.T, cfg serverConfig) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts.srv = New(Options{Addr: "127.0.0.1:0", MaxInFlight: cfg.maxInFlight, Inbound: cfg.inbound, TrustedProxies: proxies, Log: log})
+	ts.srv = New(Options{Addr: "127.0.0.1:0", MaxInFlight: cfg.maxInFlight, Inbound: cfg.inbound, OtherPerClient: cfg.otherShare, TrustedProxies: proxies, Log: log})
 	ts.hooks = NewHooks(m, ts.clock)
 	if err := ts.hooks.Set(cfg.hooks); err != nil {
 		t.Fatal(err)

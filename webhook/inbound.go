@@ -40,6 +40,12 @@ const (
 	// DefaultBodyBudget is the memory, over all clients, that inbound
 	// bodies not yet authenticated may hold.
 	DefaultBodyBudget = 64 << 20
+	// DefaultOtherPerClient is how many requests to the other routes
+	// (console, admin, inbox and agent APIs) one client address may have
+	// open at once.
+	DefaultOtherPerClient = 64
+	// otherBodyTimeout is how long the other routes wait for a body.
+	otherBodyTimeout = 10 * time.Second
 	// shedWindow is how long after the last refusal for load /readyz and
 	// the shedding gauge still say so.
 	shedWindow = 10 * time.Second
@@ -93,14 +99,54 @@ type InboundStats struct {
 	Shedding bool
 }
 
+// clientSlots counts the requests each client address has open.
+type clientSlots struct {
+	mu  sync.Mutex
+	max int
+	n   map[netip.Addr]int
+}
+
+func newClientSlots(max int) *clientSlots {
+	return &clientSlots{max: max, n: map[netip.Addr]int{}}
+}
+
+// take opens a slot for client, or reports that it has all its share.
+func (c *clientSlots) take(client netip.Addr) bool {
+	key := clientKey(client)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[key] >= c.max {
+		return false
+	}
+	c.n[key]++
+	return true
+}
+
+func (c *clientSlots) give(client netip.Addr) {
+	key := clientKey(client)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.n[key] - 1; n > 0 {
+		c.n[key] = n
+	} else {
+		delete(c.n, key)
+	}
+}
+
+func (c *clientSlots) clients() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.n)
+}
+
 // gate admits inbound requests: per client, in all, and by body memory.
 type gate struct {
-	l   InboundLimits
-	now func() time.Time
+	l       InboundLimits
+	now     func() time.Time
+	clients *clientSlots
 
 	mu       sync.Mutex
 	inflight int
-	clients  map[netip.Addr]int
 	pending  int64
 
 	refusedClient, refusedBusy, refusedBudget atomic.Uint64
@@ -108,41 +154,36 @@ type gate struct {
 }
 
 func newGate(l InboundLimits) *gate {
-	return &gate{l: l, now: time.Now, clients: map[netip.Addr]int{}}
+	return &gate{l: l, now: time.Now, clients: newClientSlots(l.PerClient)}
 }
 
 // enter takes a slot for a request from client, or says why not.
 // Every successful enter is paired with one leave.
 func (g *gate) enter(client netip.Addr) *Error {
-	key := clientKey(client)
 	g.mu.Lock()
-	switch {
-	case g.inflight >= g.l.MaxInFlight:
+	if g.inflight >= g.l.MaxInFlight {
 		g.mu.Unlock()
 		g.refusedBusy.Add(1)
 		g.shed()
 		return ErrBusy
-	case g.clients[key] >= g.l.PerClient:
+	}
+	g.inflight++
+	g.mu.Unlock()
+	if !g.clients.take(client) {
+		g.mu.Lock()
+		g.inflight--
 		g.mu.Unlock()
 		g.refusedClient.Add(1)
 		g.shed()
 		return ErrClientBusy
 	}
-	g.inflight++
-	g.clients[key]++
-	g.mu.Unlock()
 	return nil
 }
 
 func (g *gate) leave(client netip.Addr) {
-	key := clientKey(client)
+	g.clients.give(client)
 	g.mu.Lock()
 	g.inflight--
-	if n := g.clients[key] - 1; n > 0 {
-		g.clients[key] = n
-	} else {
-		delete(g.clients, key)
-	}
 	g.mu.Unlock()
 }
 
@@ -170,8 +211,9 @@ func (g *gate) shed() { g.lastShed.Store(g.now().UnixNano()) }
 
 func (g *gate) stats() InboundStats {
 	g.mu.Lock()
-	st := InboundStats{InFlight: g.inflight, Clients: len(g.clients), PendingBytes: g.pending, BudgetBytes: g.l.BodyBudget}
+	st := InboundStats{InFlight: g.inflight, PendingBytes: g.pending, BudgetBytes: g.l.BodyBudget}
 	g.mu.Unlock()
+	st.Clients = g.clients.clients()
 	st.RefusedClient, st.RefusedBusy, st.RefusedBudget = g.refusedClient.Load(), g.refusedBusy.Load(), g.refusedBudget.Load()
 	if last := g.lastShed.Load(); last != 0 {
 		st.Shedding = g.now().Sub(time.Unix(0, last)) < shedWindow
@@ -183,28 +225,35 @@ func (g *gate) stats() InboundStats {
 // cannot hold it.
 var errBodyBudget = errors.New("inbound body budget spent")
 
-// budgetBody counts an inbound body against the gate's budget from its
-// first read (a request refused on its headers costs nothing) until it is
-// authenticated or the request ends.
-type budgetBody struct {
+// requestBody watches a request body: whether it was read to its end
+// (a response written before that closes the connection rather than
+// wait for the rest, which may come slowly on purpose), and, on the
+// inbound routes, its count against the budget for bodies not yet
+// authenticated, from its first read (a request refused on its headers
+// costs nothing) until it is authenticated or the request ends.
+type requestBody struct {
 	io.ReadCloser
-	g        *gate
+	eof   bool
+	onEOF func()
+
+	g        *gate // nil: not counted
 	size     int64 // what the body is counted as
 	held     bool
 	released bool
 }
 
-func newBudgetBody(r *http.Request, g *gate) *budgetBody {
-	size := r.ContentLength
-	if size < 0 || size > MaxInboundBody {
-		size = MaxInboundBody
+// count makes the body count against g's budget, at its declared length
+// (MaxInboundBody when undeclared).
+func (b *requestBody) count(g *gate, declared int64) {
+	if declared < 0 || declared > MaxInboundBody {
+		declared = MaxInboundBody
 	}
-	return &budgetBody{ReadCloser: r.Body, g: g, size: size}
+	b.g, b.size = g, declared
 }
 
 // take reserves the body's share now; false when the budget cannot.
-func (b *budgetBody) take() bool {
-	if b.held || b.released {
+func (b *requestBody) take() bool {
+	if b.g == nil || b.held || b.released {
 		return true
 	}
 	if !b.g.reserve(b.size) {
@@ -214,15 +263,22 @@ func (b *budgetBody) take() bool {
 	return true
 }
 
-func (b *budgetBody) Read(p []byte) (int, error) {
+func (b *requestBody) Read(p []byte) (int, error) {
 	if !b.take() {
 		return 0, errBodyBudget
 	}
-	return b.ReadCloser.Read(p)
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.eof {
+		b.eof = true
+		if b.onEOF != nil {
+			b.onEOF()
+		}
+	}
+	return n, err
 }
 
 // authenticated ends the body's count: it is no longer a stranger's.
-func (b *budgetBody) authenticated() {
+func (b *requestBody) authenticated() {
 	if b.held {
 		b.g.release(b.size)
 		b.held = false

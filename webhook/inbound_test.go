@@ -408,3 +408,38 @@ func TestErrors_EveryHTTPErrorIsCatalogued(t *testing.T) {
 		}
 	}
 }
+
+// The other routes are bounded per client too, and any route that
+// answers before reading a body (an unknown path, a refusal) answers at
+// once instead of waiting for a body sent slowly on purpose.
+func TestServer_OtherRoutesBoundedPerClientAndNeverWaitForUnreadBodies(t *testing.T) {
+	ts := newTestServer(t, serverConfig{otherShare: 2, extra: func(s *Server) {
+		s.Handle("POST /read", func(w http.ResponseWriter, r *http.Request) error {
+			_, err := io.ReadAll(r.Body)
+			return err
+		})
+	}})
+	for range 2 {
+		rawPost(t, ts, "127.0.0.2", "/read", nil, 100, []byte("{"))
+	}
+	waitFor := time.Now().Add(5 * time.Second)
+	for ts.srv.others.clients() != 1 || ts.srv.inflight.Load() != 2 {
+		if time.Now().After(waitFor) {
+			t.Fatalf("the slow bodies are not open: %d in flight", ts.srv.inflight.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	third := rawPost(t, ts, "127.0.0.2", "/read", nil, 100, []byte("{"))
+	if a := readAnswer(t, third, 2*time.Second); a.status != http.StatusTooManyRequests || a.code != "client_busy" || a.retryAfter == "" {
+		t.Errorf("third slow body from one address: %+v, want 429 client_busy", a)
+	}
+	if res := ts.do("GET", "/healthz", nil, nil); res.status != http.StatusOK {
+		t.Errorf("healthz: %d", res.status)
+	}
+	for _, path := range []string{"/nope", "/admin/v1/ping", "/api/v1/inbox"} {
+		c := rawPost(t, ts, "127.0.0.3", path, nil, 1000, []byte("{"))
+		if a := readAnswer(t, c, 2*time.Second); a.status < 400 {
+			t.Errorf("%s with a body that never comes: %+v", path, a)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,10 @@ type Options struct {
 	// Inbound bounds the routes the open internet reaches (hooks, chat
 	// platform webhooks) within MaxInFlight.
 	Inbound InboundLimits
+	// OtherPerClient is how many requests to every other route one client
+	// address may have open at once before 429 (default 64); probes are
+	// always answered.
+	OtherPerClient int
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
 	// the client; empty: the TCP peer is the client.
 	TrustedProxies Proxies
@@ -43,7 +48,8 @@ type Server struct {
 	mux      *http.ServeMux
 	srv      *http.Server
 	inflight atomic.Int64
-	gate     *gate
+	gate     *gate        // the inbound routes
+	others   *clientSlots // every other route, per client
 	ln       net.Listener
 }
 
@@ -53,7 +59,10 @@ func New(o Options) *Server {
 		o.MaxInFlight = 512
 	}
 	o.Inbound.defaults(o.MaxInFlight)
-	s := &Server{o: o, mux: http.NewServeMux(), gate: newGate(o.Inbound)}
+	if o.OtherPerClient <= 0 {
+		o.OtherPerClient = DefaultOtherPerClient
+	}
+	s := &Server{o: o, mux: http.NewServeMux(), gate: newGate(o.Inbound), others: newClientSlots(o.OtherPerClient)}
 	s.srv = &http.Server{
 		Handler:           s.protect(s.mux),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -128,19 +137,24 @@ func (s *Server) Serve(ctx context.Context, drain time.Duration) error {
 	return <-errc
 }
 
-// protect applies the shared protections: concurrency cap, the inbound
+// protect applies the shared protections: a deadline for request
+// bodies, the concurrency cap, a share per client address, the inbound
 // routes' bounds, panic recovery, access log.
 func (s *Server) protect(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rw := &statusWriter{ResponseWriter: w}
+		inbound := inboundPath(r.URL.Path)
+		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+			rw.body = s.watchBody(w, r, start, inbound)
+		}
 		if n := s.inflight.Add(1); n > int64(s.o.MaxInFlight) && !probe(r) {
 			s.inflight.Add(-1)
-			if inboundPath(r.URL.Path) {
+			if inbound {
 				s.gate.refusedBusy.Add(1)
 				s.gate.shed()
 			}
-			refuse(rw, r, ErrBusy)
+			refuse(rw, ErrBusy)
 			s.access(r, rw, start)
 			return
 		}
@@ -157,65 +171,82 @@ func (s *Server) protect(next http.Handler) http.Handler {
 			}
 			s.access(r, rw, start)
 		}()
-		if inboundPath(r.URL.Path) {
-			s.inbound(rw, r, next)
+		client := s.o.TrustedProxies.Client(r)
+		switch {
+		case inbound:
+			s.inbound(rw, r, client, next)
 			return
+		case !probe(r):
+			if !s.others.take(client) {
+				refuse(rw, ErrClientBusy)
+				return
+			}
+			defer s.others.give(client)
 		}
 		next.ServeHTTP(rw, r)
 	})
 }
 
+// watchBody gives r's body a deadline (the inbound one on inbound
+// routes, 10 s elsewhere) and watches it: once it has been read to its
+// end the connection's deadline is the server's again, so a long
+// handler keeps its context; an answer written before that closes the
+// connection instead of waiting for the rest.
+func (s *Server) watchBody(w http.ResponseWriter, r *http.Request, start time.Time, inbound bool) *requestBody {
+	timeout := otherBodyTimeout
+	if inbound {
+		timeout = s.o.Inbound.BodyTimeout
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(start.Add(timeout))
+	body := &requestBody{ReadCloser: r.Body, onEOF: func() {
+		if s.srv.ReadTimeout > 0 {
+			_ = rc.SetReadDeadline(start.Add(s.srv.ReadTimeout))
+		} else {
+			_ = rc.SetReadDeadline(time.Time{})
+		}
+	}}
+	r.Body = body
+	return body
+}
+
 // inbound serves a request on an inbound route within its bounds: a slot
-// for its client address and in all, a deadline for its body, and its
-// body counted against the budget until authenticated. What can be
-// refused on the headers alone is refused before a byte of the body is
-// read.
-func (s *Server) inbound(rw *statusWriter, r *http.Request, next http.Handler) {
-	client := s.o.TrustedProxies.Client(r)
+// for its client address and in all, and its body counted against the
+// budget until authenticated. What can be refused on the headers alone is
+// refused before a byte of the body is read.
+func (s *Server) inbound(rw *statusWriter, r *http.Request, client netip.Addr, next http.Handler) {
 	if err := s.gate.enter(client); err != nil {
-		refuse(rw, r, err)
+		refuse(rw, err)
 		return
 	}
 	defer s.gate.leave(client)
 	if r.ContentLength > MaxInboundBody {
-		refuse(rw, r, ErrTooLarge)
+		refuse(rw, ErrTooLarge)
 		return
 	}
-	_ = http.NewResponseController(rw).SetReadDeadline(time.Now().Add(s.o.Inbound.BodyTimeout))
-	body := newBudgetBody(r, s.gate)
-	defer body.authenticated()
-	r.Body = body
-	// The hooks check their headers first and count the body only when
-	// they read it; a chat platform's handler reads at once, so its body
-	// is counted now and refused here, where the answer is still ours.
-	if !isHook(r.URL.Path) && !body.take() {
-		refuse(rw, r, ErrBodyBudget)
-		return
+	if body := rw.body; body != nil {
+		body.count(s.gate, r.ContentLength)
+		defer body.authenticated()
+		// The hooks check their headers first and count the body only
+		// when they read it; a chat platform's handler reads at once, so
+		// its body is counted now and refused here, where the answer is
+		// still ours.
+		if !isHook(r.URL.Path) && !body.take() {
+			refuse(rw, ErrBodyBudget)
+			return
+		}
 	}
 	next.ServeHTTP(rw, r)
 }
 
 func isHook(path string) bool { return strings.HasPrefix(path, hooksPrefix) }
 
-// refuse answers e without reading the request body, and closes the
-// connection after the answer instead of draining a body that may come
-// slowly on purpose.
-func refuse(w http.ResponseWriter, r *http.Request, e *Error) {
-	dontDrain(w, r)
+// refuse answers e before the handler runs.
+func refuse(w http.ResponseWriter, e *Error) {
 	if retryable(e) {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeError(w, e)
-}
-
-// dontDrain makes the server close the connection after the answer
-// rather than wait for the rest of an unread inbound body.
-func dontDrain(w http.ResponseWriter, r *http.Request) {
-	if r.ContentLength == 0 || !inboundPath(r.URL.Path) {
-		return
-	}
-	w.Header().Set("Connection", "close")
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 // Inbound reports the inbound routes' load (for /readyz and metrics).
@@ -244,10 +275,22 @@ type statusWriter struct {
 	status int
 	bytes  int64
 	wrote  bool
+	body   *requestBody // nil: the request has no body
+}
+
+// beforeHeader makes an answer given before the request body was read to
+// its end close the connection, instead of the server waiting for the
+// rest of a body that may come slowly on purpose.
+func (w *statusWriter) beforeHeader() {
+	if w.body != nil && !w.body.eof {
+		w.Header().Set("Connection", "close")
+		_ = http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now())
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if !w.wrote {
+		w.beforeHeader()
 		w.status, w.wrote = code, true
 	}
 	w.ResponseWriter.WriteHeader(code)
@@ -255,6 +298,7 @@ func (w *statusWriter) WriteHeader(code int) {
 
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if !w.wrote {
+		w.beforeHeader()
 		w.status, w.wrote = http.StatusOK, true
 	}
 	n, err := w.ResponseWriter.Write(b)

@@ -235,6 +235,7 @@ type requestBody struct {
 	io.ReadCloser
 	eof   bool
 	onEOF func()
+	http1 bool // an HTTP/1 connection: an early answer closes it
 
 	g        *gate // nil: not counted
 	size     int64 // what the body is counted as

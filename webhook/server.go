@@ -146,6 +146,9 @@ func (s *Server) protect(next http.Handler) http.Handler {
 		rw := &statusWriter{ResponseWriter: w}
 		inbound := inboundPath(r.URL.Path)
 		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+			// A copy: the server's own request keeps its body, which it
+			// inspects after the handler to close the connection gently.
+			r = r.WithContext(r.Context())
 			rw.body = s.watchBody(w, r, start, inbound)
 		}
 		if n := s.inflight.Add(1); n > int64(s.o.MaxInFlight) && !probe(r) {
@@ -199,7 +202,7 @@ func (s *Server) watchBody(w http.ResponseWriter, r *http.Request, start time.Ti
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(start.Add(timeout))
-	body := &requestBody{ReadCloser: r.Body, onEOF: func() {
+	body := &requestBody{ReadCloser: r.Body, http1: r.ProtoMajor == 1, onEOF: func() {
 		if s.srv.ReadTimeout > 0 {
 			_ = rc.SetReadDeadline(start.Add(s.srv.ReadTimeout))
 		} else {
@@ -278,13 +281,24 @@ type statusWriter struct {
 	body   *requestBody // nil: the request has no body
 }
 
+// drainGrace is how long, after an answer given before the body was
+// read, the server still takes the rest of the body (at most 256 KiB),
+// so a client that sends it at once reads the answer rather than a reset
+// connection. The request's slots are free by then.
+const drainGrace = 500 * time.Millisecond
+
 // beforeHeader makes an answer given before the request body was read to
 // its end close the connection, instead of the server waiting for the
 // rest of a body that may come slowly on purpose.
 func (w *statusWriter) beforeHeader() {
-	if w.body != nil && !w.body.eof {
+	if w.body == nil || w.body.eof {
+		return
+	}
+	// HTTP/2 resets the stream of an unread body by itself; closing would
+	// end the other streams' connection too.
+	if w.body.http1 {
 		w.Header().Set("Connection", "close")
-		_ = http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now())
+		_ = http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now().Add(drainGrace))
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -158,10 +157,11 @@ func (h *Hooks) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, MaxHookBody)
+	body, release, err := readBody(w, r, MaxHookBody)
 	if err != nil {
 		return err
 	}
+	defer release() // nothing below keeps the body: decoding copies it
 	identity, err := h.verify(hk, r, id, body)
 	if err != nil {
 		return err
@@ -242,27 +242,77 @@ func (h *Hooks) verify(hk *compiledHook, r *http.Request, id string, body []byte
 
 // readBody reads r's body, at most limit bytes, into a buffer sized from
 // the declared length (so memory follows what the body is counted as).
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+// Large buffers come from a pool and go back with release, so bodies cut
+// off by the deadline are reused rather than left for the collector.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, release func(), err error) {
 	size := int64(32 << 10)
 	if n := r.ContentLength; n >= 0 && n <= limit {
 		size = n + 1 // room to see the end without growing
 	}
 	rd := http.MaxBytesReader(w, r.Body, limit)
-	buf := make([]byte, 0, min(size, limit+1))
+	buf := getBuffer(int(min(size, limit+1)))
+	release = func() { putBuffer(buf) }
 	for {
 		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, int(min(2*int64(cap(buf)), limit+1))-len(buf))
+			next := getBuffer(int(min(2*int64(cap(buf))-1, limit+1)))
+			next = append(next, buf...)
+			putBuffer(buf)
+			buf = next
+			release = func() { putBuffer(buf) }
 		}
 		n, err := rd.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		switch {
 		case err == nil:
 		case errors.Is(err, io.EOF):
-			return buf, nil
+			return buf, release, nil
 		default:
-			return nil, bodyError(err)
+			release()
+			return nil, func() {}, bodyError(err)
 		}
 	}
+}
+
+// bodyPools hold body buffers of 64 KiB, 128 KiB, ... 1 MiB (+1 byte to
+// see the end of a body of exactly the limit).
+var bodyPools [5]sync.Pool
+
+// poolClass is the pool for a buffer of n bytes, or -1 (small: not pooled).
+func poolClass(n int) int {
+	for i := range bodyPools {
+		if n <= (64<<10)<<i+1 {
+			return i
+		}
+	}
+	return -1
+}
+
+// bufferSize is what a buffer for n bytes takes.
+func bufferSize(n int) int {
+	if c := poolClass(n); n >= 64<<10 && c >= 0 {
+		return (64<<10)<<c + 1
+	}
+	return n
+}
+
+func getBuffer(n int) []byte {
+	c := poolClass(n)
+	if n < 64<<10 || c < 0 {
+		return make([]byte, 0, n)
+	}
+	if b, ok := bodyPools[c].Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, (64<<10)<<c+1)
+}
+
+func putBuffer(b []byte) {
+	c := poolClass(cap(b))
+	if c < 0 || cap(b) != (64<<10)<<c+1 {
+		return
+	}
+	b = b[:0]
+	bodyPools[c].Put(&b)
 }
 
 // bodyError classifies a failed body read.

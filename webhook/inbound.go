@@ -243,13 +243,13 @@ type requestBody struct {
 	released bool
 }
 
-// count makes the body count against g's budget, at its declared length
-// (MaxInboundBody when undeclared).
+// count makes the body count against g's budget, at the buffer its
+// declared length takes (MaxInboundBody when undeclared).
 func (b *requestBody) count(g *gate, declared int64) {
 	if declared < 0 || declared > MaxInboundBody {
 		declared = MaxInboundBody
 	}
-	b.g, b.size = g, declared
+	b.g, b.size = g, int64(bufferSize(int(declared)+1))
 }
 
 // take reserves the body's share now; false when the budget cannot.

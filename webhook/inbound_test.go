@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"runtime"
 	"strings"
@@ -265,7 +266,8 @@ func TestInbound_BodyDeadline(t *testing.T) {
 // holds the budget and not what was offered, and a chat platform's route
 // is refused before its handler runs.
 func TestInbound_BodyBudgetBoundsMemoryBeforeAuthentication(t *testing.T) {
-	const clients, budget = 24, 3 << 20
+	// A 1 MiB body takes a buffer of 1 MiB + 1 byte (to see its end).
+	const clients, held, budget = 24, 3, 3 * (MaxHookBody + 1)
 	handlerRan := make(chan struct{}, 1)
 	ts := newTestServer(t, serverConfig{
 		inbound: InboundLimits{PerClient: 100, BodyTimeout: 10 * time.Second, BodyBudget: budget},
@@ -288,7 +290,7 @@ func TestInbound_BodyBudgetBoundsMemoryBeforeAuthentication(t *testing.T) {
 		go func(c net.Conn) { _, _ = c.Write(almost) }(conns[i])
 	}
 	waitInbound(t, ts, "the budget is spent", func(s InboundStats) bool {
-		return s.PendingBytes == budget && s.RefusedBudget == clients-budget/MaxHookBody
+		return s.PendingBytes == budget && s.RefusedBudget == clients-held
 	})
 	var refused int
 	for _, c := range conns {
@@ -303,7 +305,7 @@ func TestInbound_BodyBudgetBoundsMemoryBeforeAuthentication(t *testing.T) {
 		}
 		refused++
 	}
-	if want := clients - budget/MaxHookBody; refused != want {
+	if want := clients - held; refused != want {
 		t.Errorf("%d refused, want %d", refused, want)
 	}
 	var after runtime.MemStats
@@ -440,6 +442,31 @@ func TestServer_OtherRoutesBoundedPerClientAndNeverWaitForUnreadBodies(t *testin
 		c := rawPost(t, ts, "127.0.0.3", path, nil, 1000, []byte("{"))
 		if a := readAnswer(t, c, 2*time.Second); a.status < 400 {
 			t.Errorf("%s with a body that never comes: %+v", path, a)
+		}
+	}
+}
+
+// Bodies of every size class read back whole, declared or not.
+func TestReadBody_EverySize(t *testing.T) {
+	for _, n := range []int{0, 1, 64<<10 - 1, 64 << 10, 64<<10 + 1, 100 << 10, 300 << 10, MaxHookBody} {
+		for _, declared := range []bool{true, false} {
+			want := []byte(strings.Repeat("x", n))
+			r, _ := http.NewRequest(http.MethodPost, "/", io.NopCloser(strings.NewReader(string(want))))
+			r.ContentLength = -1
+			if declared {
+				r.ContentLength = int64(n)
+			}
+			for range 2 { // the second time from the pool
+				r.Body = io.NopCloser(strings.NewReader(string(want)))
+				got, release, err := readBody(httptest.NewRecorder(), r, MaxHookBody)
+				if err != nil || string(got) != string(want) {
+					t.Fatalf("%d bytes (declared %v): %d bytes, %v", n, declared, len(got), err)
+				}
+				if cap(got) > bufferSize(n+1) && declared {
+					t.Errorf("%d bytes: a buffer of %d, counted as %d", n, cap(got), bufferSize(n+1))
+				}
+				release()
+			}
 		}
 	}
 }

@@ -71,9 +71,13 @@ func (v *validator) listener() {
 		v.errf("server.trusted_proxies", "at most %d entries", MaxTrustedProxies)
 	}
 	for i, p := range s.TrustedProxies {
-		if !validProxy(p) {
-			path := fmt.Sprintf("server.trusted_proxies[%d]", i)
+		path := fmt.Sprintf("server.trusted_proxies[%d]", i)
+		bits, ok := proxyBits(p)
+		switch {
+		case !ok:
 			v.errf(path, "%s is not an IP address or CIDR (such as 10.0.0.0/8)", v.d.quote(path, p))
+		case bits == 0:
+			v.cfg.Warnings = append(v.cfg.Warnings, fmt.Sprintf("%s: %s trusts every address, so any client can name itself in X-Forwarded-For and escape its per-client bound", path, p))
 		}
 	}
 	l := s.InboundLimits
@@ -91,13 +95,13 @@ func (v *validator) listener() {
 	}
 }
 
-// validProxy reports whether s is an IP address or a CIDR.
-func validProxy(s string) bool {
+// proxyBits parses an IP address or a CIDR and returns its prefix length.
+func proxyBits(s string) (int, bool) {
 	s = strings.TrimSpace(s)
 	if strings.Contains(s, "/") {
-		_, err := netip.ParsePrefix(s)
-		return err == nil
+		p, err := netip.ParsePrefix(s)
+		return p.Bits(), err == nil
 	}
-	_, err := netip.ParseAddr(s)
-	return err == nil
+	a, err := netip.ParseAddr(s)
+	return a.BitLen(), err == nil
 }

@@ -41,6 +41,11 @@ func TestServer_InboundLimitsAndTrustedProxies(t *testing.T) {
 		t.Errorf("proxies %v", cfg.Server.TrustedProxies)
 	}
 
+	cfg, err = loadString(t, "server:\n  trusted_proxies: [\"0.0.0.0/0\"]\n", noEnv)
+	if err != nil || len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "server.trusted_proxies[0]: 0.0.0.0/0 trusts every address") {
+		t.Errorf("trusting everyone: %v, warnings %q", err, cfg.Warnings)
+	}
+
 	_, err = loadString(t, "server:\n  trusted_proxies:\n    - 10.0.0.0/8\n    - proxy.example.com\n    - 10.0.0.0/33\n  inbound_limits:\n    per_client: -1\n    max_in_flight: 10001\n    body_timeout: 30s\n    unauthenticated_mib: 5000\n", noEnv)
 	checkProblems(t, "herald.yaml", err, []want{
 		{4, `server.trusted_proxies[1]: "proxy.example.com" is not an IP address or CIDR`},

@@ -292,14 +292,25 @@ func TestInbound_BodyBudgetBoundsMemoryBeforeAuthentication(t *testing.T) {
 	waitInbound(t, ts, "the budget is spent", func(s InboundStats) bool {
 		return s.PendingBytes == budget && s.RefusedBudget == clients-held
 	})
-	var refused int
+	refusals := make(chan *http.Response, clients)
 	for _, c := range conns {
-		_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-		res, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			continue // still counted against the budget, waiting for its last byte
+		go func() {
+			_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			res, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				res = nil // still counted against the budget, waiting for its last byte
+			} else {
+				res.Body.Close()
+			}
+			refusals <- res
+		}()
+	}
+	var refused int
+	for range conns {
+		res := <-refusals
+		if res == nil {
+			continue
 		}
-		res.Body.Close()
 		if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
 			t.Errorf("over the budget: %d retry-after %q", res.StatusCode, res.Header.Get("Retry-After"))
 		}
@@ -468,5 +479,20 @@ func TestReadBody_EverySize(t *testing.T) {
 				release()
 			}
 		}
+	}
+}
+
+// Requests that come through a proxy nobody named are said, once, to
+// count as that proxy.
+func TestInbound_UnnamedProxyIsLoggedOnce(t *testing.T) {
+	ts := newTestServer(t, serverConfig{hooks: []Hook{stdHook("ci")}})
+	for range 3 {
+		ts.do("POST", "/hooks/nope", http.Header{"X-Forwarded-For": {"198.51.100.7"}}, []byte("{}"))
+	}
+	if n := strings.Count(ts.logs.String(), "server.trusted_proxies is empty"); n != 1 {
+		t.Errorf("%d warnings, want 1:\n%s", n, ts.logs.String())
+	}
+	if strings.Contains(ts.logs.String(), "198.51.100.7") {
+		t.Error("the forwarded address is logged")
 	}
 }

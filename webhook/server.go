@@ -50,6 +50,7 @@ type Server struct {
 	inflight atomic.Int64
 	gate     *gate        // the inbound routes
 	others   *clientSlots // every other route, per client
+	xffNoted atomic.Bool  // the untrusted X-Forwarded-For warning was logged
 	ln       net.Listener
 }
 
@@ -175,6 +176,10 @@ func (s *Server) protect(next http.Handler) http.Handler {
 			s.access(r, rw, start)
 		}()
 		client := s.o.TrustedProxies.Client(r)
+		if len(s.o.TrustedProxies) == 0 && inbound && r.Header.Get("X-Forwarded-For") != "" && !s.xffNoted.Swap(true) {
+			// Once: behind a proxy nobody named, every client is the proxy.
+			s.o.Log.Warn().Str("peer", client.String()).Msg("requests come through a proxy (X-Forwarded-For) but server.trusted_proxies is empty: every client counts as that proxy")
+		}
 		switch {
 		case inbound:
 			s.inbound(rw, r, client, next)

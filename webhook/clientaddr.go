@@ -94,7 +94,7 @@ func (ps Proxies) Client(r *http.Request) netip.Addr {
 // peerAddr parses a RemoteAddr ("ip:port", or a bare ip).
 func peerAddr(remote string) netip.Addr {
 	if ap, err := netip.ParseAddrPort(remote); err == nil {
-		return ap.Addr().Unmap()
+		return ap.Addr().WithZone("").Unmap()
 	}
 	host, _, err := net.SplitHostPort(remote)
 	if err != nil {

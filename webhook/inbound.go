@@ -64,9 +64,9 @@ type InboundLimits struct {
 	// arrive, from the end of its headers (at most and by default 10 s).
 	BodyTimeout time.Duration
 	// BodyBudget is how many bytes inbound bodies not yet authenticated
-	// may hold at once, all clients together; a body is counted at its
-	// declared length (1 MiB when undeclared) from its first read until it
-	// is authenticated or answered. The next gets 503.
+	// may hold at once, all clients together; a body is counted at the
+	// buffer its declared length takes (1 MiB when undeclared) from its
+	// first read until it is authenticated or answered. The next gets 503.
 	BodyBudget int64
 }
 

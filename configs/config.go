@@ -106,6 +106,11 @@ type Server struct {
 	Listen    string `yaml:"listen"`
 	PublicURL string `yaml:"public_url"` // for webhook-mode channels
 	TLS       TLS    `yaml:"tls"`
+	// TrustedProxies are reverse proxies (addresses or CIDRs) whose
+	// X-Forwarded-For names the client; empty: the TCP peer is the client.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	// InboundLimits bound the routes the open internet reaches (listener.go).
+	InboundLimits InboundLimits `yaml:"inbound_limits"`
 }
 
 // TLS names certificate and key files; both or neither.
@@ -360,6 +365,7 @@ func (c *Config) applyDefaults() {
 	if c.Server.Listen == "" {
 		c.Server.Listen = DefaultListen
 	}
+	c.Server.InboundLimits.applyDefaults()
 	if c.Store.Driver == "" {
 		c.Store.Driver = DefaultDriver
 	}
@@ -462,7 +468,7 @@ func (c *Config) Task(id string) (TaskDecl, bool) {
 // part of the answer (they may be secrets).
 func RestartOnly(old, new *Config) []string {
 	var out []string
-	if old.Server != new.Server {
+	if !old.Server.equal(new.Server) {
 		out = append(out, "server")
 	}
 	if old.Store != new.Store {

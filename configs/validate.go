@@ -142,6 +142,7 @@ func (v *validator) server() {
 	if (s.TLS.CertFile == "") != (s.TLS.KeyFile == "") {
 		v.errf("server.tls", "set both cert_file and key_file, or neither")
 	}
+	v.listener()
 }
 
 func (v *validator) store() {

@@ -56,10 +56,10 @@ func IsLoopbackPeer(remoteAddr string) bool {
 // ServeHTTP implements the admin API.
 func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
 	if !a.Peer(r.RemoteAddr) {
-		return &Error{Status: http.StatusForbidden, Code: "not_loopback", Msg: "the admin API answers loopback clients only"}
+		return ErrNotLoopback
 	}
 	if r.Header.Get("Origin") != "" {
-		return &Error{Status: http.StatusForbidden, Code: "origin", Msg: "browser requests are refused"}
+		return ErrOrigin
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -70,7 +70,7 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
 		return ErrUnauthorized
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return &Error{Status: http.StatusUnsupportedMediaType, Code: "content_type", Msg: "send application/json"}
+		return ErrContentType
 	}
 	a.mu.RLock()
 	op := a.ops[r.PathValue("op")]
@@ -111,21 +111,21 @@ func adminError(err error) error {
 		if ue == nil {
 			msg = "not found" // the store's own words name its internals
 		}
-		return &Error{Status: http.StatusNotFound, Code: "not_found", Msg: msg}
+		return ErrNotFound.With(msg)
 	case errors.Is(err, tasks.ErrForbidden):
-		return &Error{Status: http.StatusForbidden, Code: "forbidden", Msg: msg}
+		return ErrForbidden.With(msg)
 	case errors.Is(err, tasks.ErrScope):
-		return &Error{Status: http.StatusForbidden, Code: "scope", Msg: msg}
+		return ErrScope.With(msg)
 	case errors.Is(err, tasks.ErrInvalid), errors.Is(err, tasks.ErrState), errors.Is(err, tasks.ErrLimit),
 		errors.Is(err, store.ErrIllegalTransition):
-		return &Error{Status: http.StatusConflict, Code: "conflict", Msg: msg}
+		return ErrConflict.With(msg)
 	case errors.Is(err, tasks.ErrNotOwner), errors.Is(err, store.ErrUnavailable):
-		return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Msg: msg}
+		return ErrUnavailable.With(msg)
 	}
 	return err
 }
 
 // BadInput marks an operation's input error (400).
 func BadInput(msg string) error {
-	return &Error{Status: http.StatusBadRequest, Code: "bad_request", Msg: msg}
+	return ErrBadRequest.With(msg)
 }

@@ -95,7 +95,9 @@ func BenchmarkHookToWebhookSink(b *testing.B) {
 	go func() { _ = d.Run(ctx); close(runDone) }()
 	defer func() { cancel(); <-runDone }()
 
-	srv := New(Options{Addr: "127.0.0.1:0", Log: zerolog.Nop()})
+	// Every sender is one address here: give it the room a busy source
+	// would be configured with (server.inbound_limits.per_client).
+	srv := New(Options{Addr: "127.0.0.1:0", Inbound: InboundLimits{PerClient: 64}, Log: zerolog.Nop()})
 	hooks := NewHooks(m, nil)
 	if err := hooks.Set([]Hook{stdHook("bench", "bench")}); err != nil {
 		b.Fatal(err)

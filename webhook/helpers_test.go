@@ -75,6 +75,9 @@ type testServer struct {
 
 type serverConfig struct {
 	maxInFlight int
+	inbound     InboundLimits // zero: the defaults
+	otherShare  int           // Options.OtherPerClient
+	proxies     []string      // trusted proxies
 	hooks       []Hook
 	extra       func(s *Server) // more routes
 }
@@ -100,7 +103,11 @@ func newTestServer(t *testing.T, cfg serverConfig) *testServer {
 	}
 	ts := &testServer{t: t, store: st, manager: m, logs: &syncBuffer{}, now: time.Now()}
 	log := zerolog.New(ts.logs).Level(zerolog.DebugLevel)
-	ts.srv = New(Options{Addr: "127.0.0.1:0", MaxInFlight: cfg.maxInFlight, Log: log})
+	proxies, err := ParseProxies(cfg.proxies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.srv = New(Options{Addr: "127.0.0.1:0", MaxInFlight: cfg.maxInFlight, Inbound: cfg.inbound, OtherPerClient: cfg.otherShare, TrustedProxies: proxies, Log: log})
 	ts.hooks = NewHooks(m, ts.clock)
 	if err := ts.hooks.Set(cfg.hooks); err != nil {
 		t.Fatal(err)

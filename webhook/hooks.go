@@ -3,11 +3,14 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -134,8 +137,10 @@ func CompileTemplate(s string) (*template.Template, error) {
 	return template.New("hook").Option("missingkey=zero").Funcs(templateFuncs).Parse(s)
 }
 
-// ServeHTTP implements POST /hooks/{name}: verify, then durably accept
-// (claim per routed recipient) before answering 202 (I1).
+// ServeHTTP implements POST /hooks/{name}: refuse what the headers
+// already condemn, read the body (counted against the listener's budget
+// for unauthenticated bodies), verify, then durably accept (claim per
+// routed recipient) before answering 202 (I1).
 func (h *Hooks) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -148,33 +153,20 @@ func (h *Hooks) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
 	if hk == nil {
 		return ErrNotFound
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxHookBody))
+	id, event, err := h.checkHeaders(hk, r)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return ErrTooLarge
-		}
-		return &Error{Status: http.StatusBadRequest, Code: "bad_body", Msg: "could not read the request body"}
+		return err
 	}
-	var id, event string
-	switch hk.Format {
-	case "github":
-		id, event = r.Header.Get("X-GitHub-Delivery"), r.Header.Get("X-GitHub-Event")
-		if id == "" {
-			return ErrBadSignature
-		}
-		if err := signature.VerifyGitHub(hk.keys, r.Header.Get("X-Hub-Signature-256"), body); err != nil {
-			return ErrBadSignature
-		}
-	default:
-		id = r.Header.Get("webhook-id")
-		if err := signature.Verify(hk.keys, id, r.Header.Get("webhook-timestamp"), r.Header.Get("webhook-signature"), body, h.now(), Tolerance); err != nil {
-			return ErrBadSignature
-		}
+	body, release, err := readBody(w, r, MaxHookBody)
+	if err != nil {
+		return err
 	}
-	if len(id) > 200 {
-		return &Error{Status: http.StatusBadRequest, Code: "bad_id", Msg: "delivery id too long"}
+	defer release() // nothing below keeps the body: decoding copies it
+	identity, err := h.verify(hk, r, id, body)
+	if err != nil {
+		return err
 	}
+	authenticated(r)
 	var payload any
 	if err := json.Unmarshal(body, &payload); err != nil {
 		return ErrBadJSON
@@ -184,9 +176,7 @@ func (h *Hooks) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
 	// out the client's own timeouts.
 	actx, cancel := context.WithTimeout(r.Context(), admitTimeout)
 	defer cancel()
-	res, err := h.admit.Admit(actx, tasks.Admission{
-		Source: "hook:" + name, Identity: id, Recipients: hk.Route, Message: msg,
-	})
+	res, err := h.admit.Admit(actx, tasks.Admission{Source: "hook:" + name, Identity: identity, Recipients: hk.Route, Message: msg})
 	if err != nil {
 		if errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
 			return ErrUnavailable
@@ -194,6 +184,149 @@ func (h *Hooks) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusAccepted, accepted{OK: true, ID: id, Duplicate: len(res.Claimed) == 0})
+}
+
+// checkHeaders refuses, before a byte of the body is read, a delivery
+// whose headers already condemn it: signature headers missing or
+// malformed, a Standard Webhooks timestamp outside the tolerance, an id
+// too long, a declared length over the limit. It returns the delivery id
+// and, for GitHub, the event name.
+func (h *Hooks) checkHeaders(hk *compiledHook, r *http.Request) (id, event string, err error) {
+	switch hk.Format {
+	case "github":
+		id, event = r.Header.Get("X-GitHub-Delivery"), r.Header.Get("X-GitHub-Event")
+		if id == "" || signature.CheckGitHubHeader(r.Header.Get(signature.HeaderGitHub)) != nil {
+			return "", "", ErrBadSignature
+		}
+	default:
+		id = r.Header.Get(signature.HeaderID)
+		if signature.CheckHeaders(id, r.Header.Get(signature.HeaderTimestamp), r.Header.Get(signature.HeaderSignature), h.now(), Tolerance) != nil {
+			return "", "", ErrBadSignature
+		}
+	}
+	if len(id) > maxID {
+		return "", "", ErrBadID
+	}
+	if r.ContentLength > MaxHookBody {
+		return "", "", ErrTooLarge
+	}
+	return id, event, nil
+}
+
+// maxID bounds a delivery id.
+const maxID = 200
+
+// verify checks the body's signature and returns the identity the
+// delivery is claimed under. A Standard Webhooks delivery is claimed under
+// its id: the signature covers id and timestamp, so a replay is either
+// stale or the same id. GitHub's signature covers the body alone, so a
+// captured body and signature can be sent again under any
+// X-GitHub-Delivery: such a delivery is claimed under the digest of its
+// body, and the same body is one event however often it comes, for as
+// long as the ledger keeps its claim (store.retention, 30 days by default).
+func (h *Hooks) verify(hk *compiledHook, r *http.Request, id string, body []byte) (string, error) {
+	switch hk.Format {
+	case "github":
+		if signature.VerifyGitHub(hk.keys, r.Header.Get(signature.HeaderGitHub), body) != nil {
+			return "", ErrBadSignature
+		}
+		sum := sha256.Sum256(body)
+		return "sha256:" + hex.EncodeToString(sum[:]), nil
+	default:
+		if signature.Verify(hk.keys, id, r.Header.Get(signature.HeaderTimestamp), r.Header.Get(signature.HeaderSignature), body, h.now(), Tolerance) != nil {
+			return "", ErrBadSignature
+		}
+		return id, nil
+	}
+}
+
+// readBody reads r's body, at most limit bytes, into a buffer sized from
+// the declared length (so memory follows what the body is counted as).
+// Large buffers come from a pool and go back with release, so bodies cut
+// off by the deadline are reused rather than left for the collector.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, release func(), err error) {
+	size := int64(32 << 10)
+	if n := r.ContentLength; n >= 0 && n <= limit {
+		size = n + 1 // room to see the end without growing
+	}
+	rd := http.MaxBytesReader(w, r.Body, limit)
+	buf := getBuffer(int(min(size, limit+1)))
+	release = func() { putBuffer(buf) }
+	for {
+		if len(buf) == cap(buf) {
+			next := getBuffer(int(min(2*int64(cap(buf))-1, limit+1)))
+			next = append(next, buf...)
+			putBuffer(buf)
+			buf = next
+			release = func() { putBuffer(buf) }
+		}
+		n, err := rd.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF):
+			return buf, release, nil
+		default:
+			release()
+			return nil, func() {}, bodyError(err)
+		}
+	}
+}
+
+// bodyPools hold body buffers of 64 KiB, 128 KiB, ... 1 MiB (+1 byte to
+// see the end of a body of exactly the limit).
+var bodyPools [5]sync.Pool
+
+// poolClass is the pool for a buffer of n bytes, or -1 (small: not pooled).
+func poolClass(n int) int {
+	for i := range bodyPools {
+		if n <= (64<<10)<<i+1 {
+			return i
+		}
+	}
+	return -1
+}
+
+// bufferSize is what a buffer for n bytes takes.
+func bufferSize(n int) int {
+	if c := poolClass(n); n >= 64<<10 && c >= 0 {
+		return (64<<10)<<c + 1
+	}
+	return n
+}
+
+func getBuffer(n int) []byte {
+	c := poolClass(n)
+	if n < 64<<10 || c < 0 {
+		return make([]byte, 0, n)
+	}
+	if b, ok := bodyPools[c].Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, (64<<10)<<c+1)
+}
+
+func putBuffer(b []byte) {
+	c := poolClass(cap(b))
+	if c < 0 || cap(b) != (64<<10)<<c+1 {
+		return
+	}
+	b = b[:0]
+	bodyPools[c].Put(&b)
+}
+
+// bodyError classifies a failed body read.
+func bodyError(err error) error {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return ErrTooLarge
+	case errors.Is(err, errBodyBudget):
+		return ErrBodyBudget
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return ErrBodyTimeout
+	}
+	return ErrBadBody
 }
 
 // accepted is the 202 answer to a hook (a struct: it encodes faster than a

@@ -94,8 +94,16 @@ func (s *service) assemble(ctx context.Context) error {
 	if err := s.hooks.Set(hooksOf(cfg)); err != nil {
 		return err
 	}
+	proxies, err := hook.ParseProxies(cfg.Server.TrustedProxies)
+	if err != nil {
+		return fmt.Errorf("server.trusted_proxies: %w", err)
+	}
+	il := cfg.Server.InboundLimits
 	s.server = hook.New(hook.Options{Addr: cfg.Server.Listen, CertFile: cfg.Server.TLS.CertFile, KeyFile: cfg.Server.TLS.KeyFile,
-		Log: s.log.With().Str("component", "http").Logger()})
+		MaxInFlight: il.MaxInFlight + configs.OtherRoutesInFlight, TrustedProxies: proxies,
+		Inbound: hook.InboundLimits{PerClient: il.PerClient, MaxInFlight: il.MaxInFlight, BodyTimeout: il.BodyTimeout.D(), BodyBudget: int64(il.UnauthenticatedMiB) << 20},
+		Log:     s.log.With().Str("component", "http").Logger()})
+	registerInboundStats(s.registry, s.server.Inbound)
 	s.routes()
 	s.channels, err = newChannelSet(ctx, s)
 	return err

@@ -50,6 +50,36 @@ func newServiceMetrics(reg prometheus.Registerer) *serviceMetrics {
 	return m
 }
 
+// registerInboundStats exports the inbound routes' load: requests
+// refused for load by reason (client_busy: 429, one client over its
+// share; busy and body_budget: 503), whether inbound is shedding now, and
+// what is open and held.
+func registerInboundStats(reg prometheus.Registerer, stats func() hook.InboundStats) {
+	refused := func(reason string, n func(hook.InboundStats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "herald_inbound_shed_total",
+			Help:        "Requests to /hooks/*, /telegram/webhook and /feishu/events refused for load, by reason.",
+			ConstLabels: prometheus.Labels{"reason": reason}}, func() float64 { return float64(n(stats())) })
+	}
+	reg.MustRegister(
+		refused(hook.ErrClientBusy.Code, func(s hook.InboundStats) uint64 { return s.RefusedClient }),
+		refused(hook.ErrBusy.Code, func(s hook.InboundStats) uint64 { return s.RefusedBusy }),
+		refused(hook.ErrBodyBudget.Code, func(s hook.InboundStats) uint64 { return s.RefusedBudget }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herald_inbound_shedding",
+			Help: "1 while the inbound routes refused requests for load within the last 10 seconds."},
+			func() float64 {
+				if stats().Shedding {
+					return 1
+				}
+				return 0
+			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herald_inbound_in_flight",
+			Help: "Inbound requests open now."}, func() float64 { return float64(stats().InFlight) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herald_inbound_unauthenticated_bytes",
+			Help: "Bytes of inbound bodies counted against the budget for bodies not yet authenticated."},
+			func() float64 { return float64(stats().PendingBytes) }),
+	)
+}
+
 // inboxDrop counts what an inbox's cap dropped.
 func (m *serviceMetrics) inboxDrop(read, unread int) {
 	m.inboxDropped.WithLabelValues("true").Add(float64(read))

@@ -475,6 +475,13 @@ func (s *service) readyz(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	detail["channels"] = s.channels.status()
+	// Shedding is said, not counted against readiness: taking the replica
+	// out of rotation because one client floods it would finish the job.
+	if in := s.server.Inbound(); in.Shedding {
+		detail["inbound"] = "shedding"
+	} else {
+		detail["inbound"] = "ok"
+	}
 	status := http.StatusOK
 	if !ready {
 		status = http.StatusServiceUnavailable

@@ -85,27 +85,9 @@ func mac(key []byte, id string, ts int64, body []byte) []byte {
 // of the space-separated signature list matches any key (key rotation);
 // comparisons are constant time. Entries of other versions are ignored.
 func Verify(keys [][]byte, id, tsHeader, sigHeader string, body []byte, now time.Time, tolerance time.Duration) error {
-	if id == "" || tsHeader == "" || sigHeader == "" {
-		return ErrMissingHeaders
-	}
-	// The specification allows any message id (the official libraries
-	// sign and verify "evt.2026.12.01.1"): the signed content is
-	// id "." timestamp "." body, and the timestamp is digits only and
-	// within the tolerance, so a dot in the id cannot shift the boundary
-	// into another valid message. Control characters are refused.
-	if strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return ErrBadHeaders
-	}
-	ts, ok := parseUnix(tsHeader)
-	if !ok {
-		return ErrBadHeaders
-	}
-	at := time.Unix(ts, 0)
-	if now.Sub(at) > tolerance {
-		return ErrTooOld
-	}
-	if at.Sub(now) > tolerance {
-		return ErrTooNew
+	ts, err := checkHeaders(id, tsHeader, sigHeader, now, tolerance)
+	if err != nil {
+		return err
 	}
 	var want [][]byte
 	for _, k := range keys {
@@ -131,6 +113,41 @@ func Verify(keys [][]byte, id, tsHeader, sigHeader string, body []byte, now time
 	return ErrNoMatch
 }
 
+// CheckHeaders checks what a Standard Webhooks delivery's headers show
+// without its body: all three are present, the id holds no control
+// character, and the timestamp is well formed and within tolerance of
+// now. A receiver calls it before reading the body; Verify repeats it.
+func CheckHeaders(id, tsHeader, sigHeader string, now time.Time, tolerance time.Duration) error {
+	_, err := checkHeaders(id, tsHeader, sigHeader, now, tolerance)
+	return err
+}
+
+func checkHeaders(id, tsHeader, sigHeader string, now time.Time, tolerance time.Duration) (int64, error) {
+	if id == "" || tsHeader == "" || sigHeader == "" {
+		return 0, ErrMissingHeaders
+	}
+	// The specification allows any message id (the official libraries
+	// sign and verify "evt.2026.12.01.1"): the signed content is
+	// id "." timestamp "." body, and the timestamp is digits only and
+	// within the tolerance, so a dot in the id cannot shift the boundary
+	// into another valid message. Control characters are refused.
+	if strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return 0, ErrBadHeaders
+	}
+	ts, ok := parseUnix(tsHeader)
+	if !ok {
+		return 0, ErrBadHeaders
+	}
+	at := time.Unix(ts, 0)
+	if now.Sub(at) > tolerance {
+		return 0, ErrTooOld
+	}
+	if at.Sub(now) > tolerance {
+		return 0, ErrTooNew
+	}
+	return ts, nil
+}
+
 // parseUnix accepts only plain decimal digits (no sign, no spaces).
 func parseUnix(s string) (int64, bool) {
 	if len(s) == 0 || len(s) > 18 {
@@ -150,16 +167,9 @@ func parseUnix(s string) (int64, bool) {
 // constant time. GitHub signs no timestamp: replay protection must come
 // from deduplicating X-GitHub-Delivery.
 func VerifyGitHub(secrets [][]byte, sigHeader string, body []byte) error {
-	if sigHeader == "" {
-		return ErrMissingHeaders
-	}
-	hexSig, ok := strings.CutPrefix(sigHeader, "sha256=")
-	if !ok {
-		return ErrBadHeaders
-	}
-	got, err := hex.DecodeString(hexSig)
-	if err != nil || len(got) != sha256.Size {
-		return ErrBadHeaders
+	got, err := gitHubSignature(sigHeader)
+	if err != nil {
+		return err
 	}
 	for _, s := range secrets {
 		if len(s) == 0 {
@@ -172,6 +182,28 @@ func VerifyGitHub(secrets [][]byte, sigHeader string, body []byte) error {
 		}
 	}
 	return ErrNoMatch
+}
+
+// CheckGitHubHeader checks, without the body, that sigHeader has the
+// shape of an X-Hub-Signature-256 value. VerifyGitHub repeats it.
+func CheckGitHubHeader(sigHeader string) error {
+	_, err := gitHubSignature(sigHeader)
+	return err
+}
+
+func gitHubSignature(sigHeader string) ([]byte, error) {
+	if sigHeader == "" {
+		return nil, ErrMissingHeaders
+	}
+	hexSig, ok := strings.CutPrefix(sigHeader, "sha256=")
+	if !ok {
+		return nil, ErrBadHeaders
+	}
+	got, err := hex.DecodeString(hexSig)
+	if err != nil || len(got) != sha256.Size {
+		return nil, ErrBadHeaders
+	}
+	return got, nil
 }
 
 // SignGitHub returns the X-Hub-Signature-256 header value for body.

@@ -261,3 +261,41 @@ func TestVerify_IDsWithDots(t *testing.T) {
 		}
 	}
 }
+
+// What the headers alone can show is checked without the body, with the
+// same answers Verify gives.
+func TestCheckHeaders_WithoutTheBody(t *testing.T) {
+	now := time.Unix(vecTS, 0)
+	ts := strconv.FormatInt(vecTS, 10)
+	cases := []struct {
+		name        string
+		id, ts, sig string
+		want        error
+	}{
+		{"all present and fresh", vecID, ts, "v1,anything", nil},
+		{"no id", "", ts, "v1,x", ErrMissingHeaders},
+		{"no timestamp", vecID, "", "v1,x", ErrMissingHeaders},
+		{"no signature", vecID, ts, "", ErrMissingHeaders},
+		{"control character in id", "a\nb", ts, "v1,x", ErrBadHeaders},
+		{"timestamp not digits", vecID, "-5", "v1,x", ErrBadHeaders},
+		{"too old", vecID, strconv.FormatInt(vecTS-301, 10), "v1,x", ErrTooOld},
+		{"too new", vecID, strconv.FormatInt(vecTS+301, 10), "v1,x", ErrTooNew},
+	}
+	for _, c := range cases {
+		if err := CheckHeaders(c.id, c.ts, c.sig, now, DefaultTolerance); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+	good := "sha256=" + strings.Repeat("ab", sha256.Size)
+	for sig, want := range map[string]error{
+		good:                   nil,
+		"":                     ErrMissingHeaders,
+		"sha1=" + good[7:]:     ErrBadHeaders,
+		"sha256=zz":            ErrBadHeaders,
+		"sha256=" + good[7:69]: ErrBadHeaders,
+	} {
+		if err := CheckGitHubHeader(sig); !errors.Is(err, want) {
+			t.Errorf("CheckGitHubHeader(%q) = %v, want %v", sig, err, want)
+		}
+	}
+}

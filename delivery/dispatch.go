@@ -391,9 +391,14 @@ func oneTypeEach(route Route, live []store.Effect) [][]store.Effect {
 func (d *Dispatcher) send(ctx context.Context, route Route, live, begun []store.Effect, msg *Message, answered func()) {
 	recipient, taskID := live[0].Recipient, live[0].TaskID
 	var now time.Time
-	for {
+	for again := false; ; again = true {
 		if begun == nil {
 			begun = d.begin(ctx, live)
+			if !again {
+				var back []store.Effect
+				begun, back = wonInOrder(live, begun)
+				d.giveBack(ctx, back)
+			}
 		}
 		if len(begun) == 0 {
 			return

@@ -121,6 +121,49 @@ func (d *Dispatcher) inOrder(ctx context.Context, live []store.Effect, now time.
 	return out, ended, time.Time{}
 }
 
+// wonInOrder keeps a group's order when it won only some of its pushes
+// (begin). Another worker claimed the others: another replica, which read
+// the queue when this one did and may have one of them on the wire now.
+// Sent beside it, a later push could arrive first. So only the pushes won
+// that are earlier than every one lost go (send); the rest are given back
+// unsent (back), and the order check looks at them again.
+func wonInOrder(planned, won []store.Effect) (send, back []store.Effect) {
+	if len(won) == len(planned) || len(won) == 0 || !ordered(won[0].Kind) {
+		return won, nil
+	}
+	in := make(map[string]bool, len(won))
+	for _, fx := range won {
+		in[fx.Key] = true
+	}
+	var lost *store.Effect
+	for i := range planned {
+		if !in[planned[i].Key] && (lost == nil || earlier(planned[i], *lost)) {
+			lost = &planned[i]
+		}
+	}
+	for _, fx := range won {
+		if earlier(fx, *lost) {
+			send = append(send, fx)
+		} else {
+			back = append(back, fx)
+		}
+	}
+	return send, back
+}
+
+// giveBack queues begun pushes again, due now, without a send: their
+// attempt ends as provably not sent.
+func (d *Dispatcher) giveBack(ctx context.Context, begun []store.Effect) {
+	now := d.o.Now()
+	d.settleAll(ctx, begun, func(fx store.Effect) store.Outcome {
+		return store.Outcome{State: store.Pending, RetryAt: now, Error: reasonClaimedElsewhere, PartsSent: fx.PartsSent}
+	})
+}
+
+// reasonClaimedElsewhere is recorded on an attempt given back before its
+// send because an earlier push of its message was claimed elsewhere.
+const reasonClaimedElsewhere = "not sent: an earlier push of its message was claimed by another worker"
+
 // withItsMessage keeps a message whole across a crash. A message's
 // pushes are begun together but settled one by one: a crash between two
 // settles leaves some ended and the rest in flight, and recovery queues

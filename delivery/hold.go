@@ -8,6 +8,33 @@ import (
 	"github.com/herald-bridge/herald/delivery/chatprefs"
 )
 
+// HoldPolicy decides whether a recipient's pushes are held right now
+// (quiet hours, mute) and until when.
+type HoldPolicy interface {
+	Hold(ctx context.Context, recipient, taskID string, urgentDue time.Time, now time.Time) (until time.Time, held bool)
+}
+
+// hold keeps the batch's pushes queued, without an attempt, while the
+// recipient holds them (Options.Holds): until the hold ends, or, for a
+// deadline reminder, until it becomes urgent.
+func hold(ctx context.Context, d *Dispatcher, b *batch) []*batch {
+	if d.o.Holds == nil {
+		return pass(b)
+	}
+	until, held := d.o.Holds.Hold(ctx, holdAddress(b.recipient(), b.route), b.taskID(), b.urgent, b.now)
+	if !held {
+		return pass(b)
+	}
+	log := b.log(d)
+	d.each(len(b.fx), func(i int) {
+		if _, err := d.o.Ledger.Defer(ctx, b.fx[i].Key, until, reasonHeld, b.now); err != nil {
+			log.Warn().Err(err).Msg("cannot hold a push")
+		}
+		d.o.Metrics.Held.Inc()
+	})
+	return nil
+}
+
 // UrgentWindow: a deadline reminder due within this bypasses quiet hours.
 const UrgentWindow = 2 * time.Hour
 

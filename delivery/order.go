@@ -43,6 +43,47 @@ func ordered(kind string) bool { return kind == KindChanged || kind == KindDeadl
 // orderKey names the task and recipient whose pushes are kept in order.
 func orderKey(fx store.Effect) string { return fx.Recipient + "\x00" + fx.TaskID }
 
+// order lets a batch of a task's notices go only in their order: it
+// takes along the earlier pushes that join it (inOrder), ends the ones
+// whose message ended already, and holds the batch, without an attempt,
+// while an earlier push must go first.
+func order(ctx context.Context, d *Dispatcher, b *batch) []*batch {
+	joined, ended, wait := d.inOrder(ctx, b.fx, b.now)
+	d.endWithMessage(ctx, ended)
+	if !wait.IsZero() {
+		log := b.log(d)
+		d.each(len(joined), func(i int) {
+			fx := joined[i]
+			if _, err := d.o.Ledger.Defer(ctx, fx.Key, notAfter(wait, fx.ExpiresAt), reasonOrder, b.now); err != nil {
+				log.Warn().Err(err).Msg("cannot hold a push behind an earlier one")
+			}
+		})
+		return nil
+	}
+	if len(joined) == 0 {
+		return nil
+	}
+	b.fx = joined
+	return pass(b)
+}
+
+// claimedInOrder keeps the order after the claim, on a message's first
+// part: of a batch that won only some of the pushes it set out to claim,
+// only those earlier than every one lost go on (wonInOrder).
+func claimedInOrder(ctx context.Context, d *Dispatcher, b *batch) []*batch {
+	if b.planned == nil {
+		return pass(b)
+	}
+	send, back := wonInOrder(b.planned, b.fx)
+	b.planned = nil
+	d.giveBack(ctx, back)
+	if len(send) == 0 {
+		return nil
+	}
+	b.fx = send
+	return pass(b)
+}
+
 // inOrder looks for earlier pushes of live's task to its recipient that
 // have not ended. It returns live with those that join it, or, when the
 // group must wait behind one, the time to look again. Only a group none
@@ -223,7 +264,7 @@ func (d *Dispatcher) endWithMessage(ctx context.Context, ended []ending) {
 		if _, err := d.o.Ledger.Begin(ctx, e.fx.Key, d.o.Worker, len(e.fx.Attempts), d.o.Now()); err != nil {
 			return // taken meanwhile, or no longer queued
 		}
-		d.settle(ctx, e.fx.Key, e.as)
+		d.settleKey(ctx, e.fx.Key, e.as)
 	})
 }
 

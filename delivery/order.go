@@ -11,7 +11,7 @@ import (
 
 // Order (README, Operations: Order and held digests): within one task
 // and recipient, a task's notices (watch.changed, watch.deadline) arrive
-// in the order their events happened. Three rules keep it:
+// in the order their events happened. Four rules keep it:
 //   - take hands out at most one group per task and recipient at a time
 //     in this process, the earliest due first (busy);
 //   - before a group is sent, earlier pushes of the same task to the same
@@ -22,6 +22,10 @@ import (
 //     wait; of two where either was attempted, the later one waits —
 //     except behind a hold the group is not under, which an urgent
 //     reminder never waits out;
+//   - the look-up comes before the claim, and another replica may read
+//     the same pushes at the same moment: a group that then wins only
+//     some of them sends none after one it lost (claimedInOrder), as that
+//     one may be on the wire from the other replica;
 //   - a group's delivery key is its earliest member's (sortGroup), so the
 //     same group always goes out under the same key.
 // Inbound events, task state notices and tests are independent pushes,

@@ -14,8 +14,8 @@ import (
 	"github.com/herald-bridge/herald/conversation/chatlimit"
 	"github.com/herald-bridge/herald/conversation/memory"
 	"github.com/herald-bridge/herald/conversation/perchat"
-	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/address"
+	"github.com/herald-bridge/herald/delivery/chatprefs"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/credentials"
 	"github.com/herald-bridge/herald/tasks"
@@ -60,9 +60,9 @@ const (
 // Options configure a Core.
 type Options struct {
 	Tasks  Tasks
-	Store  store.Store         // Dialogs() for dialog state, Dedup() for message ids, Inbox()
-	Prefs  *delivery.PrefStore // /mute, /quiet and the chat's language; default: over Store.Channels()
-	Tokens TokenIssuer         // /inbox token; nil: not offered
+	Store  store.Store      // Dialogs() for dialog state, Dedup() for message ids, Inbox()
+	Prefs  *chatprefs.Store // /mute, /quiet and the chat's language; default: over Store.Channels()
+	Tokens TokenIssuer      // /inbox token; nil: not offered
 	// Credentials keeps the course-site tokens people give in chat
 	// (default: over Store.Channels()).
 	Credentials *credentials.Store
@@ -105,7 +105,7 @@ func (o *Options) validate() error {
 		o.Zone = time.UTC
 	}
 	if o.Prefs == nil {
-		o.Prefs = &delivery.PrefStore{KV: o.Store.Channels(), Zone: o.Zone}
+		o.Prefs = &chatprefs.Store{KV: o.Store.Channels(), Zone: o.Zone}
 	}
 	if o.Credentials == nil {
 		o.Credentials = credentials.New(o.Store.Channels())

@@ -7,7 +7,7 @@ import (
 	"unicode"
 
 	"github.com/herald-bridge/herald/conversation/text"
-	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/chatprefs"
 	"github.com/herald-bridge/herald/store"
 )
 
@@ -117,7 +117,7 @@ func (c *Core) rememberLang(ctx context.Context, chat, lang string) {
 	}
 	p, err := c.o.Prefs.Get(ctx, chat)
 	if err == nil && p.Lang != lang {
-		_ = c.o.Prefs.Update(ctx, chat, func(p *delivery.Prefs) { p.Lang = lang })
+		_ = c.o.Prefs.Update(ctx, chat, func(p *chatprefs.Prefs) { p.Lang = lang })
 	}
 }
 

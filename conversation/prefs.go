@@ -3,7 +3,7 @@ package conversation
 import (
 	"time"
 
-	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/chatprefs"
 )
 
 func (t *turn) mute(id string, d time.Duration) []Reply {
@@ -11,7 +11,7 @@ func (t *turn) mute(id string, d time.Duration) []Reply {
 		return t.failed(err)
 	}
 	until := t.c.o.Now().Add(d)
-	err := t.c.o.Prefs.Update(t.ctx, t.m.Chat, func(p *delivery.Prefs) {
+	err := t.c.o.Prefs.Update(t.ctx, t.m.Chat, func(p *chatprefs.Prefs) {
 		if d <= 0 {
 			delete(p.Mutes, id)
 			return
@@ -31,7 +31,7 @@ func (t *turn) mute(id string, d time.Duration) []Reply {
 }
 
 func (t *turn) quiet(q string) []Reply {
-	err := t.c.o.Prefs.Update(t.ctx, t.m.Chat, func(p *delivery.Prefs) {
+	err := t.c.o.Prefs.Update(t.ctx, t.m.Chat, func(p *chatprefs.Prefs) {
 		if q == "off" {
 			p.Quiet = ""
 			return

@@ -3,6 +3,30 @@
 // effects, hands each to the sink for its recipient, and records the
 // outcome the sink reports. Sinks only send and classify; retries, expiry,
 // holding and ledger writes are the dispatcher's.
+//
+// The dispatcher groups the pushes it takes (dispatch.go) and sends each
+// group through one list of stages (pipeline.go), each one policy in a
+// file of its own:
+//
+//	resolve            the recipient's route; pushes to one that is gone end
+//	unclaimed(         skipped by pushes handed over in flight (Reserve checked them)
+//	    transportOff   wait while the recipient's transport is switched off
+//	    expiry         pushes past their expiry end unsent
+//	    hold           quiet hours and mutes hold the rest
+//	    order          a task's earlier pushes go first, or along
+//	    splitByType    one message type per webhook body
+//	)
+//	perPart(           once for each part of the message
+//	    begin          a new attempt on each push; on with the ones won
+//	    claimedInOrder none after a push another replica claimed
+//	    compose        one message of the group's payloads
+//	    record         the sending record, before anything leaves
+//	    transmit       the sink sends and classifies
+//	    settle         the outcome recorded; another part goes round again
+//	)
+//
+// A new policy (a digest, a retry schedule) is a new stage: one file,
+// and one line in that list.
 package delivery
 
 import (

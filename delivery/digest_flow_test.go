@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/chatprefs"
 	"github.com/herald-bridge/herald/delivery/inbox"
 	"github.com/herald-bridge/herald/store"
 )
@@ -55,7 +56,7 @@ func TestHeldDigestSaysWhatIsNewToTheRecipient(t *testing.T) {
 			r := newRig(t)
 			box := inbox.New(r.st.Inbox())
 			route := delivery.NewTable(delivery.TableConfig{Sinks: map[delivery.AddressKind]delivery.Sink{delivery.InboxAddr: box}})
-			r.setPrefs("console:ann", func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
+			r.setPrefs("console:ann", func(p *chatprefs.Prefs) { p.Quiet = "22:00-07:00" })
 			r.start(route, "w", withHolds(r.prefs()))
 			var keys []string
 			for i, ev := range tc.events {

@@ -2,122 +2,56 @@ package delivery
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"strings"
 	"time"
 
-	"github.com/herald-bridge/herald/delivery/address"
-	"github.com/herald-bridge/herald/store"
+	"github.com/herald-bridge/herald/delivery/chatprefs"
 )
 
-// Prefs are one chat's delivery preferences, set with /quiet and /mute.
-type Prefs struct {
-	Quiet string               `json:"quiet,omitempty"` // "22:00-07:00" in Zone
-	Zone  string               `json:"zone,omitempty"`
-	Mutes map[string]time.Time `json:"mutes,omitempty"` // task id → until
-	Lang  string               `json:"lang,omitempty"`
+// HoldPolicy decides whether a recipient's pushes are held right now
+// (quiet hours, mute) and until when.
+type HoldPolicy interface {
+	Hold(ctx context.Context, recipient, taskID string, urgentDue time.Time, now time.Time) (until time.Time, held bool)
+}
+
+// hold keeps the batch's pushes queued, without an attempt, while the
+// recipient holds them (Options.Holds): until the hold ends, or, for a
+// deadline reminder, until it becomes urgent.
+func hold(ctx context.Context, d *Dispatcher, b *batch) []*batch {
+	if d.o.Holds == nil {
+		return pass(b)
+	}
+	until, held := d.o.Holds.Hold(ctx, holdAddress(b.recipient(), b.route), b.taskID(), b.urgent, b.now)
+	if !held {
+		return pass(b)
+	}
+	log := b.log(d)
+	d.each(len(b.fx), func(i int) {
+		if _, err := d.o.Ledger.Defer(ctx, b.fx[i].Key, until, reasonHeld, b.now); err != nil {
+			log.Warn().Err(err).Msg("cannot hold a push")
+		}
+		d.o.Metrics.Held.Inc()
+	})
+	return nil
 }
 
 // UrgentWindow: a deadline reminder due within this bypasses quiet hours.
 const UrgentWindow = 2 * time.Hour
 
-// PrefStore keeps Prefs in the channel-state storage object.
-type PrefStore struct {
-	KV   store.KV
-	Zone *time.Location // default zone for quiet hours
-	// Changed, when set, is told of the address whose quiet hours or
-	// mutes an Update changed (Dispatcher.Release lets out what they no
-	// longer hold).
-	Changed func(ctx context.Context, address string)
-}
-
-func prefsKey(address string) string { return "prefs/" + address }
-
-// Get returns a chat's prefs (zero value when none).
-func (s *PrefStore) Get(ctx context.Context, address string) (Prefs, error) {
-	var p Prefs
-	b, err := s.KV.Get(ctx, prefsKey(address))
-	if errors.Is(err, store.ErrNotFound) {
-		return p, nil
-	}
-	if err != nil {
-		return p, err
-	}
-	return p, json.Unmarshal(b, &p)
-}
-
-// Update changes a chat's prefs.
-func (s *PrefStore) Update(ctx context.Context, address string, fn func(*Prefs)) error {
-	p, err := s.Get(ctx, address)
-	if err != nil {
-		return err
-	}
-	before := p.Quiet + "|" + fmt.Sprint(p.Mutes)
-	fn(&p)
-	b, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	if err := s.KV.Put(ctx, prefsKey(address), b, 0); err != nil {
-		return err
-	}
-	if s.Changed != nil && p.Quiet+"|"+fmt.Sprint(p.Mutes) != before {
-		s.Changed(ctx, address)
-	}
-	return nil
-}
-
-// Lang returns the language remembered for a chat. An inbox has no
-// language of its own: its owner's is the one remembered where they talk
-// to herald, their private chat (a console user's console, too).
-func (s *PrefStore) Lang(to string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	p, _ := s.Get(ctx, to)
-	if a, err := ParseAddress(to); p.Lang == "" && err == nil && a.Kind == InboxAddr {
-		if chat := address.ChatOf(a.ID); chat != "" {
-			p, _ = s.Get(ctx, chat)
-		}
-	}
-	return p.Lang
-}
-
-// ParseQuiet checks "HH:MM-HH:MM".
-func ParseQuiet(s string) (from, to time.Duration, err error) {
-	a, b, ok := strings.Cut(strings.TrimSpace(s), "-")
-	if !ok {
-		return 0, 0, fmt.Errorf("quiet hours look like 22:00-07:00")
-	}
-	if from, err = clock(a); err != nil {
-		return 0, 0, err
-	}
-	if to, err = clock(b); err != nil {
-		return 0, 0, err
-	}
-	if from == to {
-		return 0, 0, fmt.Errorf("quiet hours must not start and end at the same time")
-	}
-	return from, to, nil
-}
-
-func clock(s string) (time.Duration, error) {
-	t, err := time.Parse("15:04", strings.TrimSpace(s))
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a time like 07:00", s)
-	}
-	return time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute, nil
+// PrefHolds is the HoldPolicy a chat sets for itself with /quiet and
+// /mute (chatprefs).
+type PrefHolds struct {
+	Prefs *chatprefs.Store
 }
 
 // Hold implements HoldPolicy: a muted task is held until the mute ends; quiet
 // hours hold everything except deadline reminders due within UrgentWindow,
 // and hold a later reminder only until it comes within that window.
-func (s *PrefStore) Hold(ctx context.Context, recipient, taskID string, urgentDue, now time.Time) (time.Time, bool) {
+func (h PrefHolds) Hold(ctx context.Context, recipient, taskID string, urgentDue, now time.Time) (time.Time, bool) {
 	if !hasPrefs(recipient) {
 		return time.Time{}, false
 	}
-	p, err := s.Get(ctx, recipient)
+	p, err := h.Prefs.Get(ctx, recipient)
 	if err != nil {
 		return time.Time{}, false
 	}
@@ -130,20 +64,11 @@ func (s *PrefStore) Hold(ctx context.Context, recipient, taskID string, urgentDu
 	if !urgentDue.IsZero() && urgentDue.Sub(now) <= UrgentWindow {
 		return time.Time{}, false
 	}
-	from, to, err := ParseQuiet(p.Quiet)
+	from, to, err := chatprefs.ParseQuiet(p.Quiet)
 	if err != nil {
 		return time.Time{}, false
 	}
-	zone := s.Zone
-	if p.Zone != "" {
-		if z, err := time.LoadLocation(p.Zone); err == nil {
-			zone = z
-		}
-	}
-	if zone == nil {
-		zone = time.UTC
-	}
-	until, held := quietUntil(now.In(zone), from, to)
+	until, held := quietUntil(now.In(h.Prefs.Location(p)), from, to)
 	if held && !urgentDue.IsZero() {
 		// A reminder is held only until it becomes urgent, so quiet hours
 		// never make it miss its deadline.
@@ -152,7 +77,7 @@ func (s *PrefStore) Hold(ctx context.Context, recipient, taskID string, urgentDu
 	return until, held
 }
 
-// hasPrefs reports whether address can have Prefs: only chats set them
+// hasPrefs reports whether address can have chatprefs.Prefs: only chats set them
 // (/quiet, /mute; the console too), so other addresses skip the store read.
 func hasPrefs(address string) bool {
 	kind, _, _ := strings.Cut(address, ":")
@@ -184,4 +109,4 @@ func quietUntil(now time.Time, from, to time.Duration) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-var _ HoldPolicy = (*PrefStore)(nil)
+var _ HoldPolicy = PrefHolds{}

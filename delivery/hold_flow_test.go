@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/chatprefs"
 	"github.com/herald-bridge/herald/delivery/inbox"
 	"github.com/herald-bridge/herald/delivery/telegram"
 	"github.com/herald-bridge/herald/store"
@@ -18,20 +19,21 @@ import (
 
 const chat = "telegram:chat:42"
 
-// prefs is the real PrefStore on the rig's channel-state object.
-func (r *rig) prefs() *delivery.PrefStore {
-	return &delivery.PrefStore{KV: r.st.Channels(), Zone: time.UTC}
+// prefs is the real chatprefs.Store on the rig's channel-state object.
+func (r *rig) prefs() *chatprefs.Store {
+	return &chatprefs.Store{KV: r.st.Channels(), Zone: time.UTC}
 }
 
-func (r *rig) setPrefs(address string, fn func(*delivery.Prefs)) {
+func (r *rig) setPrefs(address string, fn func(*chatprefs.Prefs)) {
 	r.t.Helper()
 	if err := r.prefs().Update(context.Background(), address, fn); err != nil {
 		r.t.Fatal(err)
 	}
 }
 
-func withHolds(h delivery.HoldPolicy) func(*delivery.Options) {
-	return func(o *delivery.Options) { o.Holds = h }
+// withHolds holds pushes as the chats' prefs in ps say (as serve wires it).
+func withHolds(ps *chatprefs.Store) func(*delivery.Options) {
+	return func(o *delivery.Options) { o.Holds = delivery.PrefHolds{Prefs: ps} }
 }
 
 // nextMorning is 07:00 after t0 (23:00), when 22:00-07:00 quiet hours end.
@@ -43,7 +45,7 @@ var nextMorning = time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
 func TestQuietHoursHoldDurablyThenDeliverOnce(t *testing.T) {
 	r := newRig(t)
 	api := newFakeBotAPI(t)
-	r.setPrefs(chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
+	r.setPrefs(chat, func(p *chatprefs.Prefs) { p.Quiet = "22:00-07:00" })
 	key := r.admit("hook:ci", "d-1", chat, inbound("deploy"), 0)
 	stop := r.start(telegramRoute(t, api.URL), "w", withHolds(r.prefs()))
 
@@ -77,7 +79,7 @@ func TestMuteHoldsOneTaskUntilTheMuteEnds(t *testing.T) {
 	r := newRig(t)
 	api := newFakeBotAPI(t)
 	until := t0.Add(30 * time.Minute)
-	r.setPrefs(chat, func(p *delivery.Prefs) { p.Mutes = map[string]time.Time{"t-news": until} })
+	r.setPrefs(chat, func(p *chatprefs.Prefs) { p.Mutes = map[string]time.Time{"t-news": until} })
 	muted := r.admit("t-news", "n1@v1", chat, changed("t-news", "n1", "Library hours changed"), 0)
 	other := r.admit("t-grades", "g1@v1", chat, changed("t-grades", "g1", "Grades posted"), 0)
 	r.start(telegramRoute(t, api.URL), "w", withHolds(r.prefs()))
@@ -105,7 +107,7 @@ func TestMuteHoldsOneTaskUntilTheMuteEnds(t *testing.T) {
 func TestQuietHoursLetUrgentDeadlinesThrough(t *testing.T) {
 	r := newRig(t)
 	api := newFakeBotAPI(t)
-	r.setPrefs(chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
+	r.setPrefs(chat, func(p *chatprefs.Prefs) { p.Quiet = "22:00-07:00" })
 	urgent := r.commitReminder("hw-cs", "hw-4", chat, t0.Add(90*time.Minute))
 	later := r.commitReminder("hw-math", "ps-9", chat, t0.Add(5*time.Hour))
 	r.start(telegramRoute(t, api.URL), "w", withHolds(r.prefs()))
@@ -131,7 +133,7 @@ func TestQuietHoursLetUrgentDeadlinesThrough(t *testing.T) {
 // the quiet hours end; it returns the three effect keys, oldest first.
 func heldChanges(t *testing.T, r *rig, api *fakeBotAPI) []string {
 	t.Helper()
-	r.setPrefs(chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
+	r.setPrefs(chat, func(p *chatprefs.Prefs) { p.Quiet = "22:00-07:00" })
 	r.start(telegramRoute(t, api.URL), "w", withHolds(r.prefs()))
 	var keys []string
 	for i, room := range []string{"A101", "B202", "C303"} {
@@ -281,7 +283,7 @@ func TestQuietHoursHoldANamedRecipientPointingAtTheChat(t *testing.T) {
 		t.Fatal(err)
 	}
 	table := delivery.NewTable(delivery.TableConfig{Named: map[string]delivery.Route{"ops-chat": {Sink: sink, To: to}}})
-	r.setPrefs(chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
+	r.setPrefs(chat, func(p *chatprefs.Prefs) { p.Quiet = "22:00-07:00" })
 	key := r.admit("hook:ci", "d-1", "ops-chat", inbound("deploy"), 0)
 	r.start(table, "w", withHolds(r.prefs()))
 
@@ -294,9 +296,9 @@ func TestQuietHoursHoldANamedRecipientPointingAtTheChat(t *testing.T) {
 	r.settled(key, store.Completed)
 }
 
-// releasingPrefs is the rig's PrefStore wired as serve wires it: a change
+// releasingPrefs is the rig's prefs wired as serve wires it: a change
 // of quiet hours or mutes lets out what they no longer hold.
-func (r *rig) releasingPrefs() *delivery.PrefStore {
+func (r *rig) releasingPrefs() *chatprefs.Store {
 	p := r.prefs()
 	p.Changed = func(ctx context.Context, address string) {
 		if _, err := r.d.Release(ctx, address); err != nil {
@@ -312,7 +314,7 @@ func (r *rig) releasingPrefs() *delivery.PrefStore {
 func TestQuietOffReleasesHeldPushesNowAsOneMessage(t *testing.T) {
 	r := newRig(t)
 	api := newFakeBotAPI(t)
-	r.setPrefs(chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
+	r.setPrefs(chat, func(p *chatprefs.Prefs) { p.Quiet = "22:00-07:00" })
 	a := r.admit("t-news", "n1@v1", chat, changed("t-news", "n1", "Library hours changed"), 0)
 	b := r.admit("t-news", "n2@v1", chat, changed("t-news", "n2", "Exam room changed"), 0)
 	r.start(telegramRoute(t, api.URL), "w", withHolds(r.prefs()))
@@ -320,7 +322,7 @@ func TestQuietOffReleasesHeldPushesNowAsOneMessage(t *testing.T) {
 		waitFor(t, func() bool { return r.effect(k).NotBefore.Equal(nextMorning) }, "the push to be held until 07:00")
 	}
 
-	if err := r.releasingPrefs().Update(context.Background(), chat, func(p *delivery.Prefs) { p.Quiet = "" }); err != nil {
+	if err := r.releasingPrefs().Update(context.Background(), chat, func(p *chatprefs.Prefs) { p.Quiet = "" }); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{a, b} {
@@ -340,7 +342,7 @@ func TestMuteOffReleasesHeldPushesNow(t *testing.T) {
 	r := newRig(t)
 	api := newFakeBotAPI(t)
 	until := t0.Add(30 * time.Minute)
-	r.setPrefs(chat, func(p *delivery.Prefs) { p.Mutes = map[string]time.Time{"t-news": until, "t-grades": until} })
+	r.setPrefs(chat, func(p *chatprefs.Prefs) { p.Mutes = map[string]time.Time{"t-news": until, "t-grades": until} })
 	news := r.admit("t-news", "n1@v1", chat, changed("t-news", "n1", "Library hours changed"), 0)
 	grades := r.admit("t-grades", "g1@v1", chat, changed("t-grades", "g1", "Grades posted"), 0)
 	r.start(telegramRoute(t, api.URL), "w", withHolds(r.prefs()))
@@ -348,7 +350,7 @@ func TestMuteOffReleasesHeldPushesNow(t *testing.T) {
 		waitFor(t, func() bool { return r.effect(k).NotBefore.Equal(until) }, "the muted push to be held")
 	}
 
-	if err := r.releasingPrefs().Update(context.Background(), chat, func(p *delivery.Prefs) { delete(p.Mutes, "t-news") }); err != nil {
+	if err := r.releasingPrefs().Update(context.Background(), chat, func(p *chatprefs.Prefs) { delete(p.Mutes, "t-news") }); err != nil {
 		t.Fatal(err)
 	}
 	if fx := r.settled(news, store.Completed); !fx.Attempts[0].Start.Equal(t0) {
@@ -376,9 +378,9 @@ func TestQuietHoursAndMuteHoldTheAskersInbox(t *testing.T) {
 		{"console:ann", "inbox:console:ann"},
 		{"telegram:chat:42", "inbox:telegram:42"},
 	} {
-		r.setPrefs(tc.chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
+		r.setPrefs(tc.chat, func(p *chatprefs.Prefs) { p.Quiet = "22:00-07:00" })
 	}
-	r.setPrefs("console:ann", func(p *delivery.Prefs) { p.Mutes = map[string]time.Time{"t-news": t0.Add(time.Hour)} })
+	r.setPrefs("console:ann", func(p *chatprefs.Prefs) { p.Mutes = map[string]time.Time{"t-news": t0.Add(time.Hour)} })
 	quiet := r.admit("t-grades", "g1@v1", "inbox:telegram:42", changed("t-grades", "g1", "Grades posted"), 0)
 	muted := r.admit("t-news", "n1@v1", "inbox:console:ann", changed("t-news", "n1", "Library hours changed"), 0)
 	r.start(route, "w", withHolds(r.prefs()))
@@ -388,7 +390,7 @@ func TestQuietHoursAndMuteHoldTheAskersInbox(t *testing.T) {
 		t.Fatalf("%d items in the inbox during quiet hours, want none", n)
 	}
 
-	if err := r.releasingPrefs().Update(context.Background(), "telegram:chat:42", func(p *delivery.Prefs) { p.Quiet = "" }); err != nil {
+	if err := r.releasingPrefs().Update(context.Background(), "telegram:chat:42", func(p *chatprefs.Prefs) { p.Quiet = "" }); err != nil {
 		t.Fatal(err)
 	}
 	r.settled(quiet, store.Completed)

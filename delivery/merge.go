@@ -1,12 +1,40 @@
 package delivery
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"time"
 
 	"github.com/herald-bridge/herald/store"
 )
+
+// compose builds the message the claimed pushes send (merge), unless it
+// is known already (handed over). Payloads that do not decode fail; a
+// group whose items all came and went while held ends without a send,
+// as there is nothing left to tell.
+func compose(ctx context.Context, d *Dispatcher, b *batch) []*batch {
+	if b.msg != nil {
+		return pass(b)
+	}
+	m, empty, err := merge(b.fx)
+	if err != nil {
+		d.settleAll(ctx, b.fx, func(store.Effect) store.Outcome {
+			return store.Outcome{State: store.Failed, Error: "bad_payload"}
+		})
+		return nil
+	}
+	if empty && b.fx[0].PartsSent == 0 {
+		// Every item came and went while held: nothing crosses the
+		// boundary, and there is nothing left to tell.
+		d.settleAll(ctx, b.fx, func(store.Effect) store.Outcome {
+			return store.Outcome{State: store.Completed, Error: reasonNothingNew}
+		})
+		return nil
+	}
+	b.msg = &m
+	return pass(b)
+}
 
 // merge builds one message from a group's payloads, each decoded once.
 // The recipient has been told nothing of the group yet, so the message

@@ -11,7 +11,7 @@ import (
 
 // Order (README, Operations: Order and held digests): within one task
 // and recipient, a task's notices (watch.changed, watch.deadline) arrive
-// in the order their events happened. Three rules keep it:
+// in the order their events happened. Four rules keep it:
 //   - take hands out at most one group per task and recipient at a time
 //     in this process, the earliest due first (busy);
 //   - before a group is sent, earlier pushes of the same task to the same
@@ -22,6 +22,10 @@ import (
 //     wait; of two where either was attempted, the later one waits —
 //     except behind a hold the group is not under, which an urgent
 //     reminder never waits out;
+//   - the look-up comes before the claim, and another replica may read
+//     the same pushes at the same moment: a group that then wins only
+//     some of them sends none after one it lost (claimedInOrder), as that
+//     one may be on the wire from the other replica;
 //   - a group's delivery key is its earliest member's (sortGroup), so the
 //     same group always goes out under the same key.
 // Inbound events, task state notices and tests are independent pushes,
@@ -42,6 +46,47 @@ func ordered(kind string) bool { return kind == KindChanged || kind == KindDeadl
 
 // orderKey names the task and recipient whose pushes are kept in order.
 func orderKey(fx store.Effect) string { return fx.Recipient + "\x00" + fx.TaskID }
+
+// order lets a batch of a task's notices go only in their order: it
+// takes along the earlier pushes that join it (inOrder), ends the ones
+// whose message ended already, and holds the batch, without an attempt,
+// while an earlier push must go first.
+func order(ctx context.Context, d *Dispatcher, b *batch) []*batch {
+	joined, ended, wait := d.inOrder(ctx, b.fx, b.now)
+	d.endWithMessage(ctx, ended)
+	if !wait.IsZero() {
+		log := b.log(d)
+		d.each(len(joined), func(i int) {
+			fx := joined[i]
+			if _, err := d.o.Ledger.Defer(ctx, fx.Key, notAfter(wait, fx.ExpiresAt), reasonOrder, b.now); err != nil {
+				log.Warn().Err(err).Msg("cannot hold a push behind an earlier one")
+			}
+		})
+		return nil
+	}
+	if len(joined) == 0 {
+		return nil
+	}
+	b.fx = joined
+	return pass(b)
+}
+
+// claimedInOrder keeps the order after the claim, on a message's first
+// part: of a batch that won only some of the pushes it set out to claim,
+// only those earlier than every one lost go on (wonInOrder).
+func claimedInOrder(ctx context.Context, d *Dispatcher, b *batch) []*batch {
+	if b.planned == nil {
+		return pass(b)
+	}
+	send, back := wonInOrder(b.planned, b.fx)
+	b.planned = nil
+	d.giveBack(ctx, back)
+	if len(send) == 0 {
+		return nil
+	}
+	b.fx = send
+	return pass(b)
+}
 
 // inOrder looks for earlier pushes of live's task to its recipient that
 // have not ended. It returns live with those that join it, or, when the
@@ -121,6 +166,49 @@ func (d *Dispatcher) inOrder(ctx context.Context, live []store.Effect, now time.
 	return out, ended, time.Time{}
 }
 
+// wonInOrder keeps a group's order when it won only some of its pushes
+// (begin). Another worker claimed the others: another replica, which read
+// the queue when this one did and may have one of them on the wire now.
+// Sent beside it, a later push could arrive first. So only the pushes won
+// that are earlier than every one lost go (send); the rest are given back
+// unsent (back), and the order check looks at them again.
+func wonInOrder(planned, won []store.Effect) (send, back []store.Effect) {
+	if len(won) == len(planned) || len(won) == 0 || !ordered(won[0].Kind) {
+		return won, nil
+	}
+	in := make(map[string]bool, len(won))
+	for _, fx := range won {
+		in[fx.Key] = true
+	}
+	var lost *store.Effect
+	for i := range planned {
+		if !in[planned[i].Key] && (lost == nil || earlier(planned[i], *lost)) {
+			lost = &planned[i]
+		}
+	}
+	for _, fx := range won {
+		if earlier(fx, *lost) {
+			send = append(send, fx)
+		} else {
+			back = append(back, fx)
+		}
+	}
+	return send, back
+}
+
+// giveBack queues begun pushes again, due now, without a send: their
+// attempt ends as provably not sent.
+func (d *Dispatcher) giveBack(ctx context.Context, begun []store.Effect) {
+	now := d.o.Now()
+	d.settleAll(ctx, begun, func(fx store.Effect) store.Outcome {
+		return store.Outcome{State: store.Pending, RetryAt: now, Error: reasonClaimedElsewhere, PartsSent: fx.PartsSent}
+	})
+}
+
+// reasonClaimedElsewhere is recorded on an attempt given back before its
+// send because an earlier push of its message was claimed elsewhere.
+const reasonClaimedElsewhere = "not sent: an earlier push of its message was claimed by another worker"
+
 // withItsMessage keeps a message whole across a crash. A message's
 // pushes are begun together but settled one by one: a crash between two
 // settles leaves some ended and the rest in flight, and recovery queues
@@ -180,7 +268,7 @@ func (d *Dispatcher) endWithMessage(ctx context.Context, ended []ending) {
 		if _, err := d.o.Ledger.Begin(ctx, e.fx.Key, d.o.Worker, e.fx.Version(), d.o.Now()); err != nil {
 			return // taken meanwhile, or no longer queued
 		}
-		d.settle(ctx, e.fx.Key, e.as)
+		d.settleKey(ctx, e.fx.Key, e.as)
 	})
 }
 

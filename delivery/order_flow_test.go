@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/chatprefs"
 	"github.com/herald-bridge/herald/store"
 )
 
@@ -56,7 +57,7 @@ func TestOrder_RetriedNewsArrivesBeforeItsLaterChange(t *testing.T) {
 func TestOrder_UrgentReminderTakesTheHeldNewsOfItsTaskAlong(t *testing.T) {
 	r := newRig(t)
 	api := newFakeBotAPI(t)
-	r.setPrefs(chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
+	r.setPrefs(chat, func(p *chatprefs.Prefs) { p.Quiet = "22:00-07:00" })
 	r.start(telegramRoute(t, api.URL), "w", withHolds(r.prefs()))
 	msg := notice(item("essay", "Essay posted", delivery.ChangeNew, ""))
 	msg.TaskID = "t-hw"
@@ -83,14 +84,14 @@ func TestOrder_UrgentReminderTakesTheHeldNewsOfItsTaskAlong(t *testing.T) {
 func TestOrder_ReleasedChangeWaitsForTheNewsBeforeIt(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		hold, off func(*delivery.Prefs)
+		hold, off func(*chatprefs.Prefs)
 	}{
 		{"mute off",
-			func(p *delivery.Prefs) { p.Mutes = map[string]time.Time{"t-news": t0.Add(time.Hour)} },
-			func(p *delivery.Prefs) { delete(p.Mutes, "t-news") }},
+			func(p *chatprefs.Prefs) { p.Mutes = map[string]time.Time{"t-news": t0.Add(time.Hour)} },
+			func(p *chatprefs.Prefs) { delete(p.Mutes, "t-news") }},
 		{"quiet off",
-			func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" },
-			func(p *delivery.Prefs) { p.Quiet = "" }},
+			func(p *chatprefs.Prefs) { p.Quiet = "22:00-07:00" },
+			func(p *chatprefs.Prefs) { p.Quiet = "" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t)
@@ -139,7 +140,7 @@ func TestOrder_UrgentReminderDoesNotWaitOutQuietHoursBehindARetriedPush(t *testi
 	msg.TaskID = "t-hw"
 	news := r.admit("t-hw", "essay@new", chat, msg, 0)
 	waitFor(t, func() bool { fx := r.effect(news); return len(fx.Attempts) == 1 && !fx.InFlight }, "the refused first attempt")
-	r.setPrefs(chat, func(p *delivery.Prefs) { p.Quiet = "22:00-07:00" })
+	r.setPrefs(chat, func(p *chatprefs.Prefs) { p.Quiet = "22:00-07:00" })
 	r.advance(time.Minute)
 	waitFor(t, func() bool { return r.effect(news).NotBefore.Equal(nextMorning) }, "the retried news to be held")
 

@@ -7,31 +7,31 @@ import (
 	"github.com/herald-bridge/herald/store"
 )
 
-// sending records that begun's current attempts are about to
-// leave the process (store.Ledger.Sending): a crash before this point
-// reads as "not sent" and is queued again. It reports whether to send. A
-// record that cannot be written sends nothing: the attempts are settled
-// as provably not sent and queued again, unless recovery already took
-// them from this worker (then they are no longer this worker's to settle).
-func (d *Dispatcher) sending(ctx context.Context, begun []store.Effect, part int) bool {
-	refs := make([]store.AttemptRef, len(begun))
-	for i, fx := range begun {
+// record notes, durably, that the batch's current attempts are about
+// to leave the process (store.Ledger.Sending): a crash before this point
+// reads as "not sent" and is queued again. A record that cannot be
+// written sends nothing: the attempts are settled as provably not sent
+// and queued again, unless recovery already took them from this worker
+// (then they are no longer this worker's to settle).
+func record(ctx context.Context, d *Dispatcher, b *batch) []*batch {
+	refs := make([]store.AttemptRef, len(b.fx))
+	for i, fx := range b.fx {
 		refs[i] = store.AttemptRef{Key: fx.Key, N: store.LastAttempt(fx)}
 	}
 	err := d.o.Ledger.Sending(ctx, d.o.Worker, refs)
 	if err == nil {
-		return true
+		return pass(b)
 	}
 	if errors.Is(err, store.ErrLeaseLost) {
 		d.o.Log.Error().Err(err).Msg("this worker was recovered as stopped; not sending")
-		return false
+		return nil
 	}
 	d.o.Log.Warn().Err(err).Msg("cannot record a send before it starts; sending later")
-	at := d.o.Now().Add(NotSentWait)
-	d.settleAll(ctx, begun, func(fx store.Effect) store.Outcome {
+	at, part := d.o.Now().Add(NotSentWait), b.fx[0].PartsSent
+	d.settleAll(ctx, b.fx, func(fx store.Effect) store.Outcome {
 		return store.Outcome{State: store.Pending, RetryAt: notAfter(at, fx.ExpiresAt), Error: reasonNoRecord, PartsSent: part}
 	})
-	return false
+	return nil
 }
 
 // reasonNoRecord is recorded on an attempt given up before its send

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/address"
+	"github.com/herald-bridge/herald/delivery/chatprefs"
 )
 
 // Notices the manager sends task owners, in English and Chinese. They
@@ -65,7 +65,7 @@ func (m *Manager) say(ctx context.Context, t *Task, n notice, args ...any) (titl
 // notice goes, else in the chat the request came from, else in the
 // owner's private chat; else the task's own language.
 func (m *Manager) ownerLang(ctx context.Context, t *Task) string {
-	prefs := delivery.PrefStore{KV: m.store.Channels()}
+	prefs := chatprefs.Store{KV: m.store.Channels()}
 	for _, chat := range []string{t.ownerAddress(), t.ReplyTo, address.ChatOf(t.Owner)} {
 		if chat == "" {
 			continue

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/chatprefs"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -31,8 +31,8 @@ func TestTaskNoticesFollowTheOwnersPinnedOrLastUsedLanguage(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.chatLang != "" {
-				prefs := delivery.PrefStore{KV: r.store.Channels()}
-				if err := prefs.Update(ctx, chat, func(p *delivery.Prefs) { p.Lang = tc.chatLang }); err != nil {
+				prefs := chatprefs.Store{KV: r.store.Channels()}
+				if err := prefs.Update(ctx, chat, func(p *chatprefs.Prefs) { p.Lang = tc.chatLang }); err != nil {
 					t.Fatal(err)
 				}
 			}

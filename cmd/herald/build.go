@@ -16,6 +16,7 @@ import (
 
 	"github.com/herald-bridge/herald/configs"
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/chatprefs"
 	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/delivery/feishu"
 	"github.com/herald-bridge/herald/delivery/inbox"
@@ -49,7 +50,7 @@ func (s *service) assemble(ctx context.Context) error {
 	shards, _ := s.store.(store.ShardLeases)
 	s.store = countLedger(s.store, s.metrics)
 
-	s.prefs = &delivery.PrefStore{KV: s.store.Channels(), Zone: cfg.Location}
+	s.prefs = &chatprefs.Store{KV: s.store.Channels(), Zone: cfg.Location}
 	tc, err := s.routing(cfg)
 	if err != nil {
 		return err
@@ -61,7 +62,7 @@ func (s *service) assemble(ctx context.Context) error {
 	// A task's course files go to its directory through their own sink.
 	files := download.NewSink(download.Options{Dir: filepath.Join(s.dataDir, "downloads"), Plans: download.PlannerFunc(s.downloadPlan)})
 	dispatch, err := delivery.NewDispatcher(delivery.Options{
-		Ledger: s.store.Ledger(), Router: download.Router{Next: s.table, Sink: files}, Holds: s.prefs, Worker: s.holder,
+		Ledger: s.store.Ledger(), Router: download.Router{Next: s.table, Sink: files}, Holds: delivery.PrefHolds{Prefs: s.prefs}, Worker: s.holder,
 		Log: s.log.With().Str("component", "delivery").Logger(), Metrics: delivery.NewMetrics(s.registry),
 		Hooks: delivery.Hooks{
 			Unreachable: func(ctx context.Context, taskID, recipient, reason string) {

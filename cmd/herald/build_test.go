@@ -12,6 +12,7 @@ import (
 
 	"github.com/herald-bridge/herald/configs"
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/chatprefs"
 	"github.com/herald-bridge/herald/store/bolt"
 )
 
@@ -39,7 +40,7 @@ func TestRoutingAppliesTheWebhookTimeout(t *testing.T) {
 	cfg.Recipients = map[string]configs.Recipient{"ops": {Webhook: &configs.Webhook{
 		URL: rv.URL + "/in", Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
 		Timeout: configs.Duration(300 * time.Millisecond)}}}
-	s := &service{cfg: cfg, log: zerolog.Nop(), store: st, prefs: &delivery.PrefStore{KV: st.Channels(), Zone: time.UTC}}
+	s := &service{cfg: cfg, log: zerolog.Nop(), store: st, prefs: &chatprefs.Store{KV: st.Channels(), Zone: time.UTC}}
 	tc, err := s.routing(cfg)
 	if err != nil {
 		t.Fatal(err)

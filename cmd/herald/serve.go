@@ -26,6 +26,7 @@ import (
 	tgchan "github.com/herald-bridge/herald/channels/telegram"
 	"github.com/herald-bridge/herald/configs"
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/chatprefs"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/datadir"
 	"github.com/herald-bridge/herald/store/redis"
@@ -159,7 +160,7 @@ type service struct {
 	manager  *tasks.Manager
 	dispatch *delivery.Dispatcher
 	table    *delivery.Table
-	prefs    *delivery.PrefStore
+	prefs    *chatprefs.Store
 	hooks    *webhook.Hooks
 	server   *webhook.Server
 	channels *channelSet

@@ -1,0 +1,21 @@
+package delivery
+
+import "context"
+
+// transmit hands the batch's message, the part due, to the recipient's
+// sink, which sends it and classifies the outcome (settle records it).
+// A sink never retries.
+func transmit(ctx context.Context, d *Dispatcher, b *batch) []*batch {
+	first := b.fx[0]
+	b.part, b.attempt = first.PartsSent, len(first.Attempts)
+	b.out = b.route.Sink.Send(ctx, Delivery{Key: first.Key, To: b.route.To, Message: *b.msg, Lang: b.route.Lang, Zone: b.route.Zone, Attempt: b.attempt, Part: b.part})
+	if b.answered != nil {
+		b.answered()
+		b.answered = nil
+	}
+	d.o.Metrics.Attempts.WithLabelValues(string(b.route.To.Kind), b.out.Result.String()).Inc()
+	if b.out.MigratedTo != "" && d.o.Hooks.Migrated != nil {
+		d.o.Hooks.Migrated(ctx, b.taskID(), b.recipient(), b.out.MigratedTo)
+	}
+	return pass(b)
+}

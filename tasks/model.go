@@ -133,10 +133,6 @@ type RunRecord struct {
 	Skipped   int           `json:"skipped,omitempty"`   // unreadable parts of the document left out
 	Selector  string        `json:"selector,omitempty"`  // the html selector picked when the task gives none
 	Reason    string        `json:"reason,omitempty"`
-
-	// remindAt is the committed snapshot's next reminder instant, for
-	// the task record (Task.NextRemind); nil when nothing was committed.
-	remindAt *time.Time
 }
 
 // Run outcomes.
@@ -228,4 +224,9 @@ func StateText(s State) Text {
 		t.Zh = t.En
 	}
 	return t
+}
+
+// DiffOptions are the options a run compares t's source under.
+func (t *Task) DiffOptions(l Limits) watch.Options {
+	return watch.Options{RemindBefore: t.RemindBefore, Include: t.Include, Exclude: t.Exclude, MaxEvents: l.MaxItemsPerRun}
 }

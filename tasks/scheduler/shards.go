@@ -1,9 +1,10 @@
-package tasks
+package scheduler
 
 import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/herald-bridge/herald/store"
@@ -27,19 +28,156 @@ type ownedShard struct {
 	cancel context.CancelFunc
 }
 
-// shardSet is what this replica owns (guarded by Manager.mu).
-type shardSet struct {
+// ownership is the shards this replica owns.
+type ownership struct {
+	mu    sync.Mutex
 	n     int // shard count; 0 before Run (one shard)
 	mine  map[int]*ownedShard
 	view  store.ShardView // the last balancing step's view
 	stale bool            // ownership changed: the loop re-plans every task
 }
 
-func (s *shardSet) count() int {
+// count is the shard count (mu held).
+func (s *ownership) count() int {
 	if s.n < 1 {
 		return 1
 	}
 	return s.n
+}
+
+func (s *ownership) setCount(n int) {
+	s.mu.Lock()
+	s.n = n
+	s.mu.Unlock()
+}
+
+func (s *ownership) shardCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.count()
+}
+
+func (s *ownership) setView(v store.ShardView) {
+	s.mu.Lock()
+	s.view = v
+	s.mu.Unlock()
+}
+
+// runContext is the context runs of task id start under, nil while this
+// replica does not own its shard.
+func (s *ownership) runContext(id string) context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sh, ok := s.mine[store.ShardOf(id, s.count())]; ok {
+		return sh.ctx
+	}
+	return nil
+}
+
+// fence is the fence a commit for task id carries (zero: not the owner).
+func (s *ownership) fence(id string) store.Fence {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sh, ok := s.mine[store.ShardOf(id, s.count())]; ok {
+		return store.Fence{Lease: sh.lease.Name, Epoch: sh.lease.Epoch}
+	}
+	return store.Fence{}
+}
+
+// shardOf is the shard f fences, -1 when this replica holds none under it.
+func (s *ownership) shardOf(f store.Fence) int {
+	if f.IsZero() {
+		return -1
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, sh := range s.mine {
+		if sh.lease.Name == f.Lease && sh.lease.Epoch == f.Epoch {
+			return i
+		}
+	}
+	return -1
+}
+
+// owns reports whether f is still the fence of a shard this replica holds.
+func (s *ownership) owns(f store.Fence) bool { return s.shardOf(f) >= 0 }
+
+// gain records shard i as held under l, its runs under parent.
+func (s *ownership) gain(parent context.Context, i int, l store.Lease) {
+	ctx, cancel := context.WithCancel(parent)
+	s.mu.Lock()
+	if s.mine == nil {
+		s.mine = map[int]*ownedShard{}
+	}
+	s.mine[i] = &ownedShard{lease: l, ctx: ctx, cancel: cancel}
+	s.stale = true
+	s.mu.Unlock()
+}
+
+// take removes shard i, returning what was held.
+func (s *ownership) take(i int) (*ownedShard, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sh, ok := s.mine[i]
+	if ok {
+		delete(s.mine, i)
+		s.stale = true
+	}
+	return sh, ok
+}
+
+// replanDue reports (once) that ownership changed since the loop last
+// planned, so every task must be planned again or dropped.
+func (s *ownership) replanDue() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stale := s.stale
+	s.stale = false
+	return stale
+}
+
+// held is a copy of the leases this replica holds, by shard.
+func (s *ownership) held() map[int]store.Lease {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[int]store.Lease, len(s.mine))
+	for i, sh := range s.mine {
+		out[i] = sh.lease
+	}
+	return out
+}
+
+// renewed records a renewal's new expiry.
+func (s *ownership) renewed(i int, l store.Lease) {
+	s.mu.Lock()
+	if sh, ok := s.mine[i]; ok {
+		sh.lease.Expires = l.Expires
+	}
+	s.mu.Unlock()
+}
+
+// status is this replica's share of scheduling.
+func (s *ownership) status() ShardStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := ShardStatus{Shards: s.count(), Mine: []int{}, Live: s.view.Live, Owners: s.view.Counts()}
+	for i := range s.mine {
+		st.Mine = append(st.Mine, i)
+	}
+	slices.Sort(st.Mine)
+	return st
+}
+
+// owner reports whether this replica owns any shard, and, with one
+// shard, its epoch.
+func (s *ownership) owner() (bool, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var epoch uint64
+	if sh, ok := s.mine[0]; ok && s.count() == 1 {
+		epoch = sh.lease.Epoch
+	}
+	return len(s.mine) > 0, epoch
 }
 
 // ShardStatus is this replica's share of scheduling.
@@ -52,91 +190,24 @@ type ShardStatus struct {
 
 // Shards reports the shards this replica owns and, as far as it knows,
 // how many each replica owns.
-func (m *Manager) Shards() ShardStatus {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	st := ShardStatus{Shards: m.shards.count(), Mine: []int{}, Live: m.shards.view.Live, Owners: m.shards.view.Counts()}
-	for i := range m.shards.mine {
-		st.Mine = append(st.Mine, i)
-	}
-	slices.Sort(st.Mine)
-	return st
-}
+func (m *Scheduler) Shards() ShardStatus { return m.shards.status() }
 
 // Owner reports whether this replica owns scheduling of any shard now,
 // and, with one shard, its epoch.
-func (m *Manager) Owner() (bool, uint64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var epoch uint64
-	if sh, ok := m.shards.mine[0]; ok && m.shards.count() == 1 {
-		epoch = sh.lease.Epoch
-	}
-	return len(m.shards.mine) > 0, epoch
-}
+func (m *Scheduler) Owner() (bool, uint64) { return m.shards.owner() }
 
 // mine reports whether this replica schedules task id now: the seam the
 // scheduling loop asks before it plans or starts a run.
-func (m *Manager) mine(id string) bool { return m.runContext(id) != nil }
+func (m *Scheduler) mine(id string) bool { return m.runContext(id) != nil }
 
 // runContext is the context runs of task id start under, nil while this
 // replica does not own its shard.
-func (m *Manager) runContext(id string) context.Context {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if sh, ok := m.shards.mine[store.ShardOf(id, m.shards.count())]; ok {
-		return sh.ctx
-	}
-	return nil
-}
-
-// fenceFor is the fence a commit for task id carries (zero: not the owner).
-func (m *Manager) fenceFor(id string) store.Fence {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if sh, ok := m.shards.mine[store.ShardOf(id, m.shards.count())]; ok {
-		return store.Fence{Lease: sh.lease.Name, Epoch: sh.lease.Epoch}
-	}
-	return store.Fence{}
-}
-
-// owns reports whether f is still the fence of a shard this replica holds.
-func (m *Manager) owns(f store.Fence) bool {
-	if f.IsZero() {
-		return false
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, sh := range m.shards.mine {
-		if sh.lease.Name == f.Lease && sh.lease.Epoch == f.Epoch {
-			return true
-		}
-	}
-	return false
-}
-
-// gain records shard i as held under l, its runs under parent.
-func (m *Manager) gain(parent context.Context, i int, l store.Lease) {
-	ctx, cancel := context.WithCancel(parent)
-	m.mu.Lock()
-	if m.shards.mine == nil {
-		m.shards.mine = map[int]*ownedShard{}
-	}
-	m.shards.mine[i] = &ownedShard{lease: l, ctx: ctx, cancel: cancel}
-	m.shards.stale = true
-	m.mu.Unlock()
-}
+func (m *Scheduler) runContext(id string) context.Context { return m.shards.runContext(id) }
 
 // drop stops owning shard i: its runs are cancelled and its tasks no
 // longer planned here. It returns the lease it held.
-func (m *Manager) drop(i int) (store.Lease, bool) {
-	m.mu.Lock()
-	sh, ok := m.shards.mine[i]
-	if ok {
-		delete(m.shards.mine, i)
-		m.shards.stale = true
-	}
-	m.mu.Unlock()
+func (m *Scheduler) drop(i int) (store.Lease, bool) {
+	sh, ok := m.shards.take(i)
 	if !ok {
 		return store.Lease{}, false
 	}
@@ -145,56 +216,19 @@ func (m *Manager) drop(i int) (store.Lease, bool) {
 	return sh.lease, true
 }
 
-// relinquish stops owning the shard of f at once when a commit under f
+// Relinquish stops owning the shard of f at once when a commit under f
 // was refused for a stale epoch: another replica owns it now (I5), and
 // this one must not keep running its checks until the next step notices.
-func (m *Manager) relinquish(f store.Fence) {
-	m.mu.Lock()
-	i := -1
-	for k, sh := range m.shards.mine {
-		if sh.lease.Name == f.Lease && sh.lease.Epoch == f.Epoch {
-			i = k
-		}
-	}
-	m.mu.Unlock()
-	if i >= 0 {
+func (m *Scheduler) Relinquish(f store.Fence) {
+	if i := m.shards.shardOf(f); i >= 0 {
 		m.drop(i)
 	}
 	m.log.Warn().Str("lease", f.Lease).Uint64("epoch", f.Epoch).Msg("scheduling epoch is stale; stopped owning")
 }
 
-// replanDue reports (once) that ownership changed since the loop last
-// planned, so every task must be planned again or dropped.
-func (m *Manager) replanDue() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	stale := m.shards.stale
-	m.shards.stale = false
-	return stale
-}
-
-// poke wakes the scheduling loop.
-func (m *Manager) poke() {
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
-}
-
-// held is a copy of the leases this replica holds, by shard.
-func (m *Manager) held() map[int]store.Lease {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make(map[int]store.Lease, len(m.shards.mine))
-	for i, sh := range m.shards.mine {
-		out[i] = sh.lease
-	}
-	return out
-}
-
 // shardLeases is how this replica shares the shards: the store's own
 // balancing when it divides scheduling (Redis), else the one scheduler lease.
-func (m *Manager) shardLeases() store.ShardLeases {
+func (m *Scheduler) shardLeases() store.ShardLeases {
 	if m.o.Shards != nil {
 		return m.o.Shards
 	}
@@ -208,15 +242,12 @@ func (m *Manager) shardLeases() store.ShardLeases {
 // step every quarter lease TTL, and one as soon as another replica's
 // lease may have run out, so a dead replica's shards are taken over
 // within one TTL. On return every shard is handed back.
-func (m *Manager) balance(ctx context.Context, sl store.ShardLeases) {
-	n := sl.Shards()
-	m.mu.Lock()
-	m.shards.n = n
-	m.mu.Unlock()
+func (m *Scheduler) balance(ctx context.Context, sl store.ShardLeases) {
+	m.shards.setCount(sl.Shards())
 	step := m.o.LeaseTTL / 4
 	for ctx.Err() == nil {
 		wait := step
-		held := m.held()
+		held := m.shards.held()
 		sctx, scancel := context.WithTimeout(ctx, callLimit(step, held))
 		v, err := sl.BalanceShards(sctx, m.o.Holder, m.o.LeaseTTL, held)
 		scancel()
@@ -281,8 +312,8 @@ func releasing(v store.ShardView, holder string) bool {
 // apply brings local ownership in line with a balancing step: shards lost
 // stop, shards gained start with a recovery (I3, I4), and shards beyond the
 // fair share are stopped and then released for the others to take.
-func (m *Manager) apply(ctx context.Context, sl store.ShardLeases, v store.ShardView) {
-	held := m.held()
+func (m *Scheduler) apply(ctx context.Context, sl store.ShardLeases, v store.ShardView) {
+	held := m.shards.held()
 	var lost, won []int
 	for i, l := range held {
 		if nl, ok := v.Mine[i]; !ok || nl.Epoch != l.Epoch {
@@ -292,10 +323,10 @@ func (m *Manager) apply(ctx context.Context, sl store.ShardLeases, v store.Shard
 	}
 	for i, l := range v.Mine {
 		if old, ok := held[i]; ok && old.Epoch == l.Epoch {
-			m.renewed(i, l)
+			m.shards.renewed(i, l)
 			continue
 		}
-		m.gain(ctx, i, l)
+		m.shards.gain(ctx, i, l)
 		won = append(won, i)
 	}
 	gained := len(won) > 0
@@ -312,9 +343,7 @@ func (m *Manager) apply(ctx context.Context, sl store.ShardLeases, v store.Shard
 			v.Holders[i] = ""
 		}
 	}
-	m.mu.Lock()
-	m.shards.view = v
-	m.mu.Unlock()
+	m.shards.setView(v)
 	// Replicas die while this one owns, too: the keeper of shard 0 ends
 	// their in-flight attempts now, not at the next takeover (I3).
 	if _, first := v.Mine[0]; gained || first {
@@ -327,21 +356,12 @@ func (m *Manager) apply(ctx context.Context, sl store.ShardLeases, v store.Shard
 	}
 }
 
-// renewed records a renewal's new expiry.
-func (m *Manager) renewed(i int, l store.Lease) {
-	m.mu.Lock()
-	if sh, ok := m.shards.mine[i]; ok {
-		sh.lease.Expires = l.Expires
-	}
-	m.mu.Unlock()
-}
-
 // expire stops owning the shards whose leases ran out while no step could
 // renew them: another replica may hold them now. It returns how long until
 // the next of the others runs out (ok false: none left).
-func (m *Manager) expire() (next time.Duration, ok bool) {
+func (m *Scheduler) expire() (next time.Duration, ok bool) {
 	now := m.clock.Now()
-	for i, l := range m.held() {
+	for i, l := range m.shards.held() {
 		if left := l.Expires.Sub(now); left > 0 {
 			if !ok || left < next {
 				next, ok = left, true
@@ -356,8 +376,8 @@ func (m *Manager) expire() (next time.Duration, ok bool) {
 
 // release hands extra shards (the least preferred) to the other replicas:
 // their runs stop first, so a task's runs never overlap across replicas.
-func (m *Manager) release(sl store.ShardLeases, extra int) []int {
-	held := m.held()
+func (m *Scheduler) release(sl store.ShardLeases, extra int) []int {
+	held := m.shards.held()
 	pref := store.ShardPreference(m.o.Holder, sl.Shards())
 	var out []store.Lease
 	var shards []int
@@ -387,9 +407,9 @@ func (m *Manager) release(sl store.ShardLeases, extra int) []int {
 }
 
 // handBack gives every shard up on shutdown, once their runs ended.
-func (m *Manager) handBack(sl store.ShardLeases) {
+func (m *Scheduler) handBack(sl store.ShardLeases) {
 	var out []store.Lease
-	for i := range m.held() {
+	for i := range m.shards.held() {
 		if l, ok := m.drop(i); ok {
 			out = append(out, l)
 		}
@@ -404,21 +424,11 @@ func (m *Manager) handBack(sl store.ShardLeases) {
 
 // waitShardRuns waits, within a quarter lease TTL, for the runs of the
 // given shards to end, and says whether they all did.
-func (m *Manager) waitShardRuns(shards []int) bool {
+func (m *Scheduler) waitShardRuns(shards []int) bool {
 	limit := m.clock.After(m.o.LeaseTTL / 4)
-	m.mu.Lock()
-	n := m.shards.count()
-	m.mu.Unlock()
+	n := m.shards.shardCount()
 	for {
-		var s *runSlot
-		m.runMu.Lock()
-		for id, slot := range m.running {
-			if slices.Contains(shards, store.ShardOf(id, n)) {
-				s = slot
-				break
-			}
-		}
-		m.runMu.Unlock()
+		s := m.running.find(func(id string) bool { return slices.Contains(shards, store.ShardOf(id, n)) })
 		if s == nil {
 			return true
 		}

@@ -20,8 +20,8 @@ import (
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
-// failingAfter is how many failed runs in a row make a "watch failing" notice.
-const failingAfter = 3
+// FailingAfter is how many failed runs in a row make a "watch failing" notice.
+const FailingAfter = 3
 
 // Catalog is what a run reads and records of its task (tasks.Manager).
 type Catalog interface {
@@ -376,7 +376,7 @@ func (m *Runner) finish(ctx context.Context, j *job, t *tasks.Task, rec tasks.Ru
 				cur.Failures++
 				// A rejected credential will not heal by waiting: the
 				// owner is told at once, and once per streak.
-				notify = (cur.Failures >= failingAfter || rec.Class == watch.Auth) && cur.FailingRun == ""
+				notify = (cur.Failures >= FailingAfter || rec.Class == watch.Auth) && cur.FailingRun == ""
 			} else {
 				cur.Failures, cur.FailingRun = 0, ""
 				cur.Suspect = rec.Outcome == tasks.OutcomeSuspect

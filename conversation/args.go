@@ -375,7 +375,7 @@ func (p *argParser) clause(kw string, toks []token) error {
 			en, zh := scheduleProblem(err)
 			return usageErr(c.Name, CodeBadSchedule, "That schedule doesn't work: "+en+".", "时间安排无效："+zh+"。")
 		}
-		c.Schedule = s.String()
+		c.Schedule, c.Parsed = s.String(), s
 	case kwAs:
 		if len(args) != 1 {
 			return usageErr(c.Name, CodeBadKind, "Say which kind: "+source.List("as ", "", ", ", " or ")+".", "请指定类型："+source.List("as ", "", "、", " 或 ")+"。")

@@ -64,7 +64,13 @@ func (t *turn) notifyFor() []string {
 }
 
 func (t *turn) submit(cmd Command) []Reply {
-	if at, err := schedule.Parse(cmd.Schedule, time.UTC); err == nil && at.Kind() == schedule.KindAt {
+	at := cmd.Parsed
+	if at == nil { // given in a dialog
+		if s, err := schedule.Parse(cmd.Schedule, time.UTC); err == nil {
+			at = s
+		}
+	}
+	if at != nil && at.Kind() == schedule.KindAt {
 		if _, err := at.Next(t.c.o.Now()); err != nil {
 			return t.reply("That time has already passed; give a time in the future, like at 2027-01-15 09:00.",
 				"这个时间已经过去了；请给出将来的时间，例如 at 2027-01-15 09:00。")
@@ -72,7 +78,7 @@ func (t *turn) submit(cmd Command) []Reply {
 	}
 	sub := tasks.Submission{
 		Principal: t.m.Principal, By: clipName(t.m.Name), ReplyTo: t.replyTo(), Lang: t.lang, URL: cmd.URL, Kind: cmd.Kind, Selector: cmd.Selector,
-		Schedule: cmd.Schedule, Name: cmd.TaskName, Notify: t.notifyFor(),
+		Schedule: cmd.Schedule, Parsed: cmd.Parsed, Name: cmd.TaskName, Notify: t.notifyFor(),
 		Courses: cmd.Courses, StoredToken: takesToken(cmd),
 	}
 	if cmd.Name == "remind" {

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/herald-bridge/herald/tasks/schedule"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -154,4 +156,26 @@ func manyDeclared(n int, host string) []Declared {
 			Schedule: "every 1h", Notify: []string{"inbox:console:admin"}, Owner: "console:admin"}
 	}
 	return out
+}
+
+// A chat command's schedule reaches the catalog parsed: Submit keeps it
+// as it is rather than reading the text again.
+func TestSubmitKeepsTheParsedSchedule(t *testing.T) {
+	r := newRig(t)
+	zone, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		t.Skip(err)
+	}
+	parsed, err := schedule.Parse("daily 08:00", zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := r.m.Submit(context.Background(), Submission{Principal: "console:admin",
+		URL: "https://news.example.edu/feed.xml", Parsed: parsed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Schedule != parsed.String() {
+		t.Fatalf("schedule %q, want the parsed %q", tk.Schedule, parsed.String())
+	}
 }

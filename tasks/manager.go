@@ -224,14 +224,16 @@ func (m *Manager) lockCreate(ctx context.Context) error {
 
 // Submission is a request for a new task (from chat, CLI or the assistant).
 type Submission struct {
-	Principal    string
-	By           string // the requester's display name, for the admins ("" none)
-	ReplyTo      string // the requesting chat's address
-	Lang         string
-	URL          string
-	Kind         string
-	Selector     string // html: the CSS selector of the entries ("" picks one)
-	Schedule     string // "" → every 1h
+	Principal string
+	By        string // the requester's display name, for the admins ("" none)
+	ReplyTo   string // the requesting chat's address
+	Lang      string
+	URL       string
+	Kind      string
+	Selector  string // html: the CSS selector of the entries ("" picks one)
+	Schedule  string // "" → every 1h
+	// Parsed is Schedule already parsed (a chat command's); nil: parse it.
+	Parsed       schedule.Schedule
 	Name         string
 	RemindBefore []time.Duration
 	Notify       []string // "" → ReplyTo, else the requester's inbox
@@ -310,10 +312,13 @@ func (m *Manager) build(p Policy, s Submission) (*Task, error) {
 		return nil, userErr(ErrInvalid, "courses and access tokens belong to course sites (canvas, moodle)",
 			"课程和访问令牌只适用于课程网站（canvas、moodle）。")
 	}
-	if s.Schedule == "" {
+	if s.Schedule == "" && s.Parsed == nil {
 		s.Schedule = "every 1h"
 	}
-	sched, err := schedule.Parse(s.Schedule, m.o.Zone)
+	sched := s.Parsed
+	if sched == nil {
+		sched, err = schedule.Parse(s.Schedule, m.o.Zone)
+	}
 	if err != nil {
 		return nil, userErr(ErrInvalid, "I could not read the schedule: %v",
 			"无法识别时间安排（%v）；例如 every 1h 或 daily 08:00。", err)

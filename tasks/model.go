@@ -1,12 +1,15 @@
-// Package tasks is herald's single authority over the task catalog, the
-// clock and every effect: chat commands, the admin CLI, config files and
-// inbound hooks all reach the Manager, and nothing else writes task,
-// snapshot or ledger records (README, Architecture).
+// Package tasks is herald's task catalog: the model, the policy,
+// requests and approvals, pause, resume and delete, the limits, tasks
+// declared in config, and every read of tasks and their run history.
+// Chat commands, the admin CLI and config files reach tasks through the
+// Manager; nothing else writes task records (README, Architecture).
 //
 // Where a chat command becomes a task: Manager.Submit (requests),
-// Manager.Approve (grants). Where a task becomes a push: Manager.run →
-// commitRun, which claims effects in the ledger; delivery takes them from
-// there.
+// Manager.Approve (grants). Where a task becomes a push: tasks/scheduler
+// plans its runs, tasks/runner fetches, compares and claims effects in
+// the ledger in one fenced commit, and delivery takes them from there.
+// Pushes that come from no run (inbound hooks, test pushes) are claimed
+// by delivery.Admitter.
 package tasks
 
 import (

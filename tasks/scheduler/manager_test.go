@@ -344,68 +344,6 @@ func TestI2_DeclaredTaskWithNewSourceStartsFromANewBaseline(t *testing.T) {
 	}
 }
 
-// heldAlways holds every push to alice: her inbox is held by her chat's
-// preferences.
-type heldAlways struct{}
-
-func (heldAlways) Hold(_ context.Context, address, _ string, _, _ time.Time) (time.Time, bool) {
-	return t0.Add(time.Hour), address == "console:alice"
-}
-
-// An admission handed straight to a free local worker is claimed in flight
-// with its first attempt recorded, sent once, and settled (I1, I3).
-func TestI1_AdmissionHandedToAFreeWorkerIsSentOnce(t *testing.T) {
-	r := newRig(t)
-	sink := newRecorder()
-	newDispatcher := func(h delivery.HoldPolicy) *delivery.Dispatcher {
-		d, err := delivery.NewDispatcher(delivery.Options{Ledger: r.store.Ledger(), Worker: "replica-a", Now: r.clock.Now, Holds: h,
-			Router: delivery.NewTable(delivery.TableConfig{Sinks: map[delivery.AddressKind]delivery.Sink{delivery.InboxAddr: sink}})})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { d.Run(ctx); close(done) }()
-		t.Cleanup(func() { cancel(); <-done })
-		waitFor(t, func() bool {
-			_, rel, ok := d.Reserve(ctx, "inbox:console:bob", "x")
-			if ok {
-				rel()
-			}
-			return ok
-		})
-		return d
-	}
-	r.eng.Admitter.Direct = newDispatcher(nil)
-	msg := delivery.Message{Kind: delivery.KindInbound, Text: "deploy done"}
-	res, err := r.eng.Admitter.Admit(context.Background(), delivery.Admission{Source: "hook:ci", Identity: "d-1", Recipients: []string{"inbox:console:alice"}, Message: msg})
-	if err != nil || len(res.Claimed) != 1 {
-		t.Fatalf("admit: %v %+v", err, res)
-	}
-	waitFor(t, func() bool {
-		fx, _ := r.store.Ledger().Get(context.Background(), res.Claimed[0])
-		return fx.State == store.Completed
-	})
-	fx, _ := r.store.Ledger().Get(context.Background(), res.Claimed[0])
-	if len(fx.Attempts) != 1 || fx.Attempts[0].By != "replica-a" || sink.count() != 1 {
-		t.Fatalf("attempts %+v, sent %d; want one attempt by the worker and one send", fx.Attempts, sink.count())
-	}
-	// A repeat of the event claims nothing and sends nothing.
-	if res, _ := r.eng.Admitter.Admit(context.Background(), delivery.Admission{Source: "hook:ci", Identity: "d-1", Recipients: []string{"inbox:console:alice"}, Message: msg}); len(res.Claimed) != 0 {
-		t.Fatal("a repeated event was claimed again")
-	}
-
-	// A recipient whose pushes are held is queued as usual, not handed over.
-	r.eng.Admitter.Direct = newDispatcher(heldAlways{})
-	res, err = r.eng.Admitter.Admit(context.Background(), delivery.Admission{Source: "hook:ci", Identity: "d-2", Recipients: []string{"inbox:console:alice"}, Message: msg})
-	if err != nil || len(res.Claimed) != 1 {
-		t.Fatalf("admit: %v %+v", err, res)
-	}
-	if fx, _ := r.store.Ledger().Get(context.Background(), res.Claimed[0]); fx.InFlight || len(fx.Attempts) != 0 {
-		t.Fatalf("a held push was handed over: %+v", fx)
-	}
-}
-
 type scopedOpener struct {
 	src   tasks.Source
 	mu    sync.Mutex

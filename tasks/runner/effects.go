@@ -52,7 +52,7 @@ func eventEffects(t *tasks.Task, runID string, events []watch.Event, now time.Ti
 // downloadEffects claims the downloads of one run: every listed file the
 // task keeps whose version was never claimed, up to the per-run bound
 // (I7). It returns the effects and how many files wait for a later run.
-func (m *Runner) downloadEffects(ctx context.Context, t *tasks.Task, listed []watch.Item, now time.Time, limits tasks.Limits) ([]store.Effect, int, error) {
+func (r *Runner) downloadEffects(ctx context.Context, t *tasks.Task, listed []watch.Item, now time.Time, limits tasks.Limits) ([]store.Effect, int, error) {
 	d := t.Source.Download
 	if d == nil {
 		return nil, 0, nil
@@ -74,7 +74,7 @@ func (m *Runner) downloadEffects(ctx context.Context, t *tasks.Task, listed []wa
 	deferred := 0
 	for _, f := range files {
 		key := delivery.EffectKey(t.ID, download.Identity(f), to)
-		if _, err := m.store.Ledger().Get(ctx, key); err == nil {
+		if _, err := r.store.Ledger().Get(ctx, key); err == nil {
 			continue // claimed before: written, or on its way
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return nil, 0, fmt.Errorf("read the ledger: %w", err)

@@ -93,16 +93,16 @@ type job struct {
 
 // Run performs one run: fetch (with I6 retries), diff, and one atomic
 // commit of snapshot + claims carrying the captured revision and epoch (I5).
-func (m *Runner) Run(ctx context.Context, sj scheduler.Job) tasks.RunRecord {
+func (r *Runner) Run(ctx context.Context, sj scheduler.Job) tasks.RunRecord {
 	j := &job{Job: sj}
-	return m.run(ctx, j)
+	return r.run(ctx, j)
 }
 
-func (m *Runner) run(ctx context.Context, j *job) tasks.RunRecord {
+func (r *Runner) run(ctx context.Context, j *job) tasks.RunRecord {
 	id, kind := j.TaskID, j.Due
-	start := m.clock.Now()
+	start := r.clock.Now()
 	rec := tasks.RunRecord{ID: "run-" + tasks.RandomID(4), TaskID: id, Start: start}
-	t, err := m.cat.Get(ctx, id)
+	t, err := r.cat.Get(ctx, id)
 	if err != nil {
 		rec.Outcome, rec.Error = tasks.OutcomeFailed, err.Error()
 		if ctx.Err() != nil {
@@ -117,7 +117,7 @@ func (m *Runner) run(ctx context.Context, j *job) tasks.RunRecord {
 		return rec
 	}
 	fence := j.Fence
-	limits := m.cat.Policy().Limits
+	limits := r.cat.Policy().Limits
 	if fence.IsZero() {
 		rec.Outcome, rec.Reason = tasks.OutcomeRejected, "not the scheduling owner"
 		return rec
@@ -126,39 +126,39 @@ func (m *Runner) run(ctx context.Context, j *job) tasks.RunRecord {
 	leave, err := j.Owner.Enter(ctx, t)
 	if err != nil {
 		rec.Outcome, rec.Class = tasks.OutcomeCancelled, watch.Cancelled
-		return m.finish(ctx, j, t, rec)
+		return r.finish(ctx, j, t, rec)
 	}
 	defer leave()
 
 	var prev *watch.Snapshot
-	if b, err := m.store.Snapshots().Get(ctx, t.ID); err == nil {
+	if b, err := r.store.Snapshots().Get(ctx, t.ID); err == nil {
 		prev, err = watch.DecodeSnapshot(b)
 		if err != nil {
-			m.log.Error().Str("task", t.ID).Err(err).Msg("unreadable snapshot; taking a new baseline")
+			r.log.Error().Str("task", t.ID).Err(err).Msg("unreadable snapshot; taking a new baseline")
 			prev = nil
 		}
 	} else if !errors.Is(err, store.ErrNotFound) {
 		rec.Outcome, rec.Class, rec.Error = tasks.OutcomeFailed, watch.Transient, "store: "+err.Error()
-		return m.finish(ctx, j, t, rec)
+		return r.finish(ctx, j, t, rec)
 	}
 
 	if kind == scheduler.Remind && prev == nil {
 		kind = scheduler.Check // nothing to remind from: read the source
 	}
 	opts := t.DiffOptions(limits)
-	now := m.clock.Now()
+	now := r.clock.Now()
 	var diff watch.Diff
 	var listed []watch.Item // what the source listed, when it was read
 	if kind == scheduler.Remind {
 		diff = watch.Reminders(prev, now, opts)
 	} else {
-		res, attempts, err := m.fetch(ctx, t, prev)
+		res, attempts, err := r.fetch(ctx, t, prev)
 		rec.Attempts = attempts
 		if err != nil {
 			rec.Outcome, rec.Class, rec.Error = tasks.OutcomeFailed, watch.ClassOf(err), err.Error()
-			return m.finish(ctx, j, t, rec) // cancelled, if that is why
+			return r.finish(ctx, j, t, rec) // cancelled, if that is why
 		}
-		now = m.clock.Now()
+		now = r.clock.Now()
 		if res.NotModified && prev != nil {
 			diff = watch.Reminders(prev, now, opts)
 		} else {
@@ -183,12 +183,12 @@ func (m *Runner) run(ctx context.Context, j *job) tasks.RunRecord {
 	effects, err := eventEffects(t, rec.ID, diff.Events, now)
 	if err != nil {
 		rec.Outcome, rec.Error = tasks.OutcomeFailed, err.Error()
-		return m.finish(ctx, j, t, rec)
+		return r.finish(ctx, j, t, rec)
 	}
-	downloads, later, err := m.downloadEffects(ctx, t, listed, now, limits)
+	downloads, later, err := r.downloadEffects(ctx, t, listed, now, limits)
 	if err != nil {
 		rec.Outcome, rec.Class, rec.Error = tasks.OutcomeFailed, watch.Transient, err.Error()
-		return m.finish(ctx, j, t, rec)
+		return r.finish(ctx, j, t, rec)
 	}
 	effects = append(effects, downloads...)
 	rec.Downloads, rec.Deferred = len(downloads), rec.Deferred+later
@@ -196,7 +196,7 @@ func (m *Runner) run(ctx context.Context, j *job) tasks.RunRecord {
 	case diff.Suspect:
 		rec.Outcome = tasks.OutcomeSuspect
 		if !t.Suspect {
-			title, text := tasks.Say(ctx, m.store, t, tasks.NoticeSuspect, t.DisplayName(), t.ID)
+			title, text := tasks.Say(ctx, r.store, t, tasks.NoticeSuspect, t.DisplayName(), t.ID)
 			fx, err := tasks.NoticeEffect(t, "suspect|"+rec.ID, title, text, now)
 			if err == nil {
 				effects = append(effects, fx)
@@ -205,7 +205,7 @@ func (m *Runner) run(ctx context.Context, j *job) tasks.RunRecord {
 	case diff.Baseline:
 		rec.Outcome = tasks.OutcomeBaseline
 		if !j.Owner.Baselines().Collapsed(t.ID) { // else one message for many (watching.go)
-			title, text := tasks.Say(ctx, m.store, t, tasks.NoticeBaseline, t.DisplayName(), len(diff.Next.Items))
+			title, text := tasks.Say(ctx, r.store, t, tasks.NoticeBaseline, t.DisplayName(), len(diff.Next.Items))
 			effects = append(effects, tasks.NoticesTo(t, t.Notify, "baseline|"+t.Source.URL, title, text, now)...)
 		}
 	case len(diff.Events) == 0:
@@ -216,7 +216,7 @@ func (m *Runner) run(ctx context.Context, j *job) tasks.RunRecord {
 	// Only a run that read the source ends a failing streak: one
 	// "recovered" notice per streak.
 	if kind == scheduler.Check && t.FailingRun != "" {
-		title, text := tasks.Say(ctx, m.store, t, tasks.NoticeRecovered, t.DisplayName())
+		title, text := tasks.Say(ctx, r.store, t, tasks.NoticeRecovered, t.DisplayName())
 		if fx, err := tasks.NoticeEffect(t, "recovered|"+t.FailingRun, title, text, now); err == nil {
 			effects = append(effects, fx)
 		}
@@ -224,57 +224,57 @@ func (m *Runner) run(ctx context.Context, j *job) tasks.RunRecord {
 
 	if ctx.Err() != nil { // I9: a cancelled run commits nothing
 		rec.Outcome, rec.Class = tasks.OutcomeCancelled, watch.Cancelled
-		return m.finish(ctx, j, t, rec)
+		return r.finish(ctx, j, t, rec)
 	}
 	var snap []byte
 	if diff.Next != nil && !diff.Suspect {
 		if snap, err = diff.Next.Encode(); err != nil {
 			rec.Outcome, rec.Error = tasks.OutcomeFailed, err.Error()
-			return m.finish(ctx, j, t, rec)
+			return r.finish(ctx, j, t, rec)
 		}
 	}
-	res, err := m.store.Ledger().Commit(ctx, store.RunCommit{
+	res, err := r.store.Ledger().Commit(ctx, store.RunCommit{
 		Fence: fence, TaskID: t.ID, TaskRevision: t.Revision, Snapshot: snap, Effects: effects,
 	})
 	switch {
 	case errors.Is(err, store.ErrConflict):
 		rec.Outcome, rec.Reason = tasks.OutcomeRejected, "the task changed during the run; nothing was committed"
-		return m.finish(ctx, j, t, rec)
+		return r.finish(ctx, j, t, rec)
 	case errors.Is(err, store.ErrStaleEpoch):
 		j.Owner.Relinquish(fence)
 		rec.Outcome, rec.Reason = tasks.OutcomeRejected, "another replica took over scheduling; nothing was committed"
-		return m.finish(ctx, j, t, rec)
+		return r.finish(ctx, j, t, rec)
 	case err != nil:
 		rec.Outcome, rec.Class, rec.Error = tasks.OutcomeFailed, watch.Transient, "store: "+err.Error()
-		return m.finish(ctx, j, t, rec)
+		return r.finish(ctx, j, t, rec)
 	}
 	rec.Effects = len(res.Claimed)
 	if len(res.Claimed) > 0 {
-		m.o.WakeDelivery()
+		r.o.WakeDelivery()
 	}
 	if len(t.RemindBefore) > 0 {
 		kept := prev
 		if snap != nil {
 			kept = diff.Next
 		}
-		at, _ := watch.NextWake(kept, m.clock.Now(), opts)
+		at, _ := watch.NextWake(kept, r.clock.Now(), opts)
 		j.remindAt = &at
 	}
 	if diff.Baseline {
 		j.Owner.Baselines().Done(ctx, t, true, len(diff.Next.Items))
 	}
-	return m.finish(ctx, j, t, rec)
+	return r.finish(ctx, j, t, rec)
 }
 
 // fetch reads the source, retrying transient failures (I6): at most 3
-// attempts, waiting 1 s then 2 s on the manager's clock.
-func (m *Runner) fetch(ctx context.Context, t *tasks.Task, prev *watch.Snapshot) (watch.Result, int, error) {
+// attempts, waiting 1 s then 2 s on the runner's clock.
+func (r *Runner) fetch(ctx context.Context, t *tasks.Task, prev *watch.Snapshot) (watch.Result, int, error) {
 	var src tasks.Source
 	var err error
-	if so, ok := m.o.Sources.(tasks.ScopedOpener); ok && t.Grant != nil {
-		src, err = so.OpenScoped(t.Source, m.o.Zone, tasks.Scope{Host: t.Grant.Host, PathPrefix: t.Grant.PathPrefix})
+	if so, ok := r.o.Sources.(tasks.ScopedOpener); ok && t.Grant != nil {
+		src, err = so.OpenScoped(t.Source, r.o.Zone, tasks.Scope{Host: t.Grant.Host, PathPrefix: t.Grant.PathPrefix})
 	} else {
-		src, err = m.o.Sources.Open(t.Source, m.o.Zone)
+		src, err = r.o.Sources.Open(t.Source, r.o.Zone)
 	}
 	if err != nil {
 		return watch.Result{}, 0, watch.Classify(watch.Schema, err)
@@ -293,13 +293,13 @@ func (m *Runner) fetch(ctx context.Context, t *tasks.Task, prev *watch.Snapshot)
 		if ctx.Err() != nil {
 			return res, attempts, watch.Classify(watch.Cancelled, ctx.Err())
 		}
-		if !watch.ClassOf(err).Retryable() || attempts > len(m.o.RetryWaits) {
+		if !watch.ClassOf(err).Retryable() || attempts > len(r.o.RetryWaits) {
 			return res, attempts, err
 		}
 		select {
 		case <-ctx.Done():
 			return res, attempts, watch.Classify(watch.Cancelled, ctx.Err())
-		case <-m.clock.After(m.o.RetryWaits[attempts-1]):
+		case <-r.clock.After(r.o.RetryWaits[attempts-1]):
 		}
 	}
 }
@@ -308,14 +308,14 @@ func (m *Runner) fetch(ctx context.Context, t *tasks.Task, prev *watch.Snapshot)
 // the failing/recovered notices, and plans the next check. fence is the
 // epoch the run was admitted under: a notice it decides commits under the
 // same fence, so a replica that lost ownership admits nothing (I5).
-func (m *Runner) finish(ctx context.Context, j *job, t *tasks.Task, rec tasks.RunRecord) tasks.RunRecord {
+func (r *Runner) finish(ctx context.Context, j *job, t *tasks.Task, rec tasks.RunRecord) tasks.RunRecord {
 	fence, kind := j.Fence, j.Due
 	if rec.Outcome == tasks.OutcomeFailed && ctx.Err() != nil {
 		// A store read or write cut short by the stop (or a Cancel) is
 		// no failure of the source: the run was cancelled (I4, I9).
 		rec.Outcome, rec.Class, rec.Error = tasks.OutcomeCancelled, watch.Cancelled, ""
 	}
-	end := m.clock.Now()
+	end := r.clock.Now()
 	rec.Duration = end.Sub(rec.Start)
 	wctx := context.WithoutCancel(ctx)
 	if kind == scheduler.Check && rec.Outcome != tasks.OutcomeBaseline {
@@ -326,7 +326,7 @@ func (m *Runner) finish(ctx context.Context, j *job, t *tasks.Task, rec tasks.Ru
 	// the source's health or a pending mass change.
 	checked := kind == scheduler.Check
 	notify := false
-	updated, err := m.cat.Update(wctx, t.ID, func(cur *tasks.Task) error {
+	updated, err := r.cat.Update(wctx, t.ID, func(cur *tasks.Task) error {
 		if cur.State == tasks.Deleted {
 			return tasks.ErrSkip
 		}
@@ -342,7 +342,7 @@ func (m *Runner) finish(ctx context.Context, j *job, t *tasks.Task, rec tasks.Ru
 		if checked { // an every schedule counts from the end of the last check
 			cur.LastRunEnd = end
 		}
-		sched, serr := schedule.Parse(cur.Schedule, m.o.Zone)
+		sched, serr := schedule.Parse(cur.Schedule, r.o.Zone)
 		var next time.Time
 		if serr == nil {
 			next, serr = sched.Next(end)
@@ -401,38 +401,38 @@ func (m *Runner) finish(ctx context.Context, j *job, t *tasks.Task, rec tasks.Ru
 		return nil
 	})
 	if err != nil && !errors.Is(err, tasks.ErrSkip) {
-		m.log.Error().Str("task", t.ID).Err(err).Msg("cannot record run state")
+		r.log.Error().Str("task", t.ID).Err(err).Msg("cannot record run state")
 	}
 	if notify && updated != nil && !fence.IsZero() {
-		m.notifyFailing(wctx, fence, updated, rec, end)
+		r.notifyFailing(wctx, fence, updated, rec, end)
 	}
-	m.cat.RecordRun(wctx, rec)
-	if m.o.Observe != nil {
-		m.o.Observe(t.Source.Kind, rec)
+	r.cat.RecordRun(wctx, rec)
+	if r.o.Observe != nil {
+		r.o.Observe(t.Source.Kind, rec)
 	}
-	ev := m.log.Info()
+	ev := r.log.Info()
 	if failed {
-		ev = m.log.Warn().Str("class", string(rec.Class))
+		ev = r.log.Warn().Str("class", string(rec.Class))
 	}
 	ev.Str("task", t.ID).Str("outcome", rec.Outcome).Int("items", rec.Items).Int("effects", rec.Effects).Dur("took", rec.Duration).Msg("run finished")
-	m.cat.Signal(t.ID, "run")
+	r.cat.Signal(t.ID, "run")
 	return rec
 }
 
 // notifyFailing claims the one "watch failing" notice of a streak under
 // the run's fence, and marks the streak notified only once it is claimed.
-func (m *Runner) notifyFailing(ctx context.Context, fence store.Fence, t *tasks.Task, rec tasks.RunRecord, now time.Time) {
-	title, text := tasks.Say(ctx, m.store, t, tasks.NoticeFailing, t.DisplayName(), t.Failures, rec.Class)
+func (r *Runner) notifyFailing(ctx context.Context, fence store.Fence, t *tasks.Task, rec tasks.RunRecord, now time.Time) {
+	title, text := tasks.Say(ctx, r.store, t, tasks.NoticeFailing, t.DisplayName(), t.Failures, rec.Class)
 	fx, err := tasks.NoticeEffect(t, "failing|"+rec.ID, title, text, now)
 	if err != nil {
 		return
 	}
-	if _, err := m.store.Ledger().Commit(ctx, store.RunCommit{Fence: fence, TaskID: t.ID, Effects: []store.Effect{fx}}); err != nil {
-		m.log.Warn().Str("task", t.ID).Err(err).Msg("failing notice not admitted")
+	if _, err := r.store.Ledger().Commit(ctx, store.RunCommit{Fence: fence, TaskID: t.ID, Effects: []store.Effect{fx}}); err != nil {
+		r.log.Warn().Str("task", t.ID).Err(err).Msg("failing notice not admitted")
 		return
 	}
-	m.o.WakeDelivery()
-	_, err = m.cat.Update(ctx, t.ID, func(cur *tasks.Task) error {
+	r.o.WakeDelivery()
+	_, err = r.cat.Update(ctx, t.ID, func(cur *tasks.Task) error {
 		if cur.State == tasks.Deleted || cur.Failures == 0 || cur.FailingRun != "" {
 			return tasks.ErrSkip
 		}
@@ -440,29 +440,29 @@ func (m *Runner) notifyFailing(ctx context.Context, fence store.Fence, t *tasks.
 		return nil
 	})
 	if err != nil && !errors.Is(err, tasks.ErrSkip) {
-		m.log.Error().Str("task", t.ID).Err(err).Msg("cannot record the failing notice")
+		r.log.Error().Str("task", t.ID).Err(err).Msg("cannot record the failing notice")
 	}
 }
 
 // Rebaseline reads t's source and commits what it lists as t's new
 // snapshot under fence, without pushing anything (the catalog checked
 // who may, and records the task's side).
-func (m *Runner) Rebaseline(ctx context.Context, t *tasks.Task, fence store.Fence) error {
+func (r *Runner) Rebaseline(ctx context.Context, t *tasks.Task, fence store.Fence) error {
 	var prev *watch.Snapshot
-	if b, err := m.store.Snapshots().Get(ctx, t.ID); err == nil {
+	if b, err := r.store.Snapshots().Get(ctx, t.ID); err == nil {
 		prev, _ = watch.DecodeSnapshot(b)
 	}
-	res, _, err := m.fetch(ctx, t, nil)
+	res, _, err := r.fetch(ctx, t, nil)
 	if err != nil {
 		return fmt.Errorf("%w: %w", tasks.ErrUnreadable, err)
 	}
-	next := watch.Rebaseline(prev, res.Items, m.clock.Now())
+	next := watch.Rebaseline(prev, res.Items, r.clock.Now())
 	next.Validators = res.Validators
 	b, err := next.Encode()
 	if err != nil {
 		return err
 	}
-	if _, err := m.store.Ledger().Commit(ctx, store.RunCommit{Fence: fence, TaskID: t.ID, TaskRevision: t.Revision, Snapshot: b}); err != nil {
+	if _, err := r.store.Ledger().Commit(ctx, store.RunCommit{Fence: fence, TaskID: t.ID, TaskRevision: t.Revision, Snapshot: b}); err != nil {
 		return fmt.Errorf("rebaseline: %w", err)
 	}
 	return nil

@@ -16,10 +16,10 @@ import (
 // scheduling shards (waiting while other replicas hold them all), recovers
 // interrupted work as it gains a shard (I3, I4), and sleeps until the next
 // wake-up — no polling tick. It hands its shards back before it returns.
-func (m *Scheduler) Run(ctx context.Context) error {
+func (s *Scheduler) Run(ctx context.Context) error {
 	done := make(chan struct{})
-	go func() { defer close(done); m.balance(ctx, m.shardLeases()) }()
-	m.loop(ctx)
+	go func() { defer close(done); s.balance(ctx, s.shardLeases()) }()
+	s.loop(ctx)
 	<-done
 	return nil
 }
@@ -27,8 +27,8 @@ func (m *Scheduler) Run(ctx context.Context) error {
 // recover ends interrupted attempts (I3): those never sent and those a
 // deduplicating recipient may receive again are queued again; the rest
 // become unknown, recorded in each task's run history.
-func (m *Scheduler) recover(ctx context.Context) error {
-	fxs, err := m.store.Ledger().Recover(ctx, store.Recovery{Alive: m.o.Alive, Replay: m.o.Replay}, m.clock.Now())
+func (s *Scheduler) recover(ctx context.Context) error {
+	fxs, err := s.store.Ledger().Recover(ctx, store.Recovery{Alive: s.o.Alive, Replay: s.o.Replay}, s.clock.Now())
 	if err != nil {
 		return fmt.Errorf("recover ledger: %w", err)
 	}
@@ -42,15 +42,15 @@ func (m *Scheduler) recover(ctx context.Context) error {
 		}
 	}
 	if queued > 0 {
-		m.log.Info().Int("effects", queued).Msg("interrupted pushes queued again: not sent yet, or sent to a recipient that drops repeats")
-		m.o.WakeDelivery()
+		s.log.Info().Int("effects", queued).Msg("interrupted pushes queued again: not sent yet, or sent to a recipient that drops repeats")
+		s.o.WakeDelivery()
 	}
-	now := m.clock.Now()
+	now := s.clock.Now()
 	for task, n := range per {
 		rec := tasks.RunRecord{ID: "run-" + tasks.RandomID(4), TaskID: task, Start: now, Outcome: tasks.OutcomeInterrupted,
 			Effects: n, Reason: fmt.Sprintf("%d push(es) were in flight when herald stopped; they are marked unknown and not sent again automatically", n)}
-		m.cat.RecordRun(ctx, rec)
-		m.log.Warn().Str("task", task).Int("effects", n).Msg("interrupted pushes marked unknown")
+		s.cat.RecordRun(ctx, rec)
+		s.log.Warn().Str("task", task).Int("effects", n).Msg("interrupted pushes marked unknown")
 	}
 	return nil
 }
@@ -128,38 +128,38 @@ func (p *planner) next() (time.Time, bool) {
 	return time.Time{}, false
 }
 
-func (m *Scheduler) loop(ctx context.Context) {
-	pool := m.startPool(ctx)
+func (s *Scheduler) loop(ctx context.Context) {
+	pool := s.startPool(ctx)
 	defer func() {
 		pool.wg.Wait()
 		// Confirmations begun go out with what they have; tasks still
 		// owed their baseline are expected again at the next start.
-		m.sendWatching(ctx, m.watching.flush())
+		s.sendWatching(ctx, s.watching.flush())
 	}()
 	p := &planner{gen: map[string]uint64{}}
-	m.planAll(ctx, p)
+	s.planAll(ctx, p)
 	for {
-		if m.shards.replanDue() {
-			m.planAll(ctx, p)
+		if s.shards.replanDue() {
+			s.planAll(ctx, p)
 		}
-		for id := range m.dirty.take() {
-			if m.running.has(id) {
+		for id := range s.dirty.take() {
+			if s.running.has(id) {
 				continue // re-planned when the run ends
 			}
-			t, err := m.cat.Get(ctx, id)
+			t, err := s.cat.Get(ctx, id)
 			if err != nil {
 				p.drop(id)
 				continue
 			}
-			m.planTask(ctx, p, t)
+			s.planTask(ctx, p, t)
 		}
-		now := m.clock.Now()
+		now := s.clock.Now()
 		for _, w := range p.due(now, pool.room()) {
-			rctx := m.runContext(w.task)
+			rctx := s.runContext(w.task)
 			if rctx == nil {
 				continue // no longer this replica's
 			}
-			if !m.enqueue(rctx, pool, w.task, w.due) {
+			if !s.enqueue(rctx, pool, w.task, w.due) {
 				// No room after all: still due.
 				if w.due == Remind {
 					p.plan(w.task, time.Time{}, w.at)
@@ -173,12 +173,12 @@ func (m *Scheduler) loop(ctx context.Context) {
 		// touches its task) is what wakes the loop.
 		var timer <-chan time.Time
 		if at, ok := p.next(); ok && (at.After(now) || pool.room() > 0) {
-			timer = m.clock.After(at.Sub(now))
+			timer = s.clock.After(at.Sub(now))
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-m.wake:
+		case <-s.wake:
 		case <-timer:
 		}
 	}
@@ -188,36 +188,36 @@ func (m *Scheduler) loop(ctx context.Context) {
 // changes signalled before it are in what it reads: they are forgotten
 // first, so that a start after many changes (a file of new tasks) reads
 // the catalog once, not once more per task.
-func (m *Scheduler) planAll(ctx context.Context, p *planner) {
-	m.dirty.take()
-	all, err := m.cat.All(ctx)
+func (s *Scheduler) planAll(ctx context.Context, p *planner) {
+	s.dirty.take()
+	all, err := s.cat.All(ctx)
 	if err != nil {
-		m.log.Error().Err(err).Msg("cannot read the task catalog")
+		s.log.Error().Err(err).Msg("cannot read the task catalog")
 	}
 	var firsts []*tasks.Task
 	for _, t := range all {
-		if !m.running.has(t.ID) {
-			m.planTask(ctx, p, t)
+		if !s.running.has(t.ID) {
+			s.planTask(ctx, p, t)
 		}
-		if t.State == tasks.Active && t.LastRunEnd.IsZero() && m.mine(t.ID) {
+		if t.State == tasks.Active && t.LastRunEnd.IsZero() && s.mine(t.ID) {
 			firsts = append(firsts, t)
 		}
 	}
-	m.watching.expect(firsts)
+	s.watching.expect(firsts)
 }
 
 // planTask computes a task's next check and reminder wake-ups. An overdue
 // check (herald was down) is planned once, now (I4).
-func (m *Scheduler) planTask(ctx context.Context, p *planner, t *tasks.Task) {
-	if t.State != tasks.Active || !m.mine(t.ID) {
+func (s *Scheduler) planTask(ctx context.Context, p *planner, t *tasks.Task) {
+	if t.State != tasks.Active || !s.mine(t.ID) {
 		p.drop(t.ID)
-		m.baselineDone(ctx, t, false, 0) // paused or gone before its first run
+		s.baselineDone(ctx, t, false, 0) // paused or gone before its first run
 		return
 	}
-	now := m.clock.Now()
+	now := s.clock.Now()
 	check := t.NextRun
 	if check.IsZero() {
-		sched, err := schedule.Parse(t.Schedule, m.o.Zone)
+		sched, err := schedule.Parse(t.Schedule, s.o.Zone)
 		if err != nil {
 			p.drop(t.ID)
 			return
@@ -242,9 +242,9 @@ func (m *Scheduler) planTask(ctx context.Context, p *planner, t *tasks.Task) {
 	case t.NextRemind != nil: // known without reading the snapshot
 		remind = *t.NextRemind
 	default:
-		if b, err := m.store.Snapshots().Get(ctx, t.ID); err == nil {
+		if b, err := s.store.Snapshots().Get(ctx, t.ID); err == nil {
 			if snap, err := watch.DecodeSnapshot(b); err == nil && snap != nil {
-				if at, ok := watch.NextWake(snap, now, t.DiffOptions(m.cat.Policy().Limits)); ok {
+				if at, ok := watch.NextWake(snap, now, t.DiffOptions(s.cat.Policy().Limits)); ok {
 					remind = at
 				}
 			}

@@ -38,21 +38,21 @@ type runPool struct {
 // startPool starts the workers; they stop when ctx ends. A run whose own
 // context ended while it waited (a stop, or its task is no longer this
 // replica's) is dropped unrun: its check stays owed (I4).
-func (m *Scheduler) startPool(ctx context.Context) *runPool {
+func (s *Scheduler) startPool(ctx context.Context) *runPool {
 	p := &runPool{q: make(chan queued, runQueueSize)}
 	for range runWorkers {
 		p.wg.Go(func() {
 			for {
 				select {
 				case <-ctx.Done():
-					p.drain(m)
+					p.drain(s)
 					return
 				case j := <-p.q:
 					if j.ctx.Err() != nil { // stopped, or its task is no longer this replica's
-						m.dropRun(j)
+						s.dropRun(j)
 						continue
 					}
-					m.runQueued(j)
+					s.runQueued(j)
 				}
 			}
 		})
@@ -64,11 +64,11 @@ func (m *Scheduler) startPool(ctx context.Context) *runPool {
 func (p *runPool) room() int { return cap(p.q) - len(p.q) }
 
 // drain drops every run still waiting.
-func (p *runPool) drain(m *Scheduler) {
+func (p *runPool) drain(s *Scheduler) {
 	for {
 		select {
 		case j := <-p.q:
-			m.dropRun(j)
+			s.dropRun(j)
 		default:
 			return
 		}
@@ -78,38 +78,38 @@ func (p *runPool) drain(m *Scheduler) {
 // enqueue queues a scheduled run of task id unless one is already going
 // or waiting (one run at a time per task); it reports false when the
 // queue is full.
-func (m *Scheduler) enqueue(ctx context.Context, p *runPool, id string, due Due) bool {
+func (s *Scheduler) enqueue(ctx context.Context, p *runPool, id string, due Due) bool {
 	// ctx is the context runs of the task start under (runContext).
-	s, _ := m.running.claim(id, func() *runSlot {
-		s, rctx := newRunSlot(ctx)
+	slot, _ := s.running.claim(id, func() *runSlot {
+		slot, rctx := newRunSlot(ctx)
 		select {
-		case p.q <- queued{id: id, due: due, ctx: rctx, slot: s}:
-			return s
+		case p.q <- queued{id: id, due: due, ctx: rctx, slot: slot}:
+			return slot
 		default:
-			s.cancel(nil)
+			slot.cancel(nil)
 			return nil
 		}
 	})
-	return s != nil
+	return slot != nil
 }
 
-func (m *Scheduler) runQueued(j queued) {
+func (s *Scheduler) runQueued(j queued) {
 	defer j.slot.cancel(nil)
-	j.slot.rec = m.o.Runner.Run(j.ctx, m.job(j.id, j.due, true))
-	m.endRun(j.id, j.slot)
+	j.slot.rec = s.o.Runner.Run(j.ctx, s.job(j.id, j.due, true))
+	s.endRun(j.id, j.slot)
 }
 
 // dropRun ends a waiting run that never started: nothing is written, so
 // the task's check stays owed and is planned again at the next start or
 // takeover (I4).
-func (m *Scheduler) dropRun(j queued) {
+func (s *Scheduler) dropRun(j queued) {
 	j.slot.rec = tasks.RunRecord{TaskID: j.id, Outcome: tasks.OutcomeCancelled, Class: watch.Cancelled}
 	j.slot.cancel(nil)
-	m.endRun(j.id, j.slot)
+	s.endRun(j.id, j.slot)
 }
 
-func (m *Scheduler) endRun(id string, s *runSlot) {
-	m.running.remove(id)
-	close(s.done)
-	m.Touch(id) // re-plan; also tells the loop the queue has room
+func (s *Scheduler) endRun(id string, slot *runSlot) {
+	s.running.remove(id)
+	close(slot.done)
+	s.Touch(id) // re-plan; also tells the loop the queue has room
 }

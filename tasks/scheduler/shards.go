@@ -190,95 +190,95 @@ type ShardStatus struct {
 
 // Shards reports the shards this replica owns and, as far as it knows,
 // how many each replica owns.
-func (m *Scheduler) Shards() ShardStatus { return m.shards.status() }
+func (s *Scheduler) Shards() ShardStatus { return s.shards.status() }
 
 // Owner reports whether this replica owns scheduling of any shard now,
 // and, with one shard, its epoch.
-func (m *Scheduler) Owner() (bool, uint64) { return m.shards.owner() }
+func (s *Scheduler) Owner() (bool, uint64) { return s.shards.owner() }
 
 // mine reports whether this replica schedules task id now: the seam the
 // scheduling loop asks before it plans or starts a run.
-func (m *Scheduler) mine(id string) bool { return m.runContext(id) != nil }
+func (s *Scheduler) mine(id string) bool { return s.runContext(id) != nil }
 
 // runContext is the context runs of task id start under, nil while this
 // replica does not own its shard.
-func (m *Scheduler) runContext(id string) context.Context { return m.shards.runContext(id) }
+func (s *Scheduler) runContext(id string) context.Context { return s.shards.runContext(id) }
 
 // drop stops owning shard i: its runs are cancelled and its tasks no
 // longer planned here. It returns the lease it held.
-func (m *Scheduler) drop(i int) (store.Lease, bool) {
-	sh, ok := m.shards.take(i)
+func (s *Scheduler) drop(i int) (store.Lease, bool) {
+	sh, ok := s.shards.take(i)
 	if !ok {
 		return store.Lease{}, false
 	}
 	sh.cancel()
-	m.poke()
+	s.poke()
 	return sh.lease, true
 }
 
 // Relinquish stops owning the shard of f at once when a commit under f
 // was refused for a stale epoch: another replica owns it now (I5), and
 // this one must not keep running its checks until the next step notices.
-func (m *Scheduler) Relinquish(f store.Fence) {
-	if i := m.shards.shardOf(f); i >= 0 {
-		m.drop(i)
+func (s *Scheduler) Relinquish(f store.Fence) {
+	if i := s.shards.shardOf(f); i >= 0 {
+		s.drop(i)
 	}
-	m.log.Warn().Str("lease", f.Lease).Uint64("epoch", f.Epoch).Msg("scheduling epoch is stale; stopped owning")
+	s.log.Warn().Str("lease", f.Lease).Uint64("epoch", f.Epoch).Msg("scheduling epoch is stale; stopped owning")
 }
 
 // shardLeases is how this replica shares the shards: the store's own
 // balancing when it divides scheduling (Redis), else the one scheduler lease.
-func (m *Scheduler) shardLeases() store.ShardLeases {
-	if m.o.Shards != nil {
-		return m.o.Shards
+func (s *Scheduler) shardLeases() store.ShardLeases {
+	if s.o.Shards != nil {
+		return s.o.Shards
 	}
-	if sl, ok := m.store.(store.ShardLeases); ok {
+	if sl, ok := s.store.(store.ShardLeases); ok {
 		return sl
 	}
-	return oneShard{m.store.Leases()}
+	return oneShard{s.store.Leases()}
 }
 
 // balance keeps this replica's share of the shards while ctx lives: one
 // step every quarter lease TTL, and one as soon as another replica's
 // lease may have run out, so a dead replica's shards are taken over
 // within one TTL. On return every shard is handed back.
-func (m *Scheduler) balance(ctx context.Context, sl store.ShardLeases) {
-	m.shards.setCount(sl.Shards())
-	step := m.o.LeaseTTL / 4
+func (s *Scheduler) balance(ctx context.Context, sl store.ShardLeases) {
+	s.shards.setCount(sl.Shards())
+	step := s.o.LeaseTTL / 4
 	for ctx.Err() == nil {
 		wait := step
-		held := m.shards.held()
+		held := s.shards.held()
 		sctx, scancel := context.WithTimeout(ctx, callLimit(step, held))
-		v, err := sl.BalanceShards(sctx, m.o.Holder, m.o.LeaseTTL, held)
+		v, err := sl.BalanceShards(sctx, s.o.Holder, s.o.LeaseTTL, held)
 		scancel()
 		switch {
 		case err != nil && ctx.Err() == nil:
-			m.log.Warn().Err(err).Msg("cannot keep the scheduling shards; retrying")
+			s.log.Warn().Err(err).Msg("cannot keep the scheduling shards; retrying")
 			// Stop each shard the moment its lease runs out unrenewed:
 			// another replica may take it from then on.
-			if at, ok := m.expire(); ok && at > 0 && at < wait {
+			if at, ok := s.expire(); ok && at > 0 && at < wait {
 				wait = at
 			}
 		case err == nil:
-			m.apply(ctx, sl, v)
+			s.apply(ctx, sl, v)
 			// A replica that stopped renewing leaves the live ones, and
 			// its shards come free, when its leases run out: step then.
-			if at := v.NextExpiry.Sub(m.clock.Now()) + time.Millisecond; at > 0 && at < wait {
+			if at := v.NextExpiry.Sub(s.clock.Now()) + time.Millisecond; at > 0 && at < wait {
 				wait = at
 			}
 			// Below its share while another replica is over it, a
 			// replica looks again soon: that one releases its extras at
 			// its own next step.
-			if releasing(v, m.o.Holder) && step/5 < wait {
+			if releasing(v, s.o.Holder) && step/5 < wait {
 				wait = step / 5
 			}
 		}
 		select {
 		case <-ctx.Done():
-		case <-m.clock.After(wait):
+		case <-s.clock.After(wait):
 		}
 	}
-	m.handBack(sl)
+	s.handBack(sl)
 }
 
 // callLimit bounds one balancing step: a store that does not answer must
@@ -312,128 +312,128 @@ func releasing(v store.ShardView, holder string) bool {
 // apply brings local ownership in line with a balancing step: shards lost
 // stop, shards gained start with a recovery (I3, I4), and shards beyond the
 // fair share are stopped and then released for the others to take.
-func (m *Scheduler) apply(ctx context.Context, sl store.ShardLeases, v store.ShardView) {
-	held := m.shards.held()
+func (s *Scheduler) apply(ctx context.Context, sl store.ShardLeases, v store.ShardView) {
+	held := s.shards.held()
 	var lost, won []int
 	for i, l := range held {
 		if nl, ok := v.Mine[i]; !ok || nl.Epoch != l.Epoch {
-			m.drop(i)
+			s.drop(i)
 			lost = append(lost, i)
 		}
 	}
 	for i, l := range v.Mine {
 		if old, ok := held[i]; ok && old.Epoch == l.Epoch {
-			m.shards.renewed(i, l)
+			s.shards.renewed(i, l)
 			continue
 		}
-		m.shards.gain(ctx, i, l)
+		s.shards.gain(ctx, i, l)
 		won = append(won, i)
 	}
 	gained := len(won) > 0
 	if len(lost) > 0 {
 		slices.Sort(lost)
-		m.log.Warn().Ints("shards", lost).Msg("lost scheduling shards; their runs are cancelled")
+		s.log.Warn().Ints("shards", lost).Msg("lost scheduling shards; their runs are cancelled")
 	}
 	if gained {
 		slices.Sort(won)
-		m.log.Info().Ints("shards", won).Int("owned", len(v.Mine)).Int("of", v.Shards).Msg("owning scheduling")
+		s.log.Info().Ints("shards", won).Int("owned", len(v.Mine)).Int("of", v.Shards).Msg("owning scheduling")
 	}
 	if extra := len(v.Mine) - store.FairShare(v.Shards, v.Live); extra > 0 {
-		for _, i := range m.release(sl, extra) {
+		for _, i := range s.release(sl, extra) {
 			v.Holders[i] = ""
 		}
 	}
-	m.shards.setView(v)
+	s.shards.setView(v)
 	// Replicas die while this one owns, too: the keeper of shard 0 ends
 	// their in-flight attempts now, not at the next takeover (I3).
 	if _, first := v.Mine[0]; gained || first {
-		if err := m.recover(ctx); err != nil && ctx.Err() == nil {
-			m.log.Warn().Err(err).Msg("recovery of interrupted pushes failed; will retry")
+		if err := s.recover(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn().Err(err).Msg("recovery of interrupted pushes failed; will retry")
 		}
 	}
 	if gained {
-		m.poke()
+		s.poke()
 	}
 }
 
 // expire stops owning the shards whose leases ran out while no step could
 // renew them: another replica may hold them now. It returns how long until
 // the next of the others runs out (ok false: none left).
-func (m *Scheduler) expire() (next time.Duration, ok bool) {
-	now := m.clock.Now()
-	for i, l := range m.shards.held() {
+func (s *Scheduler) expire() (next time.Duration, ok bool) {
+	now := s.clock.Now()
+	for i, l := range s.shards.held() {
 		if left := l.Expires.Sub(now); left > 0 {
 			if !ok || left < next {
 				next, ok = left, true
 			}
 			continue
 		}
-		m.drop(i)
-		m.log.Warn().Int("shard", i).Msg("scheduling shard expired without renewal; its runs are cancelled")
+		s.drop(i)
+		s.log.Warn().Int("shard", i).Msg("scheduling shard expired without renewal; its runs are cancelled")
 	}
 	return next, ok
 }
 
 // release hands extra shards (the least preferred) to the other replicas:
 // their runs stop first, so a task's runs never overlap across replicas.
-func (m *Scheduler) release(sl store.ShardLeases, extra int) []int {
-	held := m.shards.held()
-	pref := store.ShardPreference(m.o.Holder, sl.Shards())
+func (s *Scheduler) release(sl store.ShardLeases, extra int) []int {
+	held := s.shards.held()
+	pref := store.ShardPreference(s.o.Holder, sl.Shards())
 	var out []store.Lease
 	var shards []int
 	for k := len(pref) - 1; k >= 0 && len(out) < extra; k-- {
 		if _, ok := held[pref[k]]; !ok {
 			continue
 		}
-		if l, ok := m.drop(pref[k]); ok {
+		if l, ok := s.drop(pref[k]); ok {
 			out, shards = append(out, l), append(shards, pref[k])
 		}
 	}
-	if !m.waitShardRuns(shards) {
+	if !s.waitShardRuns(shards) {
 		// A run that has not stopped yet must not meet the next owner's
 		// run of its task: these shards are not handed over but left to
 		// expire, which gives it the rest of the lease to stop.
-		m.log.Warn().Ints("shards", shards).Msg("runs still stopping; extra scheduling shards left to expire")
+		s.log.Warn().Ints("shards", shards).Msg("runs still stopping; extra scheduling shards left to expire")
 		return shards
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), m.o.LeaseTTL/4)
+	ctx, cancel := context.WithTimeout(context.Background(), s.o.LeaseTTL/4)
 	defer cancel()
-	if err := sl.ReleaseShards(ctx, m.o.Holder, out, false); err != nil {
-		m.log.Warn().Err(err).Msg("cannot release extra scheduling shards; they expire instead")
+	if err := sl.ReleaseShards(ctx, s.o.Holder, out, false); err != nil {
+		s.log.Warn().Err(err).Msg("cannot release extra scheduling shards; they expire instead")
 		return shards
 	}
-	m.log.Info().Ints("shards", shards).Msg("handed scheduling shards to other replicas")
+	s.log.Info().Ints("shards", shards).Msg("handed scheduling shards to other replicas")
 	return shards
 }
 
 // handBack gives every shard up on shutdown, once their runs ended.
-func (m *Scheduler) handBack(sl store.ShardLeases) {
+func (s *Scheduler) handBack(sl store.ShardLeases) {
 	var out []store.Lease
-	for i := range m.shards.held() {
-		if l, ok := m.drop(i); ok {
+	for i := range s.shards.held() {
+		if l, ok := s.drop(i); ok {
 			out = append(out, l)
 		}
 	}
-	m.waitRuns()
+	s.waitRuns()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := sl.ReleaseShards(ctx, m.o.Holder, out, true); err != nil {
-		m.log.Warn().Err(err).Msg("cannot hand scheduling shards back; they expire instead")
+	if err := sl.ReleaseShards(ctx, s.o.Holder, out, true); err != nil {
+		s.log.Warn().Err(err).Msg("cannot hand scheduling shards back; they expire instead")
 	}
 }
 
 // waitShardRuns waits, within a quarter lease TTL, for the runs of the
 // given shards to end, and says whether they all did.
-func (m *Scheduler) waitShardRuns(shards []int) bool {
-	limit := m.clock.After(m.o.LeaseTTL / 4)
-	n := m.shards.shardCount()
+func (s *Scheduler) waitShardRuns(shards []int) bool {
+	limit := s.clock.After(s.o.LeaseTTL / 4)
+	n := s.shards.shardCount()
 	for {
-		s := m.running.find(func(id string) bool { return slices.Contains(shards, store.ShardOf(id, n)) })
-		if s == nil {
+		slot := s.running.find(func(id string) bool { return slices.Contains(shards, store.ShardOf(id, n)) })
+		if slot == nil {
 			return true
 		}
 		select {
-		case <-s.done:
+		case <-slot.done:
 		case <-limit:
 			return false
 		}

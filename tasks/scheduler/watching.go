@@ -137,13 +137,13 @@ func (b baselines) Done(ctx context.Context, t *tasks.Task, baseline bool, items
 
 // baselineDone reports a task's first run to the collapsed confirmations
 // and sends those now complete.
-func (m *Scheduler) baselineDone(ctx context.Context, t *tasks.Task, baseline bool, items int) {
-	m.sendWatching(ctx, m.watching.done(t, baseline, items, func() string { return tasks.OwnerLang(ctx, m.store, t) }))
+func (s *Scheduler) baselineDone(ctx context.Context, t *tasks.Task, baseline bool, items int) {
+	s.sendWatching(ctx, s.watching.done(t, baseline, items, func() string { return tasks.OwnerLang(ctx, s.store, t) }))
 }
 
 // sendWatching admits one "now watching" message per recipient. Its key
 // is new at each start-up: the same recipient hears once per start-up.
-func (m *Scheduler) sendWatching(ctx context.Context, notes map[string]watchNote) {
+func (s *Scheduler) sendWatching(ctx context.Context, notes map[string]watchNote) {
 	for r, n := range notes {
 		if n.sources == 0 {
 			continue
@@ -155,11 +155,11 @@ func (m *Scheduler) sendWatching(ctx context.Context, notes map[string]watchNote
 			text = fmt.Sprintf(format, n.name, n.items)
 		}
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		_, err := m.o.Admit.Admit(actx, delivery.Admission{Source: WatchingSource, Identity: "watching|" + m.o.Holder + "|" + tasks.RandomID(8),
+		_, err := s.o.Admit.Admit(actx, delivery.Admission{Source: WatchingSource, Identity: "watching|" + s.o.Holder + "|" + tasks.RandomID(8),
 			Recipients: []string{r}, Message: delivery.Message{Kind: delivery.KindState, Title: title, Text: text}})
 		cancel()
 		if err != nil {
-			m.log.Warn().Err(err).Int("sources", n.sources).Msg("cannot admit the collapsed baseline confirmation")
+			s.log.Warn().Err(err).Int("sources", n.sources).Msg("cannot admit the collapsed baseline confirmation")
 		}
 	}
 }

@@ -37,6 +37,18 @@ var (
 	_ scheduler.Baselines = (*owner)(nil)
 )
 
+func (o *owner) own(f store.Fence) {
+	o.mu.Lock()
+	o.fence = f
+	o.mu.Unlock()
+}
+
+func (o *owner) current() store.Fence {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.fence
+}
+
 func (o *owner) Owns(f store.Fence) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -1,4 +1,4 @@
-package scheduler_test
+package runner_test
 
 import (
 	"context"

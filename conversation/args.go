@@ -376,7 +376,7 @@ func (p *argParser) clause(kw string, toks []token) error {
 		if err != nil {
 			return usageErr(c.Name, CodeBadSchedule, "args.bad_schedule", scheduleProblem(err))
 		}
-		c.Schedule = s.String()
+		c.Schedule, c.Parsed = s.String(), s
 	case kwAs:
 		if len(args) != 1 {
 			return usageErr(c.Name, CodeBadKind, "args.which_kind", kindList("as "))

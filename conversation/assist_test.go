@@ -21,6 +21,7 @@ import (
 	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/engine"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -97,7 +98,7 @@ func newAssistRig(t *testing.T, o rigOpts) *assistRig {
 	}
 	t.Cleanup(func() { st.Close() })
 	log := zerolog.New(r.logs).Level(zerolog.DebugLevel)
-	r.m, err = tasks.New(tasks.Options{
+	eng, err := engine.New(engine.Options{
 		Store: st, Clock: r.clock, Holder: "test", Log: log,
 		Policy: tasks.Policy{Admins: []string{asAdmin}, Requesters: []string{"telegram:*", "console:*"}, Named: map[string]bool{}},
 		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) {
@@ -107,6 +108,7 @@ func newAssistRig(t *testing.T, o rigOpts) *assistRig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.m = eng.Catalog
 	opts := conversation.Options{Tasks: r.m, Store: st, Zone: time.UTC, BotName: "herald_bot", Log: log,
 		Now: r.clock.Now, AssistantPerHour: o.perHour, ChatPerMinute: 6000, ChatBurst: 1000}
 	r.model = assistanttest.New(t, modelKey)

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/herald-bridge/herald/conversation/text"
+	"github.com/herald-bridge/herald/tasks/schedule"
 	"github.com/herald-bridge/herald/tasks/source"
 )
 
@@ -23,8 +24,11 @@ type Command struct {
 	// "resume", "delete", "run", "approve", "reject", "inbox", "read",
 	// "mute", "quiet", "lang", "cancel", "history", "forget", "downloads".
 	Name     string
-	URL      string          // watch, remind
-	Schedule string          // canonical schedule text; "" if not given
+	URL      string // watch, remind
+	Schedule string // canonical schedule text; "" if not given
+	// Parsed is Schedule as the command parsed it, handed on to the
+	// catalog so it is read once; nil when not given.
+	Parsed   schedule.Schedule
 	Kind     string          // a kind of the table in tasks/source; "" = detect
 	Selector string          // selector <css>: an html watch's entries
 	TaskName string          // name <text>

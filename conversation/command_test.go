@@ -156,7 +156,7 @@ func TestParseCommands(t *testing.T) {
 			if !strings.Contains(tt.in, "other_bot") {
 				want.Addressed = true
 			}
-			got.Args = nil
+			got.Args, got.Parsed = nil, nil
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("got  %+v\nwant %+v", got, want)
 			}

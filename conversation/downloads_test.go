@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/store"
-	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/download"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
@@ -21,7 +21,7 @@ func (r *rig) keep(taskID string, f watch.File, written string) {
 		r.t.Fatal(err)
 	}
 	payload, _ := json.Marshal(msg)
-	key := tasks.EffectKey(taskID, download.Identity(&f), download.Recipient(taskID))
+	key := delivery.EffectKey(taskID, download.Identity(&f), download.Recipient(taskID))
 	now := r.clock.Now()
 	if _, err := r.store.Ledger().Commit(ctx, store.RunCommit{TaskID: taskID, Effects: []store.Effect{{Key: key, TaskID: taskID,
 		Recipient: download.Recipient(taskID), Kind: download.Kind, Payload: payload, State: store.Pending, NotBefore: now, CreatedAt: now, UpdatedAt: now}}}); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/engine"
 	"github.com/herald-bridge/herald/tasks/watch"
 	"github.com/herald-bridge/herald/webhook"
 )
@@ -95,6 +96,7 @@ type rig struct {
 	clock *tasks.ManualClock
 	src   *feedSource
 	m     *tasks.Manager
+	eng   *engine.Engine
 	core  *Core
 	out   *recordingSender
 	seq   int
@@ -119,7 +121,7 @@ func newRig(t testing.TB, p tasks.Policy) *rig {
 	}
 	t.Cleanup(func() { st.Close() })
 	r.store = st
-	r.m, err = tasks.New(tasks.Options{
+	eng, err := engine.New(engine.Options{
 		Store: st, Clock: r.clock, Holder: "test", Log: zerolog.Nop(), Policy: p,
 		RetryWaits: []time.Duration{0, 0},
 		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) {
@@ -129,6 +131,7 @@ func newRig(t testing.TB, p tasks.Policy) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.m, r.eng = eng.Catalog, eng
 	r.core, err = New(Options{
 		Tasks: r.m, Store: st, Tokens: webhook.InboxTokens{KV: st.Channels()},
 		Zone: time.UTC, BotName: "herald_bot", Log: zerolog.Nop(), Now: r.clock.Now,
@@ -215,9 +218,9 @@ func (r *rig) startCore() {
 func (r *rig) startManager() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { _ = r.m.Run(ctx); close(done) }()
+	go func() { _ = r.eng.Run(ctx); close(done) }()
 	r.t.Cleanup(func() { cancel(); <-done })
-	waitFor(r.t, func() bool { ok, _ := r.m.Owner(); return ok })
+	waitFor(r.t, func() bool { ok, _ := r.eng.Scheduler.Owner(); return ok })
 }
 
 func waitFor(t testing.TB, cond func() bool) {

@@ -17,6 +17,7 @@ import (
 	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/engine"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -40,7 +41,7 @@ func newMemoryRig(t *testing.T, persona string) *memoryRig {
 	t.Cleanup(func() { st.Close() })
 	r := &memoryRig{t: t, model: assistanttest.New(t, modelKey)}
 	src := &countingSource{}
-	r.m, err = tasks.New(tasks.Options{
+	eng, err := engine.New(engine.Options{
 		Store: st, Clock: clock, Holder: "test", Log: zerolog.Nop(),
 		Policy:  tasks.Policy{Admins: []string{asAdmin}, Requesters: []string{"telegram:*"}, Named: map[string]bool{}},
 		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) { return src, nil }),
@@ -48,6 +49,7 @@ func newMemoryRig(t *testing.T, persona string) *memoryRig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.m = eng.Catalog
 	c, err := assistant.New(assistant.Options{Endpoint: r.model.URL, APIKey: modelKey, Model: "small-model",
 		Persona: persona, Egress: egress.Options{AllowPrivate: true}})
 	if err != nil {

@@ -63,14 +63,20 @@ func (t *turn) notifyFor() []string {
 }
 
 func (t *turn) submit(cmd Command) []Reply {
-	if at, err := schedule.Parse(cmd.Schedule, time.UTC); err == nil && at.Kind() == schedule.KindAt {
+	at := cmd.Parsed
+	if at == nil { // given in a dialog
+		if s, err := schedule.Parse(cmd.Schedule, time.UTC); err == nil {
+			at = s
+		}
+	}
+	if at != nil && at.Kind() == schedule.KindAt {
 		if _, err := at.Next(t.c.o.Now()); err != nil {
 			return t.reply("requests.that_time_has_already")
 		}
 	}
 	sub := tasks.Submission{
 		Principal: t.m.Principal, By: clipName(t.m.Name), ReplyTo: t.replyTo(), Lang: t.lang, URL: cmd.URL, Kind: cmd.Kind, Selector: cmd.Selector,
-		Schedule: cmd.Schedule, Name: cmd.TaskName, Notify: t.notifyFor(),
+		Schedule: cmd.Schedule, Parsed: cmd.Parsed, Name: cmd.TaskName, Notify: t.notifyFor(),
 		Courses: cmd.Courses, StoredToken: takesToken(cmd),
 	}
 	if cmd.Name == "remind" {

@@ -19,6 +19,7 @@ import (
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/engine"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -72,7 +73,7 @@ func benchClaimQueueWebhook(b *testing.B, noSync bool) {
 	rv := &receiver{Server: srv}
 
 	var d *delivery.Dispatcher
-	m, err := tasks.New(tasks.Options{
+	eng, err := engine.New(engine.Options{
 		Store: st, Holder: "bench", Log: zerolog.Nop(),
 		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) {
 			return nil, errors.New("no sources")
@@ -103,7 +104,7 @@ func benchClaimQueueWebhook(b *testing.B, noSync bool) {
 			defer wg.Done()
 			for i := w; i < b.N; i += admitters {
 				claimed[i] = time.Now()
-				res, err := m.Admit(ctx, tasks.Admission{Source: "hook:bench", Identity: fmt.Sprintf("d-%d", i),
+				res, err := eng.Admitter.Admit(ctx, delivery.Admission{Source: "hook:bench", Identity: fmt.Sprintf("d-%d", i),
 					Recipients: []string{"ops"}, Message: inbound("build")})
 				if err != nil || len(res.Claimed) != 1 {
 					b.Errorf("admit: %v", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/engine"
 	"github.com/herald-bridge/herald/tasks/watch"
 	"github.com/herald-bridge/herald/webhook/signature"
 )
@@ -32,14 +33,15 @@ const hookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 // admission path, a manual clock shared by both, and dispatchers started
 // on demand.
 type rig struct {
-	t      testing.TB
-	path   string
-	clock  *tasks.ManualClock
-	st     *bolt.Store
-	m      *tasks.Manager
-	ledger *scanLedger
-	wake   func()
-	d      *delivery.Dispatcher // the last one started
+	t        testing.TB
+	path     string
+	clock    *tasks.ManualClock
+	st       *bolt.Store
+	m        *tasks.Manager
+	admitter *delivery.Admitter
+	ledger   *scanLedger
+	wake     func()
+	d        *delivery.Dispatcher // the last one started
 }
 
 func newRig(t testing.TB) *rig {
@@ -59,7 +61,7 @@ func (r *rig) open() {
 	r.t.Cleanup(func() { st.Close() })
 	r.st = st
 	r.ledger = &scanLedger{Ledger: st.Ledger(), scanned: make(chan time.Time, 1)}
-	m, err := tasks.New(tasks.Options{
+	eng, err := engine.New(engine.Options{
 		Store: st, Clock: r.clock, Holder: "replica-a", Log: zerolog.Nop(),
 		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) {
 			return nil, errors.New("no sources in delivery tests")
@@ -70,7 +72,7 @@ func (r *rig) open() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.m = m
+	r.m, r.admitter = eng.Catalog, eng.Admitter
 }
 
 func (r *rig) wakeDispatcher() {
@@ -88,10 +90,10 @@ func (r *rig) crash() {
 	}
 }
 
-// admit claims one push through the manager and returns its effect key.
+// admit claims one push through admission and returns its effect key.
 func (r *rig) admit(source, identity, recipient string, msg delivery.Message, ttl time.Duration) string {
 	r.t.Helper()
-	res, err := r.m.Admit(context.Background(), tasks.Admission{Source: source, Identity: identity,
+	res, err := r.admitter.Admit(context.Background(), delivery.Admission{Source: source, Identity: identity,
 		Recipients: []string{recipient}, Message: msg, TTL: ttl})
 	if err != nil {
 		r.t.Fatal(err)

@@ -8,12 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/store"
-	"github.com/herald-bridge/herald/tasks"
-	"github.com/herald-bridge/herald/tasks/watch"
 )
 
 // lossyStore stores every commit but, while lose is set, answers the
@@ -61,22 +57,16 @@ func TestI1_HandoffWhoseCommitAnswerWasLostIsDeliveredOnce(t *testing.T) {
 	rv := newReceiver(t, nil)
 
 	d, ctx := startDispatcher(t, delivery.Options{Ledger: st.Ledger(), Router: webhookRoute(t, rv, false)})
-	m, err := tasks.New(tasks.Options{Store: st, Holder: "w1", Log: zerolog.Nop(), WakeDelivery: d.Wake, Direct: d,
-		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) {
-			return nil, errors.New("no sources")
-		})})
-	if err != nil {
-		t.Fatal(err)
-	}
+	admitter := &delivery.Admitter{Ledger: st.Ledger(), Wake: d.Wake, Direct: d}
 	waitForHandoffs(t, ctx, d)
 
-	admit := tasks.Admission{Source: "hook:ci", Identity: "d-lost", Recipients: []string{"ops"}, Message: inbound("deploy")}
+	admit := delivery.Admission{Source: "hook:ci", Identity: "d-lost", Recipients: []string{"ops"}, Message: inbound("deploy")}
 	st.lose.Store(true)
-	if _, err := m.Admit(ctx, admit); !errors.Is(err, store.ErrUnavailable) {
+	if _, err := admitter.Admit(ctx, admit); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("admit with a lost answer: %v, want unavailable", err)
 	}
 	st.lose.Store(false)
-	key := tasks.EffectKey("hook:ci", "d-lost", "ops")
+	key := delivery.EffectKey("hook:ci", "d-lost", "ops")
 
 	waitFor(t, func() bool {
 		fx, err := bs.Ledger().Get(ctx, key)
@@ -87,7 +77,7 @@ func TestI1_HandoffWhoseCommitAnswerWasLostIsDeliveredOnce(t *testing.T) {
 		t.Fatalf("attempts %+v; want the unconfirmed one (pending, with its reason) and the delivery", fx.Attempts)
 	}
 	// The sender saw a 503 and retries the same delivery: nothing more.
-	res, err := m.Admit(ctx, admit)
+	res, err := admitter.Admit(ctx, admit)
 	if err != nil || len(res.Claimed) != 0 {
 		t.Fatalf("retry of the delivery: %+v, %v; want a duplicate", res, err)
 	}

@@ -27,9 +27,9 @@ const storeParallel = 32
 // putNew stores new records (expected revision 0) in batches where the
 // store can, else several at once. It returns the records not stored, by
 // id, with why.
-func (m *Manager) putNew(ctx context.Context, puts []store.CatalogPut) map[string]error {
+func putNew(ctx context.Context, cat store.Catalog, puts []store.CatalogPut) map[string]error {
 	failed := map[string]error{}
-	if bc, ok := m.store.Catalog().(batchCatalog); ok {
+	if bc, ok := cat.(batchCatalog); ok {
 		for start := 0; start < len(puts); start += createBatch {
 			part := puts[start:min(start+createBatch, len(puts))]
 			revs, err := bc.PutAll(ctx, store.Fence{}, part)
@@ -47,7 +47,7 @@ func (m *Manager) putNew(ctx context.Context, puts []store.CatalogPut) map[strin
 	var mu sync.Mutex
 	eachAtOnce(len(puts), func(i int) {
 		p := puts[i]
-		if _, err := m.store.Catalog().Put(ctx, store.Fence{}, p.ID, 0, p.Value); err != nil {
+		if _, err := cat.Put(ctx, store.Fence{}, p.ID, 0, p.Value); err != nil {
 			mu.Lock()
 			failed[p.ID] = err
 			mu.Unlock()

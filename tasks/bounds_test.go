@@ -75,7 +75,7 @@ func TestI7_TotalBoundCountsDeclaredTasks(t *testing.T) {
 		if !strings.Contains(en, "limit in all: 4 of 4") || !strings.Contains(zh, "总数已达上限：4 / 4 个") {
 			t.Fatalf("refusal does not say the total bound and numbers: %q / %q", en, zh)
 		}
-		if n, err := m.liveTasks(ctx); err != nil || n != limit {
+		if n, err := liveTasks(ctx, m); err != nil || n != limit {
 			t.Fatalf("%d live tasks (%v), bound %d", n, err, limit)
 		}
 		// Fewer declared tasks free places for chat tasks.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/herald-bridge/herald/store"
 )
 
@@ -22,8 +24,8 @@ type countFields struct {
 	State  State  `json:"state"`
 }
 
-func (m *Manager) countLive(ctx context.Context, owner string) (liveCount, error) {
-	recs, err := m.store.Catalog().List(ctx)
+func countLive(ctx context.Context, cat store.Catalog, owner string) (liveCount, error) {
+	recs, err := cat.List(ctx)
 	if err != nil {
 		return liveCount{}, fmt.Errorf("count tasks: %w", err)
 	}
@@ -79,33 +81,31 @@ var createWaits = []time.Duration{
 // of them turns a task that is not counted into one that is.
 func (m *Manager) createWithinLimit(ctx context.Context, t *Task, limits Limits, now time.Time) error {
 	// Acquire renews a lease its holder already holds, so the lease alone
-	// does not order this replica's own requests: createMu does.
-	m.createMu.Lock()
-	defer m.createMu.Unlock()
+	// does not order this replica's own requests: m.create does.
+	if err := m.lockCreate(ctx); err != nil {
+		return err
+	}
+	defer func() { <-m.create }()
 	for range 3 {
-		lease, err := m.takeCreateLease(ctx)
+		lease, err := takeCreateLease(ctx, m.store.Leases(), m.o.Holder, m.clock)
 		if err != nil {
 			return err
 		}
-		err = m.countAndCreate(ctx, store.Fence{Lease: lease.Name, Epoch: lease.Epoch}, t, limits, now)
-		m.releaseCreateLease(ctx, lease)
+		f := store.Fence{Lease: lease.Name, Epoch: lease.Epoch}
+		n, err := countLive(ctx, m.store.Catalog(), t.Owner)
+		if err == nil {
+			err = limitErr(n, limits)
+		}
+		if err == nil {
+			err = m.createTask(ctx, f, t, now)
+		}
+		releaseCreateLease(ctx, m.store.Leases(), lease, m.log)
 		if errors.Is(err, store.ErrStaleEpoch) {
 			continue // another replica took the lease over meanwhile: count again
 		}
 		return err
 	}
 	return busyErr()
-}
-
-func (m *Manager) countAndCreate(ctx context.Context, f store.Fence, t *Task, limits Limits, now time.Time) error {
-	n, err := m.countLive(ctx, t.Owner)
-	if err != nil {
-		return err
-	}
-	if err := limitErr(n, limits); err != nil {
-		return err
-	}
-	return m.create(ctx, f, t, now)
 }
 
 // limitErr says which bound a new task would pass, with the numbers, or nil.
@@ -122,9 +122,9 @@ func limitErr(n liveCount, l Limits) error {
 }
 
 // takeCreateLease takes CreateLease, waiting while another replica holds it.
-func (m *Manager) takeCreateLease(ctx context.Context) (store.Lease, error) {
+func takeCreateLease(ctx context.Context, leases store.Leases, holder string, clock Clock) (store.Lease, error) {
 	for i := 0; ; i++ {
-		l, err := m.store.Leases().Acquire(ctx, CreateLease, m.o.Holder, createLeaseTTL)
+		l, err := leases.Acquire(ctx, CreateLease, holder, createLeaseTTL)
 		if err == nil {
 			return l, nil
 		}
@@ -137,18 +137,18 @@ func (m *Manager) takeCreateLease(ctx context.Context) (store.Lease, error) {
 		select {
 		case <-ctx.Done():
 			return store.Lease{}, ctx.Err()
-		case <-m.clock.After(createWaits[i]):
+		case <-clock.After(createWaits[i]):
 		}
 	}
 }
 
 // releaseCreateLease gives CreateLease up even when ctx has ended, so the
 // next request need not wait for it to expire.
-func (m *Manager) releaseCreateLease(ctx context.Context, l store.Lease) {
+func releaseCreateLease(ctx context.Context, leases store.Leases, l store.Lease, log zerolog.Logger) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	if err := m.store.Leases().Release(rctx, l); err != nil {
-		m.log.Warn().Err(err).Msg("cannot release the task-create lease; it expires on its own")
+	if err := leases.Release(rctx, l); err != nil {
+		log.Warn().Err(err).Msg("cannot release the task-create lease; it expires on its own")
 	}
 }
 
@@ -157,10 +157,10 @@ func busyErr() error {
 		"正在处理其他新任务，请稍后再试。")
 }
 
-// create stores t under a new id, with its write fenced by f.
-func (m *Manager) create(ctx context.Context, f store.Fence, t *Task, now time.Time) error {
+// createTask stores t under a new id, with its write fenced by f.
+func (m *Manager) createTask(ctx context.Context, f store.Fence, t *Task, now time.Time) error {
 	for range 5 {
-		id := randomID(3)
+		id := RandomID(3)
 		t.ID, t.Request = "t-"+id, Request{ID: "r-" + id, By: t.Owner, At: now, Via: t.ReplyTo, Name: t.Request.Name}
 		b, err := encodeTask(t)
 		if err != nil {

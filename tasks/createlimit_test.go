@@ -15,7 +15,6 @@ import (
 	"github.com/herald-bridge/herald/store/bolt"
 	heraldredis "github.com/herald-bridge/herald/store/redis"
 	"github.com/herald-bridge/herald/store/redis/redistest"
-	"github.com/herald-bridge/herald/tasks/watch"
 )
 
 // sharedBackend opens the store two replicas share, once per replica: on
@@ -61,7 +60,6 @@ func replica(t *testing.T, st store.Store, holder string, clock Clock, maxTasks 
 	t.Helper()
 	m, err := New(Options{
 		Store: st, Clock: clock, Holder: holder, Log: zerolog.Nop(),
-		Sources: SourceOpenerFunc(func(watch.Spec, *time.Location) (Source, error) { return &scripted{}, nil }),
 		Policy: Policy{Requesters: []string{"console:*"}, AllowedHosts: []string{"*.example.edu"},
 			Limits: Limits{MaxTasks: maxTasks}},
 	})
@@ -106,7 +104,7 @@ func TestI7_TaskLimitHoldsAcrossReplicas(t *testing.T) {
 					t.Errorf("a refused request got %v, want ErrLimit", err)
 				}
 			}
-			live, err := replicas[0].liveTasks(ctx)
+			live, err := liveTasks(ctx, replicas[0])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -175,7 +173,7 @@ func TestI7_StalledCreatorPastItsLeaseCannotExceedLimit(t *testing.T) {
 			if err := <-done; !errors.Is(err, ErrLimit) {
 				t.Fatalf("the stalled replica's request got %v, want ErrLimit", err)
 			}
-			if live, err := bm.liveTasks(ctx); err != nil || live != 2 {
+			if live, err := liveTasks(ctx, bm); err != nil || live != 2 {
 				t.Fatalf("%d live tasks (%v), limit 2", live, err)
 			}
 		})
@@ -213,7 +211,7 @@ wait:
 	if ue.Msg == "" || ue.Zh == "" {
 		t.Fatalf("busy error texts %q / %q", ue.Msg, ue.Zh)
 	}
-	if live, err := r.m.liveTasks(ctx); err != nil || live != 0 {
+	if live, err := liveTasks(ctx, r.m); err != nil || live != 0 {
 		t.Fatalf("%d live tasks (%v) after a refused request", live, err)
 	}
 }

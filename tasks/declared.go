@@ -32,9 +32,11 @@ type Declared struct {
 // ones deleted. New tasks are written in batches, not one disk sync each,
 // and edits several at once, so a file of many tasks applies in seconds.
 func (m *Manager) SetDeclared(ctx context.Context, decls []Declared) error {
-	m.createMu.Lock()
-	defer m.createMu.Unlock()
-	all, err := m.all(ctx)
+	if err := m.lockCreate(ctx); err != nil {
+		return err
+	}
+	defer func() { <-m.create }()
+	all, err := m.All(ctx)
 	if err != nil {
 		return err
 	}
@@ -71,13 +73,13 @@ func (m *Manager) SetDeclared(ctx context.Context, decls []Declared) error {
 		}
 		edits = append(edits, d)
 	}
-	failed := m.putNew(ctx, puts)
+	failed := putNew(ctx, m.store.Catalog(), puts)
 	for _, p := range puts {
 		if err, bad := failed[p.ID]; bad {
 			errs.add(fmt.Errorf("config task %s: %w", p.ID, err))
 			continue
 		}
-		m.signal(p.ID, "approved")
+		m.Signal(p.ID, "approved")
 	}
 	eachAtOnce(len(edits), func(i int) {
 		if err := m.editDeclared(ctx, edits[i], now); err != nil {
@@ -119,7 +121,7 @@ func (d Declared) matches(t *Task) bool {
 // editDeclared applies an edited declaration to its stored task.
 func (m *Manager) editDeclared(ctx context.Context, d Declared, now time.Time) error {
 	sourceChanged := false
-	_, err := m.update(ctx, d.ID, func(t *Task) error {
+	_, err := m.Update(ctx, d.ID, func(t *Task) error {
 		oldSchedule, oldSource, oldRemind := t.Schedule, t.Source, t.RemindBefore
 		d.applyTo(t)
 		sourceChanged = !reflect.DeepEqual(oldSource, t.Source)
@@ -127,7 +129,7 @@ func (m *Manager) editDeclared(ctx context.Context, d Declared, now time.Time) e
 			t.NextRemind = nil // planned from the snapshot again
 		}
 		if t.Schedule != oldSchedule && t.State != Deleted {
-			if err := m.replan(t, now); err != nil {
+			if err := replan(t, m.o.Zone, now); err != nil {
 				return err
 			}
 		}
@@ -150,15 +152,15 @@ func (m *Manager) editDeclared(ctx context.Context, d Declared, now time.Time) e
 			return fmt.Errorf("reset snapshot: %w", err)
 		}
 	}
-	m.signal(d.ID, "updated")
+	m.Signal(d.ID, "updated")
 	return nil
 }
 
 // replan applies an edited schedule at once: the next check is measured
 // from the end of the last run (or now, before the first), and a finished
 // task whose new schedule has more runs becomes active again.
-func (m *Manager) replan(t *Task, now time.Time) error {
-	sched, err := schedule.Parse(t.Schedule, m.o.Zone)
+func replan(t *Task, zone *time.Location, now time.Time) error {
+	sched, err := schedule.Parse(t.Schedule, zone)
 	if err != nil {
 		return userErr(ErrInvalid, "the schedule %q cannot be read: %v", "无法识别时间安排 %q（%v）。", t.Schedule, err)
 	}

@@ -2,17 +2,13 @@ package tasks
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks/download"
-	"github.com/herald-bridge/herald/tasks/watch"
 )
 
 // Course files a task keeps (README, Learning platforms: downloads): a run
@@ -45,57 +41,6 @@ func (p Policy) checkDownloadScope(t *Task) error {
 			"下载目录已不再允许（%v）；需要重新批准。", err)
 	}
 	return nil
-}
-
-// downloadEffects claims the downloads of one run: every listed file the
-// task keeps whose version was never claimed, up to the per-run bound
-// (I7). It returns the effects and how many files wait for a later run.
-func (m *Manager) downloadEffects(ctx context.Context, t *Task, listed []watch.Item, now time.Time, limits Limits) ([]store.Effect, int, error) {
-	d := t.Source.Download
-	if d == nil {
-		return nil, 0, nil
-	}
-	limit := limits.MaxItemsPerRun // the per-run bound is also the ceiling
-	if d.MaxPerRun > 0 {
-		limit = min(d.MaxPerRun, limit)
-	}
-	var files []*watch.File
-	for _, it := range listed {
-		if download.Wanted(d, it.File) {
-			f := *it.File
-			files = append(files, &f)
-		}
-	}
-	download.Distinct(files)
-	to := download.Recipient(t.ID)
-	var out []store.Effect
-	deferred := 0
-	for _, f := range files {
-		key := EffectKey(t.ID, download.Identity(f), to)
-		if _, err := m.store.Ledger().Get(ctx, key); err == nil {
-			continue // claimed before: written, or on its way
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return nil, 0, fmt.Errorf("read the ledger: %w", err)
-		}
-		if len(out) >= limit {
-			deferred++
-			continue
-		}
-		msg, err := download.Message(t.ID, t.displayName(), f, now)
-		if err != nil {
-			return nil, 0, err
-		}
-		payload, err := json.Marshal(msg)
-		if err != nil {
-			return nil, 0, fmt.Errorf("encode download: %w", err)
-		}
-		// No expiry: a download waits until it is done, never dropped.
-		out = append(out, store.Effect{
-			Key: key, TaskID: t.ID, Recipient: to, Kind: download.Kind, Payload: payload,
-			State: store.Pending, NotBefore: now, CreatedAt: now, UpdatedAt: now, RunID: key,
-		})
-	}
-	return out, deferred, nil
 }
 
 // DownloadPlan implements download.Planner: the task's site, token,

@@ -38,7 +38,7 @@ func TestI8_ApprovalBindsTheDownloadDirAndResumeRechecksIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The directory moves without a new approval.
-	if _, err := r.m.update(ctx, "cs101", func(cur *Task) error {
+	if _, err := r.m.Update(ctx, "cs101", func(cur *Task) error {
 		cur.Source.Download = &watch.Download{Dir: filepath.Join(root, "elsewhere")}
 		return nil
 	}); err != nil {
@@ -51,7 +51,7 @@ func TestI8_ApprovalBindsTheDownloadDirAndResumeRechecksIt(t *testing.T) {
 		t.Fatalf("plan with a moved download dir: %v, want ErrScope", err)
 	}
 	// Back in place, but the policy no longer lists the root.
-	if _, err := r.m.update(ctx, "cs101", func(cur *Task) error {
+	if _, err := r.m.Update(ctx, "cs101", func(cur *Task) error {
 		cur.Source.Download = &watch.Download{Dir: dir}
 		return nil
 	}); err != nil {

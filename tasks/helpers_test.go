@@ -99,7 +99,6 @@ func (r *rig) open(holder string) {
 	r.t.Cleanup(func() { st.Close() })
 	m, err := New(Options{
 		Store: st, Clock: r.clock, Holder: holder, Log: zerolog.Nop(),
-		Sources: SourceOpenerFunc(func(watch.Spec, *time.Location) (Source, error) { return r.src, nil }),
 		Policy: Policy{Admins: []string{"console:admin"}, Requesters: []string{"console:*", "telegram:*"},
 			AllowedHosts: []string{"*.example.edu"}, Named: map[string]bool{}},
 	})
@@ -107,16 +106,6 @@ func (r *rig) open(holder string) {
 		r.t.Fatal(err)
 	}
 	r.m = m
-}
-
-// own makes the rig's manager the scheduling owner without its loop.
-func (r *rig) own() {
-	r.t.Helper()
-	l, err := r.store.Leases().Acquire(context.Background(), SchedulerLease, r.m.o.Holder, time.Minute)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.m.gain(context.Background(), 0, l)
 }
 
 // activeTask creates an approved task notifying the given recipients.
@@ -134,20 +123,6 @@ func (r *rig) activeTask(notify ...string) *Task {
 		r.t.Fatalf("task state %s, want active", tk.State)
 	}
 	return tk
-}
-
-// runTask runs task id once, as a wake that was not scheduled.
-func (m *Manager) runTask(ctx context.Context, id string, kind wakeKind) RunRecord {
-	return m.run(ctx, id, kind, false)
-}
-
-func (r *rig) run(id string) RunRecord {
-	r.t.Helper()
-	rec, err := r.m.RunNow(context.Background(), "", id)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return rec
 }
 
 // effects returns a task's ledger entries by kind.
@@ -275,7 +250,7 @@ func decodeMsg(t *testing.T, fx store.Effect) delivery.Message {
 }
 
 // liveTasks counts the live tasks in all (the I7 total).
-func (m *Manager) liveTasks(ctx context.Context) (int, error) {
-	n, err := m.countLive(ctx, "")
+func liveTasks(ctx context.Context, m *Manager) (int, error) {
+	n, err := countLive(ctx, m.store.Catalog(), "")
 	return n.total, err
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks/schedule"
@@ -55,58 +54,20 @@ func (f SourceOpenerFunc) Open(spec watch.Spec, zone *time.Location) (Source, er
 
 // Options configure a Manager.
 type Options struct {
-	Store   store.Store
-	Sources SourceOpener
-	Policy  Policy
-	Clock   Clock          // default RealClock
-	Zone    *time.Location // default zone for schedules; default UTC
-	Log     zerolog.Logger
+	Store  store.Store
+	Policy Policy
+	Clock  Clock          // default RealClock
+	Zone   *time.Location // default zone for schedules; default UTC
+	Log    zerolog.Logger
 	// Holder names this replica (lease holder, delivery worker id).
 	Holder string
-	// LeaseTTL is a scheduling shard lease's lifetime (default 15 s;
-	// renewed every TTL/4).
-	LeaseTTL time.Duration
-	// Shards shares the scheduling shards among replicas (I5). nil: the
-	// store's own when it has them, else the one scheduler lease.
-	Shards store.ShardLeases
 	// WakeDelivery is called after effects were queued.
 	WakeDelivery func()
-	// Alive reports whether a delivery worker is still running; in-flight
-	// attempts of dead workers become unknown on recovery (I3).
-	Alive func(worker string) bool
-	// Replay reports whether an interrupted push that may have been sent
-	// may be sent again under its key (its recipient deduplicates by it);
-	// nil: never (I3).
-	Replay func(fx store.Effect) bool
-	// RetryWaits are the waits between source attempts (I6); default 1 s, 2 s.
-	RetryWaits []time.Duration
-	// Direct, when set, lets an admission for one recipient claim its push
-	// already in flight for a free local delivery worker and hand it over,
-	// instead of queueing it (one durable round fewer).
-	Direct Direct
-	// Observe, when set, hears of every run recorded in a task's history,
-	// with the task's source kind ("" when detected) (metrics).
-	Observe func(kind string, r RunRecord)
-}
-
-// Direct hands pushes to free local delivery workers (delivery.Dispatcher).
-type Direct interface {
-	Reserve(ctx context.Context, recipient, taskID string) (worker string, release func(), ok bool)
-	// Handoff sends fxs, whose payloads encode msg (so it need not be
-	// decoded again).
-	Handoff(fxs []store.Effect, msg delivery.Message, release func())
-	// Unconfirmed is told of a claim in flight for the reserved worker
-	// whose commit failed without a clear answer: it may have been stored,
-	// and then nobody would send it.
-	Unconfirmed(key string)
 }
 
 func (o *Options) validate() error {
 	if o.Store == nil {
 		return errors.New("tasks: Options.Store is required")
-	}
-	if o.Sources == nil {
-		return errors.New("tasks: Options.Sources is required")
 	}
 	if o.Clock == nil {
 		o.Clock = RealClock{}
@@ -115,20 +76,10 @@ func (o *Options) validate() error {
 		o.Zone = time.UTC
 	}
 	if o.Holder == "" {
-		o.Holder = "herald-" + randomID(4)
-	}
-	if o.LeaseTTL <= 0 {
-		o.LeaseTTL = 15 * time.Second
+		o.Holder = "herald-" + RandomID(4)
 	}
 	if o.WakeDelivery == nil {
 		o.WakeDelivery = func() {}
-	}
-	if o.Alive == nil {
-		holder := o.Holder
-		o.Alive = func(w string) bool { return w == holder }
-	}
-	if o.RetryWaits == nil {
-		o.RetryWaits = []time.Duration{time.Second, 2 * time.Second}
 	}
 	return nil
 }
@@ -139,35 +90,47 @@ type Change struct {
 	What   string // requested | approved | rejected | paused | resumed | deleted | run | unreachable
 }
 
-// Manager owns the catalog, the clock and effect admission.
+// Runs is what the catalog needs from scheduling (tasks/scheduler): to
+// hear that a task changed, and to run a task now for a person who may.
+type Runs interface {
+	// Touch asks for task id to be planned again.
+	Touch(id string)
+	// RunNow runs task id now and returns its record; ErrNotOwner when
+	// this replica does not schedule it.
+	RunNow(ctx context.Context, id string) (RunRecord, error)
+	// Rebaseline reads t's source and keeps what it lists as t's
+	// snapshot, under the scheduling fence; ErrNotOwner as RunNow, and
+	// ErrUnreadable (wrapping the classified error) when the source
+	// could not be read.
+	Rebaseline(ctx context.Context, t *Task) error
+	// SetLimits applies a reloaded policy's limits to the caps on runs.
+	SetLimits(l Limits)
+}
+
+// Manager is the task catalog: the model, the policy, requests and
+// approvals, pause, resume and delete, the limits, declared tasks, and
+// every read of tasks and their history. Scheduling and running are
+// tasks/scheduler's and tasks/runner's; the catalog tells the scheduler
+// when a task changes.
 type Manager struct {
 	o     Options
 	store store.Store
 	clock Clock
 	log   zerolog.Logger
 
+	// create makes counting live tasks and creating one a single step
+	// within this replica; CreateLease does across replicas (I7). It is a
+	// one-place semaphore, not a mutex: a create waits for it only while
+	// its request lives.
+	create chan struct{}
+
 	mu     sync.Mutex
 	policy Policy
-	shards shardSet // the scheduling shards this replica owns (I5)
 	subs   []chan Change
-
-	wake    chan struct{}
-	dirtyMu sync.Mutex
-	dirty   map[string]bool
-
-	// createMu makes counting live tasks and creating one a single step
-	// within this replica; CreateLease does across replicas (I7).
-	createMu sync.Mutex
-
-	runMu    sync.Mutex
-	running  map[string]*runSlot
-	sessions map[string]chan struct{} // one slot per source session (I7)
-	runs     *slots                   // the global cap on runs at once (I7)
-	hosts    *hostGate                // the per-host politeness cap
-	watching *watching                // collapsed baseline confirmations
+	runs   Runs
 }
 
-// New returns a Manager; call Run to start scheduling.
+// New returns a Manager. Attach a scheduler (SetRuns) for runs to happen.
 func New(o Options) (*Manager, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
@@ -175,10 +138,21 @@ func New(o Options) (*Manager, error) {
 	o.Policy.Limits = o.Policy.Limits.withDefaults()
 	return &Manager{
 		o: o, store: o.Store, clock: o.Clock, log: o.Log, policy: o.Policy,
-		wake: make(chan struct{}, 1), dirty: map[string]bool{},
-		running: map[string]*runSlot{}, sessions: map[string]chan struct{}{},
-		runs: newSlots(o.Policy.Limits.Concurrency), hosts: newHostGate(), watching: newWatching(),
+		create: make(chan struct{}, 1),
 	}, nil
+}
+
+// SetRuns attaches the scheduler that plans and runs the catalog's tasks.
+func (m *Manager) SetRuns(r Runs) {
+	m.mu.Lock()
+	m.runs = r
+	m.mu.Unlock()
+}
+
+func (m *Manager) scheduler() Runs {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.runs
 }
 
 // Policy returns the policy in force.
@@ -188,13 +162,16 @@ func (m *Manager) Policy() Policy {
 	return m.policy
 }
 
-// SetPolicy swaps the policy (config reload).
+// SetPolicy swaps the policy (config reload), and the scheduler's caps.
 func (m *Manager) SetPolicy(p Policy) {
 	p.Limits = p.Limits.withDefaults()
 	m.mu.Lock()
 	m.policy = p
+	r := m.runs
 	m.mu.Unlock()
-	m.runs.resize(p.Limits.Concurrency)
+	if r != nil {
+		r.SetLimits(p.Limits)
+	}
 }
 
 // Subscribe returns a channel of change signals and a cancel func.
@@ -216,7 +193,9 @@ func (m *Manager) Subscribe() (<-chan Change, func()) {
 	}
 }
 
-func (m *Manager) signal(id, what string) {
+// Signal tells subscribers that task id changed (what: see Change) and
+// asks the scheduler to plan it again.
+func (m *Manager) Signal(id, what string) {
 	m.mu.Lock()
 	for _, c := range m.subs {
 		select {
@@ -224,35 +203,37 @@ func (m *Manager) signal(id, what string) {
 		default: // signals only: a slow reader re-queries anyway
 		}
 	}
+	r := m.runs
 	m.mu.Unlock()
-	m.touch(id)
-}
-
-// touch asks the scheduling loop to re-read a task.
-func (m *Manager) touch(id string) {
-	m.dirtyMu.Lock()
-	m.dirty[id] = true
-	m.dirtyMu.Unlock()
-	select {
-	case m.wake <- struct{}{}:
-	default:
+	if r != nil {
+		r.Touch(id)
 	}
 }
 
-func (m *Manager) wakeDelivery() { m.o.WakeDelivery() }
+// lockCreate takes the create semaphore, or gives up when ctx ends.
+func (m *Manager) lockCreate(ctx context.Context) error {
+	select {
+	case m.create <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // ---------------------------------------------------------------- writes
 
 // Submission is a request for a new task (from chat, CLI or the assistant).
 type Submission struct {
-	Principal    string
-	By           string // the requester's display name, for the admins ("" none)
-	ReplyTo      string // the requesting chat's address
-	Lang         string
-	URL          string
-	Kind         string
-	Selector     string // html: the CSS selector of the entries ("" picks one)
-	Schedule     string // "" → every 1h
+	Principal string
+	By        string // the requester's display name, for the admins ("" none)
+	ReplyTo   string // the requesting chat's address
+	Lang      string
+	URL       string
+	Kind      string
+	Selector  string // html: the CSS selector of the entries ("" picks one)
+	Schedule  string // "" → every 1h
+	// Parsed is Schedule already parsed (a chat command's); nil: parse it.
+	Parsed       schedule.Schedule
 	Name         string
 	RemindBefore []time.Duration
 	Notify       []string // "" → ReplyTo, else the requester's inbox
@@ -294,9 +275,9 @@ func (m *Manager) Submit(ctx context.Context, s Submission) (*Task, error) {
 	if err := m.createWithinLimit(ctx, t, p.Limits, t.CreatedAt); err != nil {
 		return nil, err
 	}
-	m.signal(t.ID, "requested")
+	m.Signal(t.ID, "requested")
 	if t.State == Active {
-		m.signal(t.ID, "approved")
+		m.Signal(t.ID, "approved")
 	}
 	return t, nil
 }
@@ -331,10 +312,13 @@ func (m *Manager) build(p Policy, s Submission) (*Task, error) {
 		return nil, userErr(ErrInvalid, "courses and access tokens belong to course sites (canvas, moodle)",
 			"课程和访问令牌只适用于课程网站（canvas、moodle）。")
 	}
-	if s.Schedule == "" {
+	if s.Schedule == "" && s.Parsed == nil {
 		s.Schedule = "every 1h"
 	}
-	sched, err := schedule.Parse(s.Schedule, m.o.Zone)
+	sched := s.Parsed
+	if sched == nil {
+		sched, err = schedule.Parse(s.Schedule, m.o.Zone)
+	}
 	if err != nil {
 		return nil, userErr(ErrInvalid, "I could not read the schedule: %v",
 			"无法识别时间安排（%v）；例如 every 1h 或 daily 08:00。", err)
@@ -397,9 +381,10 @@ func (m *Manager) approveInto(t *Task, by, basis string, auto bool, now time.Tim
 	return nil
 }
 
-// update applies fn to the stored task with compare-and-swap, retrying
-// when someone else changed it in between.
-func (m *Manager) update(ctx context.Context, id string, fn func(t *Task) error) (*Task, error) {
+// Update applies fn to the stored task with compare-and-swap, retrying
+// when someone else changed it in between. fn returning ErrSkip changes
+// nothing.
+func (m *Manager) Update(ctx context.Context, id string, fn func(t *Task) error) (*Task, error) {
 	for range 8 {
 		t, err := m.Get(ctx, id)
 		if err != nil {
@@ -437,7 +422,7 @@ func (m *Manager) Approve(ctx context.Context, who, id string) (*Task, error) {
 	if who != "" && !p.IsAdmin(who) {
 		return nil, userErr(ErrForbidden, "only an admin can approve requests", "只有管理员可以批准申请。")
 	}
-	t, err := m.update(ctx, id, func(t *Task) error {
+	t, err := m.Update(ctx, id, func(t *Task) error {
 		if t.State != PendingApproval {
 			return userErr(ErrState, "request %s is already %s", "申请 %s 已经是“%s”状态。", t.Request.ID, StateText(t.State))
 		}
@@ -451,7 +436,7 @@ func (m *Manager) Approve(ctx context.Context, who, id string) (*Task, error) {
 		return nil, err
 	}
 	m.log.Info().Str("task", t.ID).Msg("request approved")
-	m.signal(t.ID, "approved")
+	m.Signal(t.ID, "approved")
 	return t, nil
 }
 
@@ -460,7 +445,7 @@ func (m *Manager) Reject(ctx context.Context, who, id, reason string) (*Task, er
 	if who != "" && !m.Policy().IsAdmin(who) {
 		return nil, userErr(ErrForbidden, "only an admin can reject requests", "只有管理员可以拒绝申请。")
 	}
-	t, err := m.update(ctx, id, func(t *Task) error {
+	t, err := m.Update(ctx, id, func(t *Task) error {
 		if t.State != PendingApproval {
 			return userErr(ErrState, "request %s is already %s", "申请 %s 已经是“%s”状态。", t.Request.ID, StateText(t.State))
 		}
@@ -471,7 +456,7 @@ func (m *Manager) Reject(ctx context.Context, who, id, reason string) (*Task, er
 	if err != nil {
 		return nil, err
 	}
-	m.signal(t.ID, "rejected")
+	m.Signal(t.ID, "rejected")
 	return t, nil
 }
 
@@ -515,7 +500,7 @@ func (m *Manager) Delete(ctx context.Context, who, id string) (*Task, error) {
 }
 
 func (m *Manager) transition(ctx context.Context, who, id, what string, fn func(t *Task) error) (*Task, error) {
-	t, err := m.update(ctx, id, func(t *Task) error {
+	t, err := m.Update(ctx, id, func(t *Task) error {
 		if !m.mayManage(who, t) {
 			return userErr(ErrForbidden, "only the task's owner or an admin can do that", "只有任务的创建者或管理员可以这样做。")
 		}
@@ -524,47 +509,47 @@ func (m *Manager) transition(ctx context.Context, who, id, what string, fn func(
 	if err != nil {
 		return nil, err
 	}
-	m.signal(t.ID, what)
+	m.Signal(t.ID, what)
 	return t, nil
 }
 
 // MarkUnreachable records that the provider reports recipient as
 // unreachable (bot blocked or kicked) and tells the owner once.
 func (m *Manager) MarkUnreachable(ctx context.Context, taskID, recipient, reason string) error {
-	t, err := m.update(ctx, taskID, func(t *Task) error {
+	t, err := m.Update(ctx, taskID, func(t *Task) error {
 		if slices.Contains(t.Unreachable, recipient) {
-			return errSkip
+			return ErrSkip
 		}
 		t.Unreachable = append(t.Unreachable, recipient)
 		return nil
 	})
-	if errors.Is(err, errSkip) || errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ErrSkip) || errors.Is(err, ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	m.signal(t.ID, "unreachable")
-	if t.ownerAddress() == recipient {
+	m.Signal(t.ID, "unreachable")
+	if t.OwnerAddress() == recipient {
 		return nil
 	}
-	title, text := m.say(ctx, t, noticeUnreachable, t.displayName(), reason)
-	fx, err := noticeEffect(t, "unreachable|"+recipient, title, text, m.clock.Now())
+	title, text := Say(ctx, m.store, t, NoticeUnreachable, t.DisplayName(), reason)
+	fx, err := NoticeEffect(t, "unreachable|"+recipient, title, text, m.clock.Now())
 	if err != nil {
 		return err
 	}
 	_, err = m.store.Ledger().Commit(ctx, store.RunCommit{TaskID: t.ID, Effects: []store.Effect{fx}})
-	m.wakeDelivery()
+	m.o.WakeDelivery()
 	return err
 }
 
 // MigrateRecipient replaces a recipient the provider moved (Telegram
 // migrate_to_chat_id). The grant follows: this is the same chat.
 func (m *Manager) MigrateRecipient(ctx context.Context, taskID, from, to string) error {
-	_, err := m.update(ctx, taskID, func(t *Task) error {
+	_, err := m.Update(ctx, taskID, func(t *Task) error {
 		i := slices.Index(t.Notify, from)
 		if i < 0 {
-			return errSkip
+			return ErrSkip
 		}
 		t.Notify[i] = to
 		if t.Grant != nil {
@@ -577,17 +562,19 @@ func (m *Manager) MigrateRecipient(ctx context.Context, taskID, from, to string)
 		}
 		return nil
 	})
-	if errors.Is(err, errSkip) || errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ErrSkip) || errors.Is(err, ErrNotFound) {
 		return nil
 	}
 	return err
 }
 
-var errSkip = errors.New("nothing to change")
+// ErrSkip, returned by an Update func, leaves the task as it is.
+var ErrSkip = errors.New("nothing to change")
 
 func stateWord(s State) string { return strings.ReplaceAll(string(s), "_", " ") }
 
-func randomID(n int) string {
+// RandomID is n random bytes in hex: run and notice ids.
+func RandomID(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)

@@ -1,12 +1,15 @@
-// Package tasks is herald's single authority over the task catalog, the
-// clock and every effect: chat commands, the admin CLI, config files and
-// inbound hooks all reach the Manager, and nothing else writes task,
-// snapshot or ledger records (README, Architecture).
+// Package tasks is herald's task catalog: the model, the policy,
+// requests and approvals, pause, resume and delete, the limits, tasks
+// declared in config, and every read of tasks and their run history.
+// Chat commands, the admin CLI and config files reach tasks through the
+// Manager; nothing else writes task records (README, Architecture).
 //
 // Where a chat command becomes a task: Manager.Submit (requests),
-// Manager.Approve (grants). Where a task becomes a push: Manager.run →
-// commitRun, which claims effects in the ledger; delivery takes them from
-// there.
+// Manager.Approve (grants). Where a task becomes a push: tasks/scheduler
+// plans its runs, tasks/runner fetches, compares and claims effects in
+// the ledger in one fenced commit, and delivery takes them from there.
+// Pushes that come from no run (inbound hooks, test pushes) are claimed
+// by delivery.Admitter.
 package tasks
 
 import (
@@ -133,10 +136,6 @@ type RunRecord struct {
 	Skipped   int           `json:"skipped,omitempty"`   // unreadable parts of the document left out
 	Selector  string        `json:"selector,omitempty"`  // the html selector picked when the task gives none
 	Reason    string        `json:"reason,omitempty"`
-
-	// remindAt is the committed snapshot's next reminder instant, for
-	// the task record (Task.NextRemind); nil when nothing was committed.
-	remindAt *time.Time
 }
 
 // Run outcomes.
@@ -228,4 +227,9 @@ func StateText(s State) Text {
 		t.Zh = t.En
 	}
 	return t
+}
+
+// DiffOptions are the options a run compares t's source under.
+func (t *Task) DiffOptions(l Limits) watch.Options {
+	return watch.Options{RemindBefore: t.RemindBefore, Include: t.Include, Exclude: t.Exclude, MaxEvents: l.MaxItemsPerRun}
 }

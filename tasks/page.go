@@ -28,7 +28,11 @@ func (m *Manager) ListPage(ctx context.Context, after string, limit int) (page [
 	}
 	pc, ok := m.store.Catalog().(pagedCatalog)
 	if !ok {
-		return m.pageOfAll(ctx, after, limit)
+		all, err := m.All(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		return pageOf(all, after, limit)
 	}
 	cursor := after
 	for {
@@ -57,12 +61,8 @@ func (m *Manager) ListPage(ctx context.Context, after string, limit int) (page [
 	}
 }
 
-// pageOfAll pages a catalog that can only be read whole.
-func (m *Manager) pageOfAll(ctx context.Context, after string, limit int) ([]*Task, string, error) {
-	all, err := m.all(ctx)
-	if err != nil {
-		return nil, "", err
-	}
+// pageOf pages a catalog that can only be read whole.
+func pageOf(all []*Task, after string, limit int) ([]*Task, string, error) {
 	slices.SortFunc(all, func(a, b *Task) int { return strings.Compare(a.ID, b.ID) })
 	var page []*Task
 	for _, t := range all {
@@ -79,6 +79,6 @@ func (m *Manager) pageOfAll(ctx context.Context, after string, limit int) ([]*Ta
 
 // Count is how many live tasks there are in all (the I7 total).
 func (m *Manager) Count(ctx context.Context) (int, error) {
-	n, err := m.countLive(ctx, "")
+	n, err := countLive(ctx, m.store.Catalog(), "")
 	return n.total, err
 }

@@ -18,7 +18,7 @@ import (
 // declared in config, "r-campus-news" is task "campus-news".
 func (m *Manager) Get(ctx context.Context, id string) (*Task, error) {
 	typed := strings.TrimSpace(id)
-	for _, cand := range candidateIDs(typed) {
+	for _, cand := range CandidateIDs(typed) {
 		rec, err := m.store.Catalog().Get(ctx, cand)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
@@ -40,7 +40,8 @@ func (m *Manager) taskID(ctx context.Context, id string) string {
 	return strings.TrimSpace(id)
 }
 
-func candidateIDs(id string) []string {
+// CandidateIDs are the ids id may name: a request id names its task.
+func CandidateIDs(id string) []string {
 	if rest, ok := strings.CutPrefix(id, "r-"); ok && rest != "" {
 		return []string{id, "t-" + rest, rest}
 	}
@@ -73,7 +74,9 @@ func (m *Manager) List(ctx context.Context, who string) ([]*Task, error) {
 	return out, nil
 }
 
-func (m *Manager) all(ctx context.Context) ([]*Task, error) {
+// All returns every task record, deleted ones included (the scheduler
+// plans from it).
+func (m *Manager) All(ctx context.Context) ([]*Task, error) {
 	recs, err := m.store.Catalog().List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
@@ -131,6 +134,6 @@ func (m *Manager) Redeliver(ctx context.Context, who, key string) (store.Effect,
 	if err != nil {
 		return fx, fmt.Errorf("redeliver: %w", err)
 	}
-	m.wakeDelivery()
+	m.o.WakeDelivery()
 	return fx, nil
 }

@@ -25,6 +25,7 @@ import (
 	whsink "github.com/herald-bridge/herald/delivery/webhook"
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/engine"
 	"github.com/herald-bridge/herald/tasks/watch"
 	"github.com/herald-bridge/herald/webhook/signature"
 )
@@ -81,7 +82,7 @@ func BenchmarkHookToWebhookSink(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, err := tasks.New(tasks.Options{
+	eng, err := engine.New(engine.Options{
 		Store: st, Holder: "bench", Log: zerolog.Nop(), WakeDelivery: d.Wake, Direct: d,
 		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) {
 			return nil, errors.New("no sources")
@@ -98,7 +99,7 @@ func BenchmarkHookToWebhookSink(b *testing.B) {
 	// Every sender is one address here: give it the room a busy source
 	// would be configured with (server.inbound_limits.per_client).
 	srv := New(Options{Addr: "127.0.0.1:0", Inbound: InboundLimits{PerClient: 64}, Log: zerolog.Nop()})
-	hooks := NewHooks(m, nil)
+	hooks := NewHooks(eng.Admitter, nil)
 	if err := hooks.Set([]Hook{stdHook("bench", "bench")}); err != nil {
 		b.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/engine"
 	"github.com/herald-bridge/herald/tasks/watch"
 	"github.com/herald-bridge/herald/webhook/signature"
 )
@@ -91,7 +92,7 @@ func newTestServer(t *testing.T, cfg serverConfig) *testServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	m, err := tasks.New(tasks.Options{
+	eng, err := engine.New(engine.Options{
 		Store: st, Clock: tasks.NewManualClock(t0), Holder: "test", Log: zerolog.Nop(),
 		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) {
 			return nil, errors.New("no sources in these tests")
@@ -101,6 +102,7 @@ func newTestServer(t *testing.T, cfg serverConfig) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := eng.Catalog
 	ts := &testServer{t: t, store: st, manager: m, logs: &syncBuffer{}, now: time.Now()}
 	log := zerolog.New(ts.logs).Level(zerolog.DebugLevel)
 	proxies, err := ParseProxies(cfg.proxies)
@@ -108,7 +110,7 @@ func newTestServer(t *testing.T, cfg serverConfig) *testServer {
 		t.Fatal(err)
 	}
 	ts.srv = New(Options{Addr: "127.0.0.1:0", MaxInFlight: cfg.maxInFlight, Inbound: cfg.inbound, OtherPerClient: cfg.otherShare, TrustedProxies: proxies, Log: log})
-	ts.hooks = NewHooks(m, ts.clock)
+	ts.hooks = NewHooks(eng.Admitter, ts.clock)
 	if err := ts.hooks.Set(cfg.hooks); err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,6 @@ import (
 
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/store"
-	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/webhook/signature"
 )
 
@@ -36,9 +35,9 @@ const admitTimeout = 5 * time.Second
 // maxRendered caps a template's output.
 const maxRendered = 4 << 10
 
-// Admitter claims effects (the task manager).
+// Admitter claims effects (delivery.Admitter).
 type Admitter interface {
-	Admit(ctx context.Context, a tasks.Admission) (store.CommitResult, error)
+	Admit(ctx context.Context, a delivery.Admission) (store.CommitResult, error)
 }
 
 // Hook is one configured inbound webhook.
@@ -176,7 +175,7 @@ func (h *Hooks) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
 	// out the client's own timeouts.
 	actx, cancel := context.WithTimeout(r.Context(), admitTimeout)
 	defer cancel()
-	res, err := h.admit.Admit(actx, tasks.Admission{Source: "hook:" + name, Identity: identity, Recipients: hk.Route, Message: msg})
+	res, err := h.admit.Admit(actx, delivery.Admission{Source: "hook:" + name, Identity: identity, Recipients: hk.Route, Message: msg})
 	if err != nil {
 		if errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
 			return ErrUnavailable

@@ -18,6 +18,7 @@ import (
 	"github.com/herald-bridge/herald/conversation"
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/engine"
 	"github.com/herald-bridge/herald/tasks/watch"
 	"github.com/herald-bridge/herald/webhook"
 )
@@ -45,12 +46,13 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	m, err := tasks.New(tasks.Options{Store: st, Log: zerolog.Nop(), Holder: "test",
+	eng, err := engine.New(engine.Options{Store: st, Log: zerolog.Nop(), Holder: "test",
 		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) { return emptySource{}, nil }),
 		Policy:  tasks.Policy{Admins: []string{"console:admin"}, Requesters: []string{"console:*"}, Named: map[string]bool{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := eng.Catalog
 	core, err := conversation.New(conversation.Options{Tasks: m, Store: st, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)

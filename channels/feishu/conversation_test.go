@@ -20,6 +20,7 @@ import (
 	sink "github.com/herald-bridge/herald/delivery/feishu"
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/engine"
 	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
@@ -119,7 +120,7 @@ func newConvRig(t *testing.T, open func(*bolt.Store) tasks.SourceOpener) *convRi
 	t.Cleanup(func() { st.Close() })
 
 	var dispatch *delivery.Dispatcher
-	m, err := tasks.New(tasks.Options{
+	eng, err := engine.New(engine.Options{
 		Store: st, Clock: r.clock, Holder: "replica-a", Log: log, RetryWaits: []time.Duration{0, 0},
 		// The test moves its clock by half an hour at a time: a lease
 		// shorter than that would lapse at each step and cancel the run.
@@ -138,6 +139,7 @@ func newConvRig(t *testing.T, open func(*bolt.Store) tasks.SourceOpener) *convRi
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := eng.Catalog
 	r.m = m
 	push, err := sink.New(appID, testSecret, r.fake.srv.URL, sink.WithHTTPClient(r.fake.srv.Client()), sink.WithClock(r.clock.Now), sink.WithLogger(log))
 	if err != nil {
@@ -166,8 +168,8 @@ func newConvRig(t *testing.T, open func(*bolt.Store) tasks.SourceOpener) *convRi
 		t.Fatal(err)
 	}
 	core.AddSender("feishu", r.ch)
-	run(t, m.Run)
-	waitFor(t, "scheduler ownership", func() bool { ok, _ := m.Owner(); return ok })
+	run(t, eng.Run)
+	waitFor(t, "scheduler ownership", func() bool { ok, _ := eng.Scheduler.Owner(); return ok })
 	run(t, dispatch.Run)
 	run(t, core.Run)
 	run(t, r.ch.Run)

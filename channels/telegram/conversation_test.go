@@ -21,6 +21,7 @@ import (
 	tgsink "github.com/herald-bridge/herald/delivery/telegram"
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/engine"
 	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
@@ -108,7 +109,7 @@ func newChatRig(t *testing.T, p tasks.Policy, open func(*bolt.Store) tasks.Sourc
 	r.logs = logs
 
 	var dispatch *delivery.Dispatcher
-	m, err := tasks.New(tasks.Options{
+	eng, err := engine.New(engine.Options{
 		Store: st, Clock: r.clock, Holder: "replica-a", Log: log,
 		// Leases outlive the hours the test jumps: ownership stays put.
 		LeaseTTL: 24 * time.Hour, Sources: open(st), Policy: p,
@@ -118,6 +119,7 @@ func newChatRig(t *testing.T, p tasks.Policy, open func(*bolt.Store) tasks.Sourc
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := eng.Catalog
 	r.m = m
 	sink, err := tgsink.New(testToken, r.api.srv.URL, tgsink.WithLimits(tgsink.Limits{PerChat: rate.Inf, PerGroup: rate.Inf, Global: rate.Inf}), tgsink.WithClock(r.clock.Now))
 	if err != nil {
@@ -148,11 +150,11 @@ func newChatRig(t *testing.T, p tasks.Policy, open func(*bolt.Store) tasks.Sourc
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for _, run := range []func(context.Context) error{m.Run, r.core.Run, ch.Run, func(ctx context.Context) error { dispatch.Run(ctx); return nil }} {
+	for _, run := range []func(context.Context) error{eng.Run, r.core.Run, ch.Run, func(ctx context.Context) error { dispatch.Run(ctx); return nil }} {
 		wg.Go(func() { _ = run(ctx) })
 	}
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	waitFor(t, "scheduling owner", func() bool { ok, _ := m.Owner(); return ok })
+	waitFor(t, "scheduling owner", func() bool { ok, _ := eng.Scheduler.Owner(); return ok })
 	return r
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/download"
+	"github.com/herald-bridge/herald/tasks/engine"
 	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
 	hook "github.com/herald-bridge/herald/webhook"
@@ -78,7 +79,7 @@ func (s *service) assemble(ctx context.Context) error {
 	}
 	s.dispatch = dispatch
 	s.prefs.Changed = func(ctx context.Context, address string) { _, _ = dispatch.Release(ctx, address) }
-	s.manager, err = tasks.New(tasks.Options{
+	s.engine, err = engine.New(engine.Options{
 		Store: s.store, Sources: s.sourceOpener(), Policy: policyOf(cfg), Zone: cfg.Location,
 		Log: s.log.With().Str("component", "tasks").Logger(), Holder: s.holder, LeaseTTL: s.leaseTTL(), Shards: shards,
 		WakeDelivery: dispatch.Wake, Direct: dispatch, Alive: s.alive, Replay: dispatch.Replayable,
@@ -87,11 +88,12 @@ func (s *service) assemble(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.manager = s.engine.Catalog
 	if err := s.manager.SetDeclared(ctx, declared(cfg)); err != nil {
 		s.log.Error().Err(err).Msg("some config tasks could not be applied")
 	}
 
-	s.hooks = hook.NewHooks(countingAdmitter{s.manager, s.metrics}, nil)
+	s.hooks = hook.NewHooks(countingAdmitter{s.engine.Admitter, s.metrics}, nil)
 	if err := s.hooks.Set(hooksOf(cfg)); err != nil {
 		return err
 	}
@@ -369,5 +371,5 @@ func writeJSONResponse(w http.ResponseWriter, status int, v any) error {
 	return json.NewEncoder(w).Encode(v)
 }
 
-// The dispatcher takes admissions directly from the manager.
-var _ tasks.Direct = (*delivery.Dispatcher)(nil)
+// The dispatcher takes admissions directly from admission.
+var _ delivery.Direct = (*delivery.Dispatcher)(nil)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/engine"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -221,7 +222,7 @@ func seedRequest(t *testing.T, dataDir, url string) string {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	m, err := tasks.New(tasks.Options{
+	eng, err := engine.New(engine.Options{
 		Store: st, Log: zerolog.Nop(),
 		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) {
 			return nil, errors.New("not used")
@@ -232,6 +233,7 @@ func seedRequest(t *testing.T, dataDir, url string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := eng.Catalog
 	task, err := m.Submit(context.Background(), tasks.Submission{Principal: "console:bob", URL: url, Kind: "rss", Schedule: "every 1h", Name: "Bob's feed"})
 	if err != nil {
 		t.Fatal(err)

@@ -29,10 +29,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/webhook"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/bolt"
-	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/webhook/signature"
 )
 
@@ -576,7 +576,7 @@ func crashSweep(t *testing.T, idempotent bool, events int) {
 	}
 	event := map[string]string{} // effect key → event id
 	for id := range accepted {
-		key := tasks.EffectKey("hook:ci", id, "sink")
+		key := delivery.EffectKey("hook:ci", id, "sink")
 		event[key] = id
 		fx, ok := byKey[key]
 		switch {

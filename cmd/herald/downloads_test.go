@@ -11,6 +11,7 @@ import (
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/store/credentials"
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/engine"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -25,12 +26,13 @@ func TestI10_DownloadsOfAChatCourseSiteReadItsStoredToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	m, err := tasks.New(tasks.Options{Store: st, Log: zerolog.Nop(), Holder: "a",
+	eng, err := engine.New(engine.Options{Store: st, Log: zerolog.Nop(), Holder: "a",
 		Policy:  tasks.Policy{Admins: []string{"console:admin"}, Named: map[string]bool{}},
 		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) { return nil, nil })})
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := eng.Catalog
 	const site = "https://school.example.edu"
 	if err := m.SetDeclared(ctx, []tasks.Declared{{ID: "cs101", Owner: "console:alice", Schedule: "every 1h", Notify: []string{"inbox:console:alice"},
 		Source: watch.Spec{Kind: "canvas", URL: site, TokenFrom: "console:alice", Download: &watch.Download{Dir: "files"}}}}); err != nil {

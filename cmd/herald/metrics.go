@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks"
 	hook "github.com/herald-bridge/herald/webhook"
@@ -112,7 +113,7 @@ type countingAdmitter struct {
 	m *serviceMetrics
 }
 
-func (a countingAdmitter) Admit(ctx context.Context, ad tasks.Admission) (store.CommitResult, error) {
+func (a countingAdmitter) Admit(ctx context.Context, ad delivery.Admission) (store.CommitResult, error) {
 	res, err := a.Admitter.Admit(ctx, ad)
 	if err == nil {
 		if len(res.Claimed) > 0 {

@@ -92,14 +92,14 @@ type idIn struct {
 
 func (o *adminOps) status(ctx context.Context, _ json.RawMessage) (any, error) {
 	s := o.s
-	owner, epoch := o.m.Owner()
+	owner, epoch := o.s.engine.Scheduler.Owner()
 	count, _ := o.m.Count(ctx)
 	s.mu.Lock()
 	driver := s.cfg.Store.Driver
 	s.mu.Unlock()
 	st := statusView{Version: version, Holder: s.holder, Owner: owner, Epoch: epoch, Store: driver,
 		StoreOK: s.store.Ping(ctx) == nil, Channels: s.channels.status(), Tasks: count, Listen: s.server.Addr()}
-	shards := o.m.Shards()
+	shards := o.s.engine.Scheduler.Shards()
 	st.Shards = &shards
 	return st, nil
 }
@@ -278,7 +278,7 @@ func (s *service) sendTest(ctx context.Context, recipient string) (sendTestView,
 		return sendTestView{}, hook.BadInput(fmt.Sprintf("cannot send to %s: %v", recipient, err))
 	}
 	id := "test-" + time.Now().UTC().Format("20060102T150405.000000000")
-	res, err := s.manager.Admit(ctx, tasks.Admission{
+	res, err := s.engine.Admitter.Admit(ctx, delivery.Admission{
 		Source: "test", Identity: id, Recipients: []string{recipient}, TTL: 10 * time.Minute,
 		Message: delivery.Message{Kind: delivery.KindTest, Title: "herald test push", Text: "This is a test push from herald. If you can read it, delivery works."},
 	})

@@ -31,6 +31,8 @@ import (
 	"github.com/herald-bridge/herald/store/datadir"
 	"github.com/herald-bridge/herald/store/redis"
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/engine"
+	"github.com/herald-bridge/herald/tasks/scheduler"
 	"github.com/herald-bridge/herald/webhook"
 )
 
@@ -157,7 +159,8 @@ type service struct {
 	dataDir  string
 	holder   string
 	store    store.Store
-	manager  *tasks.Manager
+	manager  *tasks.Manager // the catalog
+	engine   *engine.Engine
 	dispatch *delivery.Dispatcher
 	table    *delivery.Table
 	prefs    *chatprefs.Store
@@ -224,21 +227,14 @@ func serve(e *env, log zerolog.Logger) error {
 	rememberDataDir(e.dataDir) // the CLI finds this service from any directory
 	defer forgetDataDir(e.dataDir)
 
-	var wg sync.WaitGroup
 	runCtx, cancelRun := context.WithCancel(ctx)
-	start := func(name string, fn func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := fn(runCtx); err != nil && runCtx.Err() == nil {
-				log.Error().Str("component", name).Err(err).Msg("component stopped")
-			}
-		}()
-	}
-	start("manager", s.manager.Run)
-	start("delivery", s.dispatch.Run)
-	start("liveness", s.keepAlive)
-	s.channels.start(runCtx, start)
+	parts := &runGroup{log: log}
+	parts.add("manager", s.engine.Run)
+	parts.add("delivery", s.dispatch.Run)
+	parts.add("liveness", s.keepAlive)
+	s.channels.start(runCtx, parts.add)
+	finished := make(chan struct{})
+	go func() { _ = parts.Run(runCtx); close(finished) }() // each part's error is logged as it stops
 
 	srvCtx, stopServer := context.WithCancel(context.Background())
 	srvErr := make(chan error, 1)
@@ -261,7 +257,7 @@ func serve(e *env, log zerolog.Logger) error {
 		case err := <-srvErr:
 			stopServer()
 			cancelRun()
-			wg.Wait()
+			<-finished
 			return err
 		}
 	}
@@ -273,8 +269,6 @@ func serve(e *env, log zerolog.Logger) error {
 	stopServer()
 	<-srvErr
 	cancelRun()
-	finished := make(chan struct{})
-	go func() { wg.Wait(); close(finished) }()
 	select {
 	case <-finished:
 	case <-time.After(time.Until(deadline)):
@@ -287,7 +281,7 @@ func serve(e *env, log zerolog.Logger) error {
 // embedded store the data-dir lock makes this process the only one, so a
 // lease still held by another holder was left by a process that died
 // without releasing it (SIGKILL, power loss).
-var localLeases = []string{tasks.SchedulerLease, tasks.CreateLease, tgchan.PollerLease}
+var localLeases = []string{scheduler.SchedulerLease, tasks.CreateLease, tgchan.PollerLease}
 
 // takeOverLeases releases, on the embedded store, the leases a dead
 // predecessor still holds, so scheduling and the recovery of its
@@ -397,7 +391,7 @@ func (s *service) keepAlive(ctx context.Context) error {
 
 // publishOwner sets herald_scheduler_owner from the manager's shards.
 func (s *service) publishOwner() {
-	if owner, _ := s.manager.Owner(); owner {
+	if owner, _ := s.engine.Scheduler.Owner(); owner {
 		s.ownerG.Set(1)
 	} else {
 		s.ownerG.Set(0)
@@ -456,9 +450,9 @@ func (s *service) readyz(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		detail["store"], ready = "unreachable", false
 	}
-	owner, epoch := s.manager.Owner()
+	owner, epoch := s.engine.Scheduler.Owner()
 	s.publishOwner()
-	switch sh := s.manager.Shards(); {
+	switch sh := s.engine.Scheduler.Shards(); {
 	case sh.Shards > 1:
 		detail["owner"] = shardOwners(sh)
 	case owner:
@@ -466,7 +460,7 @@ func (s *service) readyz(w http.ResponseWriter, r *http.Request) error {
 	case !storeOK:
 		detail["owner"] = "unknown"
 	default:
-		if l, err := s.store.Leases().Current(ctx, tasks.SchedulerLease); err == nil && time.Now().Before(l.Expires) {
+		if l, err := s.store.Leases().Current(ctx, scheduler.SchedulerLease); err == nil && time.Now().Before(l.Expires) {
 			detail["owner"] = "another replica"
 		} else {
 			detail["owner"] = "none (takeover pending)"

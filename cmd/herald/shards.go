@@ -5,12 +5,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/scheduler"
 )
 
 // shardLine is `herald status`'s line on the scheduling shards: this
 // replica's, then how many each replica owns as this one last saw.
-func shardLine(sh *tasks.ShardStatus) string {
+func shardLine(sh *scheduler.ShardStatus) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d of %d here", len(sh.Mine), sh.Shards)
 	if len(sh.Mine) > 0 {
@@ -39,7 +39,7 @@ func shardLine(sh *tasks.ShardStatus) string {
 }
 
 // shardOwners is /readyz's word on who schedules when scheduling is divided.
-func shardOwners(sh tasks.ShardStatus) string {
+func shardOwners(sh scheduler.ShardStatus) string {
 	held := 0
 	for _, n := range sh.Owners {
 		held += n
@@ -52,8 +52,8 @@ func shardOwners(sh tasks.ShardStatus) string {
 
 // shardsOwned is herald_scheduler_shards_owned, read when scraped.
 func (s *service) shardsOwned() float64 {
-	if s.manager == nil {
+	if s.engine == nil {
 		return 0
 	}
-	return float64(len(s.manager.Shards().Mine))
+	return float64(len(s.engine.Scheduler.Shards().Mine))
 }

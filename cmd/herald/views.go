@@ -6,6 +6,7 @@ import (
 
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/scheduler"
 )
 
 // taskView is the documented `herald tasks list --json` element.
@@ -101,7 +102,7 @@ type statusView struct {
 	Tasks    int               `json:"tasks"`
 	Listen   string            `json:"listen"`
 	// Shards is this replica's share of scheduling (I5).
-	Shards *tasks.ShardStatus `json:"shards,omitempty"`
+	Shards *scheduler.ShardStatus `json:"shards,omitempty"`
 }
 
 // sendTestView is `herald send-test --json`.

@@ -21,6 +21,7 @@ import (
 	"github.com/herald-bridge/herald/store/redis/redistest"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/download"
+	"github.com/herald-bridge/herald/tasks/engine"
 	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
@@ -90,7 +91,7 @@ func startOn(t testing.TB, open backend, spec watch.Spec, p tasks.Policy, remind
 	if p.DownloadHosts == nil {
 		p.DownloadHosts = []string{"localhost"}
 	}
-	h.m, err = tasks.New(tasks.Options{
+	eng, err := engine.New(engine.Options{
 		Store: st, Policy: p, Holder: "replica-a", Log: zerolog.Nop(), RetryWaits: []time.Duration{time.Millisecond, time.Millisecond},
 		Sources: tasks.SourceOpenerFunc(func(s watch.Spec, z *time.Location) (tasks.Source, error) {
 			return source.New(s, source.Options{AllowPrivate: true, DefaultZone: z})
@@ -100,11 +101,12 @@ func startOn(t testing.TB, open backend, spec watch.Spec, p tasks.Policy, remind
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.m = eng.Catalog
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	h.wg.Add(2)
 	go func() { defer h.wg.Done(); _ = disp.Run(ctx) }()
-	go func() { defer h.wg.Done(); _ = h.m.Run(ctx) }()
+	go func() { defer h.wg.Done(); _ = eng.Run(ctx) }()
 	t.Cleanup(h.stop)
 	if err := h.m.SetDeclared(ctx, []tasks.Declared{{ID: taskID, Source: spec, Schedule: "every 1h", RemindBefore: remind,
 		Notify: []string{notify}, Owner: owner}}); err != nil {

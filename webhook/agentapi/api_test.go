@@ -22,6 +22,7 @@ import (
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/store/redis"
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/engine"
 	"github.com/herald-bridge/herald/tasks/watch"
 	"github.com/herald-bridge/herald/webhook"
 )
@@ -50,7 +51,7 @@ func newRig(t *testing.T, p tasks.Policy, o Options) *rig {
 	if p.Named == nil {
 		p.Named = map[string]bool{}
 	}
-	m, err := tasks.New(tasks.Options{
+	eng, err := engine.New(engine.Options{
 		Store: st, Clock: tasks.NewManualClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)), Holder: "test", Log: zerolog.Nop(),
 		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) {
 			return nil, errors.New("no sources in these tests")
@@ -60,6 +61,7 @@ func newRig(t *testing.T, p tasks.Policy, o Options) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := eng.Catalog
 	r := &rig{t: t, store: st, manager: m, tokens: &Tokens{KV: st.Channels()}}
 	o.Tokens, o.Tasks, o.Inbox = r.tokens, m, st.Inbox()
 	r.api = New(o)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/engine"
 	"github.com/herald-bridge/herald/tasks/watch"
 	"github.com/herald-bridge/herald/webhook"
 )
@@ -34,7 +35,7 @@ func newRig(t *testing.T, o Options) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	m, err := tasks.New(tasks.Options{
+	eng, err := engine.New(engine.Options{
 		Store: st, Holder: "test", Log: zerolog.Nop(),
 		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) {
 			return nil, errors.New("no sources in these tests")
@@ -44,6 +45,7 @@ func newRig(t *testing.T, o Options) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := eng.Catalog
 	sess := &Sessions{KV: st.Channels(), Dedup: st.Dedup()}
 	o.Manager, o.Sessions = m, sess
 	srv := webhook.New(webhook.Options{Addr: "127.0.0.1:0", Log: zerolog.Nop()})

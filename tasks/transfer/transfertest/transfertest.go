@@ -6,21 +6,18 @@ package transfertest
 import (
 	"archive/zip"
 	"bytes"
-	"errors"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/bolt"
 	"github.com/herald-bridge/herald/tasks"
-	"github.com/herald-bridge/herald/tasks/watch"
 )
 
-// Manager returns a manager under p on a fresh store, closed at the end
-// of the test. It is never run: an import needs no schedule, and no
+// Manager returns a catalog under p on a fresh store, closed at the end
+// of the test. Nothing schedules it: an import needs no schedule, and no
 // source is ever fetched.
 func Manager(t testing.TB, p tasks.Policy) (*tasks.Manager, store.Store) {
 	t.Helper()
@@ -31,9 +28,6 @@ func Manager(t testing.TB, p tasks.Policy) (*tasks.Manager, store.Store) {
 	t.Cleanup(func() { st.Close() })
 	m, err := tasks.New(tasks.Options{
 		Store: st, Holder: "replica-a", Log: zerolog.Nop(), Policy: p,
-		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) {
-			return nil, errors.New("no fetching in an import test")
-		}),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,10 +1,12 @@
-package tasks
+package runner_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/herald-bridge/herald/delivery/chatprefs"
+	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/runner"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -25,7 +27,7 @@ func TestTaskNoticesFollowTheOwnersPinnedOrLastUsedLanguage(t *testing.T) {
 			r.own()
 			ctx := context.Background()
 			chat := "telegram:chat:42"
-			tk, err := r.m.Submit(ctx, Submission{Principal: "console:admin", ReplyTo: chat, Lang: tc.created,
+			tk, err := r.m.Submit(ctx, tasks.Submission{Principal: "console:admin", ReplyTo: chat, Lang: tc.created,
 				URL: "https://news.example.edu/feed.xml", Schedule: "every 1h", Notify: []string{"inbox:console:alice"}})
 			if err != nil {
 				t.Fatal(err)
@@ -38,7 +40,7 @@ func TestTaskNoticesFollowTheOwnersPinnedOrLastUsedLanguage(t *testing.T) {
 			}
 			r.src.push(items("a", 1), nil)
 			r.run(tk.ID) // baseline: "watching"
-			for range failingAfter {
+			for range runner.FailingAfter {
 				r.src.push(nil, watch.Errorf(watch.NotFound, "HTTP 404"))
 				r.run(tk.ID)
 			}
@@ -47,10 +49,10 @@ func TestTaskNoticesFollowTheOwnersPinnedOrLastUsedLanguage(t *testing.T) {
 			if err := r.m.MarkUnreachable(ctx, tk.ID, "inbox:console:alice", "blocked"); err != nil {
 				t.Fatal(err)
 			}
-			lang := map[string]int{"en": 0, "zh": 1}[tc.want]
 			want := map[string]bool{}
-			for _, n := range []notice{noticeBaseline, noticeFailing, noticeRecovered, noticeUnreachable} {
-				want[noticeText[n][lang][0]] = true
+			for _, n := range []tasks.Notice{tasks.NoticeBaseline, tasks.NoticeFailing, tasks.NoticeRecovered, tasks.NoticeUnreachable} {
+				title, _ := tasks.NoticeText(n, tc.want)
+				want[title] = true
 			}
 			got := noticeTitles(t, r, tk.ID)
 			for title := range want {

@@ -1,9 +1,10 @@
-package tasks
+package scheduler
 
 import (
 	"context"
 	"sync"
 
+	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -23,7 +24,7 @@ const (
 // queued is a scheduled run waiting for a worker.
 type queued struct {
 	id   string
-	kind wakeKind
+	due  Due
 	ctx  context.Context
 	slot *runSlot
 }
@@ -37,21 +38,21 @@ type runPool struct {
 // startPool starts the workers; they stop when ctx ends. A run whose own
 // context ended while it waited (a stop, or its task is no longer this
 // replica's) is dropped unrun: its check stays owed (I4).
-func (m *Manager) startPool(ctx context.Context) *runPool {
+func (s *Scheduler) startPool(ctx context.Context) *runPool {
 	p := &runPool{q: make(chan queued, runQueueSize)}
 	for range runWorkers {
 		p.wg.Go(func() {
 			for {
 				select {
 				case <-ctx.Done():
-					p.drain(m)
+					p.drain(s)
 					return
 				case j := <-p.q:
 					if j.ctx.Err() != nil { // stopped, or its task is no longer this replica's
-						m.dropRun(j)
+						s.dropRun(j)
 						continue
 					}
-					m.runQueued(j)
+					s.runQueued(j)
 				}
 			}
 		})
@@ -63,11 +64,11 @@ func (m *Manager) startPool(ctx context.Context) *runPool {
 func (p *runPool) room() int { return cap(p.q) - len(p.q) }
 
 // drain drops every run still waiting.
-func (p *runPool) drain(m *Manager) {
+func (p *runPool) drain(s *Scheduler) {
 	for {
 		select {
 		case j := <-p.q:
-			m.dropRun(j)
+			s.dropRun(j)
 		default:
 			return
 		}
@@ -77,50 +78,38 @@ func (p *runPool) drain(m *Manager) {
 // enqueue queues a scheduled run of task id unless one is already going
 // or waiting (one run at a time per task); it reports false when the
 // queue is full.
-func (m *Manager) enqueue(ctx context.Context, p *runPool, id string, kind wakeKind) bool {
+func (s *Scheduler) enqueue(ctx context.Context, p *runPool, id string, due Due) bool {
 	// ctx is the context runs of the task start under (runContext).
-	m.runMu.Lock()
-	defer m.runMu.Unlock()
-	if _, ok := m.running[id]; ok {
-		return true
-	}
-	s, rctx := newRunSlot(ctx)
-	select {
-	case p.q <- queued{id: id, kind: kind, ctx: rctx, slot: s}:
-		m.running[id] = s
-		return true
-	default:
-		s.cancel(nil)
-		return false
-	}
+	slot, _ := s.running.claim(id, func() *runSlot {
+		slot, rctx := newRunSlot(ctx)
+		select {
+		case p.q <- queued{id: id, due: due, ctx: rctx, slot: slot}:
+			return slot
+		default:
+			slot.cancel(nil)
+			return nil
+		}
+	})
+	return slot != nil
 }
 
-func (m *Manager) runQueued(j queued) {
+func (s *Scheduler) runQueued(j queued) {
 	defer j.slot.cancel(nil)
-	j.slot.rec = m.run(j.ctx, j.id, j.kind, true)
-	m.endRun(j.id, j.slot)
+	j.slot.rec = s.o.Runner.Run(j.ctx, s.job(j.id, j.due, true))
+	s.endRun(j.id, j.slot)
 }
 
 // dropRun ends a waiting run that never started: nothing is written, so
 // the task's check stays owed and is planned again at the next start or
 // takeover (I4).
-func (m *Manager) dropRun(j queued) {
-	j.slot.rec = RunRecord{TaskID: j.id, Outcome: OutcomeCancelled, Class: watch.Cancelled}
+func (s *Scheduler) dropRun(j queued) {
+	j.slot.rec = tasks.RunRecord{TaskID: j.id, Outcome: tasks.OutcomeCancelled, Class: watch.Cancelled}
 	j.slot.cancel(nil)
-	m.endRun(j.id, j.slot)
+	s.endRun(j.id, j.slot)
 }
 
-func (m *Manager) endRun(id string, s *runSlot) {
-	m.runMu.Lock()
-	delete(m.running, id)
-	m.runMu.Unlock()
-	close(s.done)
-	m.touch(id) // re-plan; also tells the loop the queue has room
-}
-
-// runningCount is how many runs are going or waiting in the queue.
-func (m *Manager) runningCount() int {
-	m.runMu.Lock()
-	defer m.runMu.Unlock()
-	return len(m.running)
+func (s *Scheduler) endRun(id string, slot *runSlot) {
+	s.running.remove(id)
+	close(slot.done)
+	s.Touch(id) // re-plan; also tells the loop the queue has room
 }

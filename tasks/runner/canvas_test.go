@@ -1,4 +1,4 @@
-package tasks
+package runner_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
@@ -51,14 +52,14 @@ func (c *miniCanvas) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // canvasRig is a manager whose task reads a canvas site on loopback.
-func canvasRig(t *testing.T, site *miniCanvas) (*rig, *Task) {
+func canvasRig(t *testing.T, site *miniCanvas) (*rig, *tasks.Task) {
 	srv := httptest.NewServer(site)
 	t.Cleanup(srv.Close)
 	r := newRig(t)
-	r.m.o.Sources = SourceOpenerFunc(func(watch.Spec, *time.Location) (Source, error) {
+	r.setSources(tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) {
 		return source.New(watch.Spec{Kind: "canvas", URL: srv.URL, Token: "good"}, source.Options{AllowPrivate: true})
-	})
-	r.m.o.RetryWaits = []time.Duration{0, 0}
+	}))
+	r.setRetryWaits([]time.Duration{0, 0})
 	r.own()
 	return r, r.activeTask()
 }
@@ -66,7 +67,7 @@ func canvasRig(t *testing.T, site *miniCanvas) (*rig, *Task) {
 func TestI1_CanvasBaselineQuietThenOneNoticePerNewFile(t *testing.T) {
 	site := &miniCanvas{files: 3}
 	r, tk := canvasRig(t, site)
-	if rec := r.run(tk.ID); rec.Outcome != OutcomeBaseline || rec.Items != 4 {
+	if rec := r.run(tk.ID); rec.Outcome != tasks.OutcomeBaseline || rec.Items != 4 {
 		t.Fatalf("baseline run = %+v", rec)
 	}
 	if fx, _ := r.effects(tk.ID); len(fx) != 0 {
@@ -119,7 +120,7 @@ func TestI1_CanvasAssignmentDueSoonRemindsOnceFromTheBaseline(t *testing.T) {
 	site := &miniCanvas{files: 1}
 	r, tk := canvasRig(t, site)
 	// The homework is due at 20:00, eleven hours after the rig's clock.
-	if _, err := r.m.update(context.Background(), tk.ID, func(cur *Task) error {
+	if _, err := r.m.Update(context.Background(), tk.ID, func(cur *tasks.Task) error {
 		cur.RemindBefore = []time.Duration{72 * time.Hour, 24 * time.Hour, 2 * time.Hour}
 		return nil
 	}); err != nil {

@@ -1,4 +1,4 @@
-package tasks
+package scheduler_test
 
 import (
 	"context"
@@ -12,40 +12,11 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/store"
+	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/scheduler"
 	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
-
-// manyDeclared declares n rss tasks, each on its own host unless host is set.
-func manyDeclared(n int, host string) []Declared {
-	out := make([]Declared, n)
-	for i := range out {
-		h := host
-		if h == "" {
-			h = fmt.Sprintf("h%d.example.edu", i)
-		}
-		out[i] = Declared{ID: fmt.Sprintf("bulk-%05d", i), Source: watch.Spec{Kind: "rss", URL: "https://" + h + "/feed.xml"},
-			Schedule: "every 1h", Notify: []string{"inbox:console:admin"}, Owner: "console:admin"}
-	}
-	return out
-}
-
-// A file of many tasks is written in a few transactions, not one disk
-// sync per task (I7: the cost of a start does not grow with each task's sync).
-func TestI7_DeclaredTasksAreWrittenInBatches(t *testing.T) {
-	r := newRig(t)
-	const n = 3000
-	before := r.store.CommitStats().Transactions
-	if err := r.m.SetDeclared(context.Background(), manyDeclared(n, "")); err != nil {
-		t.Fatal(err)
-	}
-	if tx := r.store.CommitStats().Transactions - before; tx > 2 {
-		t.Fatalf("%d declared tasks took %d write transactions, want 1 (one batch)", n, tx)
-	}
-	if live, err := r.m.liveTasks(context.Background()); err != nil || live != n {
-		t.Fatalf("%d live tasks (%v), want %d", live, err, n)
-	}
-}
 
 // gatedSource is a source whose fetches wait until the test opens the gate.
 type gatedSource struct {
@@ -74,26 +45,26 @@ func TestI7_DueRunsWaitInABoundedQueue(t *testing.T) {
 	p.Limits.Concurrency = 64
 	r.m.SetPolicy(p)
 	g := &gatedSource{gate: make(chan struct{})}
-	r.m.o.Sources = SourceOpenerFunc(func(watch.Spec, *time.Location) (Source, error) { return g, nil })
+	r.setSources(tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) { return g, nil }))
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := r.m.SetDeclared(ctx, manyDeclared(n, "")); err != nil {
 		t.Fatal(err)
 	}
 	base := runtime.NumGoroutine()
 	done := make(chan struct{})
-	go func() { r.m.Run(ctx); close(done) }()
-	held := runWorkers + runQueueSize
-	waitFor(t, func() bool { return r.m.runningCount() == held })
-	if extra := runtime.NumGoroutine() - base; extra > runWorkers+50 {
-		t.Fatalf("%d goroutines more with %d tasks due, want about %d workers", extra, n, runWorkers)
+	go func() { r.eng.Run(ctx); close(done) }()
+	held := scheduler.RunWorkers + scheduler.RunQueueSize
+	waitFor(t, func() bool { return r.s.RunningCount() == held })
+	if extra := runtime.NumGoroutine() - base; extra > scheduler.RunWorkers+50 {
+		t.Fatalf("%d goroutines more with %d tasks due, want about %d workers", extra, n, scheduler.RunWorkers)
 	}
 	close(g.gate)
-	waitFor(t, func() bool { return g.calls.Load() == n && r.m.runningCount() == 0 })
+	waitFor(t, func() bool { return g.calls.Load() == n && r.s.RunningCount() == 0 })
 	cancel()
 	<-done
-	all, _ := r.m.all(context.Background())
+	all, _ := r.m.All(context.Background())
 	for _, tk := range all {
-		if tk.LastOutcome != OutcomeBaseline {
+		if tk.LastOutcome != tasks.OutcomeBaseline {
 			t.Fatalf("task %s: last outcome %q, want baseline (each task runs once)", tk.ID, tk.LastOutcome)
 		}
 	}
@@ -108,24 +79,24 @@ func TestI4_StopWithManyRunsWaitingLeavesThemOwed(t *testing.T) {
 	r := newRig(t)
 	const n = 1200
 	g := &gatedSource{gate: make(chan struct{})}
-	r.m.o.Sources = SourceOpenerFunc(func(watch.Spec, *time.Location) (Source, error) { return g, nil })
+	r.setSources(tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) { return g, nil }))
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := r.m.SetDeclared(ctx, manyDeclared(n, "")); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	go func() { r.m.Run(ctx); close(done) }()
-	waitFor(t, func() bool { return r.m.runningCount() == runWorkers+runQueueSize })
+	go func() { r.eng.Run(ctx); close(done) }()
+	waitFor(t, func() bool { return r.s.RunningCount() == scheduler.RunWorkers+scheduler.RunQueueSize })
 	before := r.store.CommitStats().Writes
 	cancel()
 	<-done
 	// The runs inside a source or waiting for a slot record their
 	// cancellation (at most one per worker, two writes each), and the
 	// lease is given back; the queued ones write nothing.
-	if w := r.store.CommitStats().Writes - before; w > 2*runWorkers+16 {
-		t.Fatalf("stopping wrote %d records, want at most %d", w, 2*runWorkers+16)
+	if w := r.store.CommitStats().Writes - before; w > 2*scheduler.RunWorkers+16 {
+		t.Fatalf("stopping wrote %d records, want at most %d", w, 2*scheduler.RunWorkers+16)
 	}
-	all, _ := r.m.all(context.Background())
+	all, _ := r.m.All(context.Background())
 	for _, tk := range all {
 		if tk.NextRun.IsZero() || tk.NextRun.After(t0) {
 			t.Fatalf("task %s: next run %v after the stop, want still owed", tk.ID, tk.NextRun)
@@ -157,10 +128,10 @@ func TestI7_PerHostCapLimitsChecksAtOnce(t *testing.T) {
 	p := r.m.Policy()
 	p.Limits.Concurrency, p.Limits.PerHostRuns = 8, perHost
 	r.m.SetPolicy(p)
-	r.m.o.Sources = SourceOpenerFunc(func(spec watch.Spec, _ *time.Location) (Source, error) {
+	r.setSources(tasks.SourceOpenerFunc(func(spec watch.Spec, _ *time.Location) (tasks.Source, error) {
 		spec.URL = srv.URL + "/feed.xml" // every task reads the one host
 		return source.New(spec, source.Options{AllowPrivate: true})
-	})
+	}))
 	decls := manyDeclared(tasksOnHost, "feeds.example.edu")
 	for i := range decls {
 		decls[i].Source.Headers = map[string]string{"Authorization": fmt.Sprintf("Bearer k%d", i)}
@@ -171,12 +142,12 @@ func TestI7_PerHostCapLimitsChecksAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	go func() { r.m.Run(ctx); close(done) }()
+	go func() { r.eng.Run(ctx); close(done) }()
 	for left := tasksOnHost; left > 0; left-- {
 		waitFor(t, func() bool { return int(inFlight.Load()) == min(perHost, left) })
 		release <- struct{}{}
 	}
-	waitFor(t, func() bool { return r.m.runningCount() == 0 })
+	waitFor(t, func() bool { return r.s.RunningCount() == 0 })
 	cancel()
 	<-done
 	if m := most.Load(); m > perHost {
@@ -201,27 +172,27 @@ func TestI7_UnchangedSourceCostsA304(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	r := newRig(t)
-	opener := SourceOpenerFunc(func(spec watch.Spec, _ *time.Location) (Source, error) {
+	opener := tasks.SourceOpenerFunc(func(spec watch.Spec, _ *time.Location) (tasks.Source, error) {
 		spec.URL = srv.URL + "/feed.xml"
 		return source.New(spec, source.Options{AllowPrivate: true})
 	})
-	r.m.o.Sources = opener
+	r.setSources(opener)
 	r.own()
 	tk := r.activeTask()
-	if rec := r.run(tk.ID); rec.Outcome != OutcomeBaseline {
+	if rec := r.run(tk.ID); rec.Outcome != tasks.OutcomeBaseline {
 		t.Fatalf("first run: %+v", rec)
 	}
 	for range 3 {
-		if rec := r.run(tk.ID); rec.Outcome != OutcomeUnchanged || rec.Items != 1 {
+		if rec := r.run(tk.ID); rec.Outcome != tasks.OutcomeUnchanged || rec.Items != 1 {
 			t.Fatalf("unchanged run: %+v", rec)
 		}
 	}
 	// A restart reads the validators back from the store.
 	r.store.Close()
 	r.open("replica-a")
-	r.m.o.Sources = opener
+	r.setSources(opener)
 	r.own()
-	if rec := r.run(tk.ID); rec.Outcome != OutcomeUnchanged {
+	if rec := r.run(tk.ID); rec.Outcome != tasks.OutcomeUnchanged {
 		t.Fatalf("run after restart: %+v", rec)
 	}
 	if full.Load() != 1 || notModified.Load() != 4 {
@@ -254,7 +225,7 @@ func TestI4_PlanningRemindersReadsNoSnapshot(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	ctx := context.Background()
-	tk, err := r.m.Submit(ctx, Submission{Principal: "console:admin", URL: "https://news.example.edu/cal.ics",
+	tk, err := r.m.Submit(ctx, tasks.Submission{Principal: "console:admin", URL: "https://news.example.edu/cal.ics",
 		Schedule: "every 100h", Notify: []string{"inbox:console:alice"}, RemindBefore: []time.Duration{24 * time.Hour}})
 	if err != nil {
 		t.Fatal(err)
@@ -270,14 +241,14 @@ func TestI4_PlanningRemindersReadsNoSnapshot(t *testing.T) {
 		t.Fatalf("next reminder kept with the task: %v, want %v", cur.NextRemind, due.Add(-24*time.Hour))
 	}
 	counted := snapshotCounter{Store: r.store, snaps: &countingSnapshots{Snapshots: r.store.Snapshots()}}
-	m := r.m
-	m.store = counted
-	p := &planner{gen: map[string]uint64{}}
-	m.planTask(ctx, p, cur)
+	r.view.setSnapshots(counted.snaps)
+	p := scheduler.NewPlanner(0)
+	r.s.PlanTask(ctx, p, cur)
+	r.view.setSnapshots(nil)
 	if n := counted.snaps.reads.Load(); n != 0 {
 		t.Fatalf("planning read %d snapshots, want none", n)
 	}
-	if at, ok := p.next(); !ok || !at.Equal(due.Add(-24*time.Hour)) {
+	if at, ok := p.Next(); !ok || !at.Equal(due.Add(-24*time.Hour)) {
 		t.Fatalf("planned wake %v, want the reminder at %v", at, due.Add(-24*time.Hour))
 	}
 }
@@ -291,17 +262,17 @@ func TestI7_PerHostRateSpacesChecks(t *testing.T) {
 	l := r.m.Policy().Limits
 	l.PerHostPerMinute = 1
 	ctx := context.Background()
-	leave, err := r.m.enterHost(ctx, "https://feeds.example.edu/a.xml", l)
+	leave, err := r.s.EnterHost(ctx, "https://feeds.example.edu/a.xml", l)
 	if err != nil {
 		t.Fatal(err)
 	}
 	leave()
 	soon, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := r.m.enterHost(soon, "https://FEEDS.example.edu/b.xml", l); err == nil {
+	if _, err := r.s.EnterHost(soon, "https://FEEDS.example.edu/b.xml", l); err == nil {
 		t.Fatal("a second check of the same host within the minute went ahead")
 	}
-	leave, err = r.m.enterHost(soon, "https://other.example.edu/a.xml", l)
+	leave, err = r.s.EnterHost(soon, "https://other.example.edu/a.xml", l)
 	if err != nil {
 		t.Fatalf("another host was held up: %v", err)
 	}
@@ -338,10 +309,10 @@ func TestI4_StopDuringARunsStoreReadLeavesTheCheckOwed(t *testing.T) {
 	tk := r.activeTask()
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	r.m.store = stoppingStore{Store: r.store, stop: stop}
-	rec := r.m.run(ctx, tk.ID, wakeCheck, true)
-	r.m.store = r.store
-	if rec.Outcome != OutcomeCancelled {
+	r.view.setSnapshots(stoppingStore{Store: r.store, stop: stop}.Snapshots())
+	rec := r.s.RunTask(ctx, tk.ID, scheduler.Check, true)
+	r.view.setSnapshots(nil)
+	if rec.Outcome != tasks.OutcomeCancelled {
 		t.Errorf("run outcome %q (%s), want cancelled", rec.Outcome, rec.Error)
 	}
 	got, err := r.m.Get(context.Background(), tk.ID)

@@ -1,4 +1,4 @@
-package tasks
+package scheduler
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"golang.org/x/time/rate"
+
+	"github.com/herald-bridge/herald/tasks"
 )
 
 // hostGate is the politeness cap per source host (policy.limits.per_host):
@@ -27,7 +29,7 @@ type hostSlot struct {
 func newHostGate() *hostGate { return &hostGate{hosts: map[string]*hostSlot{}} }
 
 // slot returns host's slot, sized by l (a reload resizes it).
-func (g *hostGate) slot(host string, l Limits) *hostSlot {
+func (g *hostGate) slot(host string, l tasks.Limits) *hostSlot {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	h, ok := g.hosts[host]
@@ -49,12 +51,12 @@ func (g *hostGate) slot(host string, l Limits) *hostSlot {
 // enter waits until host may be read once more: a free place among its
 // checks at once, then its turn under the rate. It returns the func that
 // gives the place back; on ctx's end it waits no longer (I9).
-func (m *Manager) enterHost(ctx context.Context, rawURL string, l Limits) (func(), error) {
+func (g *hostGate) enter(ctx context.Context, rawURL string, l tasks.Limits) (func(), error) {
 	host := ""
 	if u, err := url.Parse(rawURL); err == nil {
 		host = strings.ToLower(u.Hostname())
 	}
-	h := m.hosts.slot(host, l)
+	h := g.slot(host, l)
 	if err := h.runs.acquire(ctx); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package tasks
+package scheduler_test
 
 import (
 	"context"
@@ -16,6 +16,9 @@ import (
 
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/redis"
+	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/engine"
+	"github.com/herald-bridge/herald/tasks/scheduler"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -27,9 +30,9 @@ func TestI5_LosingAShardCancelsItsRunAndCommitsNothing(t *testing.T) {
 	r.own()
 	tk := r.activeTask()
 	r.src.push(items("a", 3), nil)
-	r.src.onFetch = func(int) { r.m.drop(0) } // the shard goes while the source answers
+	r.src.onFetch = func(int) { r.s.Drop(0) } // the shard goes while the source answers
 	rec := r.run(tk.ID)
-	if rec.Outcome != OutcomeCancelled {
+	if rec.Outcome != tasks.OutcomeCancelled {
 		t.Fatalf("outcome %q, want cancelled", rec.Outcome)
 	}
 	if _, err := r.store.Snapshots().Get(context.Background(), tk.ID); !errors.Is(err, store.ErrNotFound) {
@@ -38,10 +41,10 @@ func TestI5_LosingAShardCancelsItsRunAndCommitsNothing(t *testing.T) {
 	if fx, n := r.effects(tk.ID); len(fx)+len(n) != 0 {
 		t.Fatalf("a run of a lost shard claimed %d effects", len(fx)+len(n))
 	}
-	if r.m.mine(tk.ID) {
+	if r.s.Mine(tk.ID) {
 		t.Fatal("the task is still scheduled here after its shard was lost")
 	}
-	if _, err := r.m.RunNow(context.Background(), "", tk.ID); !errors.Is(err, ErrNotOwner) {
+	if _, err := r.m.RunNow(context.Background(), "", tk.ID); !errors.Is(err, tasks.ErrNotOwner) {
 		t.Fatalf("RunNow after the shard was lost: %v, want ErrNotOwner", err)
 	}
 }
@@ -55,7 +58,7 @@ type countingSource struct {
 	first    time.Time // the earliest fetch
 }
 
-func (c *countingSource) open(spec watch.Spec, _ *time.Location) (Source, error) {
+func (c *countingSource) open(spec watch.Spec, _ *time.Location) (tasks.Source, error) {
 	return sourceFunc(func(ctx context.Context) (watch.Result, error) {
 		c.mu.Lock()
 		if c.first.IsZero() {
@@ -94,17 +97,17 @@ func (f sourceFunc) Fetch(ctx context.Context, _ watch.Conditional) (watch.Resul
 // shard once the other shuts down cleanly (I4, I5).
 func TestI5_ReplicasShareShardsAndRunEachCheckOnce(t *testing.T) {
 	url, prefix := redisForTest(t)
-	const shards, tasks = 8, 12
+	const shards, ntasks = 8, 12
 	src := &countingSource{fetches: map[string]int{}, inFlight: map[string]int{}}
-	open := func(holder string) *Manager { return shardReplica(t, url, prefix, shards, holder, src) }
+	open := func(holder string) shardRep { return shardReplica(t, url, prefix, shards, holder, src) }
 	a, b := open("replica-a"), open("replica-b")
-	for k := range tasks {
-		if _, err := a.Submit(context.Background(), Submission{Principal: "console:admin",
+	for k := range ntasks {
+		if _, err := a.Submit(context.Background(), tasks.Submission{Principal: "console:admin",
 			URL: fmt.Sprintf("https://news.example.edu/feed-%d.xml", k), Schedule: "every 1h", Notify: []string{"inbox:console:admin"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	run := func(m *Manager) (context.CancelFunc, chan struct{}) {
+	run := func(m shardRep) (context.CancelFunc, chan struct{}) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { _ = m.Run(ctx); close(done) }()
@@ -112,14 +115,14 @@ func TestI5_ReplicasShareShardsAndRunEachCheckOnce(t *testing.T) {
 		return cancel, done
 	}
 	stopA, doneA := run(a)
-	waitFor(t, func() bool { c, _ := src.counts(); return len(c) == tasks && len(a.Shards().Mine) == shards })
+	waitFor(t, func() bool { c, _ := src.counts(); return len(c) == ntasks && len(a.Shards().Mine) == shards })
 	run(b)
 	waitFor(t, func() bool {
 		ma, mb := a.Shards().Mine, b.Shards().Mine
 		return len(ma) == shards/2 && len(mb) == shards/2
 	})
 	owned := map[int]string{}
-	for name, m := range map[string]*Manager{"a": a, "b": b} {
+	for name, m := range map[string]shardRep{"a": a, "b": b} {
 		for _, i := range m.Shards().Mine {
 			if prev, dup := owned[i]; dup {
 				t.Fatalf("shard %d owned by %s and %s", i, prev, name)
@@ -148,42 +151,54 @@ func (c *countingSource) wantOnceEach(t *testing.T, what string) {
 	}
 }
 
-// shardReplica is a manager on its own connection to a Redis store divided
-// into shards, reading sources from src.
-func shardReplica(t *testing.T, url, prefix string, shards int, holder string, src *countingSource) *Manager {
+// shardReplica is a replica (catalog, scheduler, runner) on its own
+// connection to a Redis store divided into shards, reading sources from src.
+func shardReplica(t *testing.T, url, prefix string, shards int, holder string, src *countingSource) shardRep {
 	t.Helper()
 	st, err := redis.Open(context.Background(), url, redis.Options{KeyPrefix: prefix, Shards: shards})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	m, err := New(Options{
+	e, err := engine.New(engine.Options{
 		Store: st, Holder: holder, Log: zerolog.Nop(), LeaseTTL: 800 * time.Millisecond,
-		Sources: SourceOpenerFunc(src.open),
-		Policy:  Policy{Admins: []string{"console:admin"}, AllowedHosts: []string{"*.example.edu"}, Named: map[string]bool{}},
+		Sources: tasks.SourceOpenerFunc(src.open),
+		Policy:  tasks.Policy{Admins: []string{"console:admin"}, AllowedHosts: []string{"*.example.edu"}, Named: map[string]bool{}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m
+	return shardRep{Manager: e.Catalog, eng: e, store: st}
 }
+
+// shardRep is one replica of shardReplica.
+type shardRep struct {
+	*tasks.Manager
+	eng   *engine.Engine
+	store store.Store
+}
+
+func (r shardRep) Run(ctx context.Context) error { return r.eng.Run(ctx) }
+func (r shardRep) Shards() scheduler.ShardStatus { return r.eng.Scheduler.Shards() }
+func (r shardRep) held() map[int]store.Lease     { return r.eng.Scheduler.Held() }
+func (r shardRep) Owner() (bool, uint64)         { return r.eng.Scheduler.Owner() }
 
 // A replica that gains the shards of one that died checks each of their
 // tasks that is ten intervals overdue once, not ten times, and none before
 // the dead replica's leases ran out (I4, I5).
 func TestI4_GainedShardsRunTheirOverdueTasksOnce(t *testing.T) {
 	url, prefix := redisForTest(t)
-	const shards, tasks = 4, 8
+	const shards, ntasks = 4, 8
 	src := &countingSource{fetches: map[string]int{}, inFlight: map[string]int{}}
 	m := shardReplica(t, url, prefix, shards, "replica-b", src)
 	ctx := context.Background()
-	for k := range tasks {
-		tk, err := m.Submit(ctx, Submission{Principal: "console:admin",
+	for k := range ntasks {
+		tk, err := m.Submit(ctx, tasks.Submission{Principal: "console:admin",
 			URL: fmt.Sprintf("https://news.example.edu/late-%d.xml", k), Schedule: "every 1h", Notify: []string{"inbox:console:admin"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := m.update(ctx, tk.ID, func(t *Task) error {
+		if _, err := m.Update(ctx, tk.ID, func(t *tasks.Task) error {
 			t.LastRunEnd, t.NextRun = time.Now().Add(-10*time.Hour), time.Now().Add(-9*time.Hour)
 			return nil
 		}); err != nil {
@@ -200,20 +215,20 @@ func TestI4_GainedShardsRunTheirOverdueTasksOnce(t *testing.T) {
 	done := make(chan struct{})
 	go func() { _ = m.Run(runCtx); close(done) }()
 	defer func() { cancel(); <-done }()
-	waitFor(t, func() bool { c, _ := src.counts(); return len(c) == tasks })
+	waitFor(t, func() bool { c, _ := src.counts(); return len(c) == ntasks })
 	src.mu.Lock()
 	first := src.first
 	src.mu.Unlock()
 	if first.Before(dead.Mine[0].Expires) {
 		t.Fatalf("a task ran at %v, before the dead replica's leases ran out at %v", first, dead.Mine[0].Expires)
 	}
-	for _, tk := range mustList(t, m) {
+	for _, tk := range mustList(t, m.Manager) {
 		waitFor(t, func() bool { cur, _ := m.Get(ctx, tk.ID); return cur.LastOutcome != "" })
 	}
 	src.wantOnceEach(t, "one recovery check after the takeover")
 }
 
-func mustList(t *testing.T, m *Manager) []*Task {
+func mustList(t *testing.T, m *tasks.Manager) []*tasks.Task {
 	t.Helper()
 	list, err := m.List(context.Background(), "console:admin")
 	if err != nil {

@@ -1,4 +1,4 @@
-package tasks
+package scheduler
 
 import (
 	"container/heap"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/store"
+	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/schedule"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
@@ -15,10 +16,10 @@ import (
 // scheduling shards (waiting while other replicas hold them all), recovers
 // interrupted work as it gains a shard (I3, I4), and sleeps until the next
 // wake-up — no polling tick. It hands its shards back before it returns.
-func (m *Manager) Run(ctx context.Context) error {
+func (s *Scheduler) Run(ctx context.Context) error {
 	done := make(chan struct{})
-	go func() { defer close(done); m.balance(ctx, m.shardLeases()) }()
-	m.loop(ctx)
+	go func() { defer close(done); s.balance(ctx, s.shardLeases()) }()
+	s.loop(ctx)
 	<-done
 	return nil
 }
@@ -26,8 +27,8 @@ func (m *Manager) Run(ctx context.Context) error {
 // recover ends interrupted attempts (I3): those never sent and those a
 // deduplicating recipient may receive again are queued again; the rest
 // become unknown, recorded in each task's run history.
-func (m *Manager) recover(ctx context.Context) error {
-	fxs, err := m.store.Ledger().Recover(ctx, store.Recovery{Alive: m.o.Alive, Replay: m.o.Replay}, m.clock.Now())
+func (s *Scheduler) recover(ctx context.Context) error {
+	fxs, err := s.store.Ledger().Recover(ctx, store.Recovery{Alive: s.o.Alive, Replay: s.o.Replay}, s.clock.Now())
 	if err != nil {
 		return fmt.Errorf("recover ledger: %w", err)
 	}
@@ -41,32 +42,25 @@ func (m *Manager) recover(ctx context.Context) error {
 		}
 	}
 	if queued > 0 {
-		m.log.Info().Int("effects", queued).Msg("interrupted pushes queued again: not sent yet, or sent to a recipient that drops repeats")
-		m.wakeDelivery()
+		s.log.Info().Int("effects", queued).Msg("interrupted pushes queued again: not sent yet, or sent to a recipient that drops repeats")
+		s.o.WakeDelivery()
 	}
-	now := m.clock.Now()
+	now := s.clock.Now()
 	for task, n := range per {
-		rec := RunRecord{ID: "run-" + randomID(4), TaskID: task, Start: now, Outcome: OutcomeInterrupted,
+		rec := tasks.RunRecord{ID: "run-" + tasks.RandomID(4), TaskID: task, Start: now, Outcome: tasks.OutcomeInterrupted,
 			Effects: n, Reason: fmt.Sprintf("%d push(es) were in flight when herald stopped; they are marked unknown and not sent again automatically", n)}
-		m.appendRun(ctx, rec)
-		m.log.Warn().Str("task", task).Int("effects", n).Msg("interrupted pushes marked unknown")
+		s.cat.RecordRun(ctx, rec)
+		s.log.Warn().Str("task", task).Int("effects", n).Msg("interrupted pushes marked unknown")
 	}
 	return nil
 }
 
 // ---------------------------------------------------------------- wake heap
 
-type wakeKind int
-
-const (
-	wakeCheck wakeKind = iota
-	wakeRemind
-)
-
 type wakeup struct {
 	at   time.Time
 	task string
-	kind wakeKind
+	due  Due
 	gen  uint64
 }
 
@@ -94,10 +88,10 @@ func (p *planner) plan(task string, check, remind time.Time) {
 	p.gen[task]++
 	g := p.gen[task]
 	if !check.IsZero() {
-		heap.Push(&p.h, wakeup{at: check, task: task, kind: wakeCheck, gen: g})
+		heap.Push(&p.h, wakeup{at: check, task: task, due: Check, gen: g})
 	}
 	if !remind.IsZero() && (check.IsZero() || remind.Before(check)) {
-		heap.Push(&p.h, wakeup{at: remind, task: task, kind: wakeRemind, gen: g})
+		heap.Push(&p.h, wakeup{at: remind, task: task, due: Remind, gen: g})
 	}
 }
 
@@ -134,44 +128,40 @@ func (p *planner) next() (time.Time, bool) {
 	return time.Time{}, false
 }
 
-func (m *Manager) loop(ctx context.Context) {
-	pool := m.startPool(ctx)
+func (s *Scheduler) loop(ctx context.Context) {
+	pool := s.startPool(ctx)
 	defer func() {
 		pool.wg.Wait()
 		// Confirmations begun go out with what they have; tasks still
 		// owed their baseline are expected again at the next start.
-		m.sendWatching(ctx, m.watching.flush())
+		s.sendWatching(ctx, s.watching.flush())
 	}()
 	p := &planner{gen: map[string]uint64{}}
-	m.planAll(ctx, p)
+	s.planAll(ctx, p)
 	for {
-		if m.replanDue() {
-			m.planAll(ctx, p)
+		if s.shards.replanDue() {
+			s.planAll(ctx, p)
 		}
-		m.dirtyMu.Lock()
-		dirty := m.dirty
-		m.dirty = map[string]bool{}
-		m.dirtyMu.Unlock()
-		for id := range dirty {
-			if m.isRunning(id) {
+		for id := range s.dirty.take() {
+			if s.running.has(id) {
 				continue // re-planned when the run ends
 			}
-			t, err := m.Get(ctx, id)
+			t, err := s.cat.Get(ctx, id)
 			if err != nil {
 				p.drop(id)
 				continue
 			}
-			m.planTask(ctx, p, t)
+			s.planTask(ctx, p, t)
 		}
-		now := m.clock.Now()
+		now := s.clock.Now()
 		for _, w := range p.due(now, pool.room()) {
-			rctx := m.runContext(w.task)
+			rctx := s.runContext(w.task)
 			if rctx == nil {
 				continue // no longer this replica's
 			}
-			if !m.enqueue(rctx, pool, w.task, w.kind) {
+			if !s.enqueue(rctx, pool, w.task, w.due) {
 				// No room after all: still due.
-				if w.kind == wakeRemind {
+				if w.due == Remind {
 					p.plan(w.task, time.Time{}, w.at)
 				} else {
 					p.plan(w.task, w.at, time.Time{})
@@ -183,12 +173,12 @@ func (m *Manager) loop(ctx context.Context) {
 		// touches its task) is what wakes the loop.
 		var timer <-chan time.Time
 		if at, ok := p.next(); ok && (at.After(now) || pool.room() > 0) {
-			timer = m.clock.After(at.Sub(now))
+			timer = s.clock.After(at.Sub(now))
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-m.wake:
+		case <-s.wake:
 		case <-timer:
 		}
 	}
@@ -198,38 +188,36 @@ func (m *Manager) loop(ctx context.Context) {
 // changes signalled before it are in what it reads: they are forgotten
 // first, so that a start after many changes (a file of new tasks) reads
 // the catalog once, not once more per task.
-func (m *Manager) planAll(ctx context.Context, p *planner) {
-	m.dirtyMu.Lock()
-	m.dirty = map[string]bool{}
-	m.dirtyMu.Unlock()
-	all, err := m.all(ctx)
+func (s *Scheduler) planAll(ctx context.Context, p *planner) {
+	s.dirty.take()
+	all, err := s.cat.All(ctx)
 	if err != nil {
-		m.log.Error().Err(err).Msg("cannot read the task catalog")
+		s.log.Error().Err(err).Msg("cannot read the task catalog")
 	}
-	var firsts []*Task
+	var firsts []*tasks.Task
 	for _, t := range all {
-		if !m.isRunning(t.ID) {
-			m.planTask(ctx, p, t)
+		if !s.running.has(t.ID) {
+			s.planTask(ctx, p, t)
 		}
-		if t.State == Active && t.LastRunEnd.IsZero() && m.mine(t.ID) {
+		if t.State == tasks.Active && t.LastRunEnd.IsZero() && s.mine(t.ID) {
 			firsts = append(firsts, t)
 		}
 	}
-	m.watching.expect(firsts)
+	s.watching.expect(firsts)
 }
 
 // planTask computes a task's next check and reminder wake-ups. An overdue
 // check (herald was down) is planned once, now (I4).
-func (m *Manager) planTask(ctx context.Context, p *planner, t *Task) {
-	if t.State != Active || !m.mine(t.ID) {
+func (s *Scheduler) planTask(ctx context.Context, p *planner, t *tasks.Task) {
+	if t.State != tasks.Active || !s.mine(t.ID) {
 		p.drop(t.ID)
-		m.baselineDone(ctx, t, false, 0) // paused or gone before its first run
+		s.baselineDone(ctx, t, false, 0) // paused or gone before its first run
 		return
 	}
-	now := m.clock.Now()
+	now := s.clock.Now()
 	check := t.NextRun
 	if check.IsZero() {
-		sched, err := schedule.Parse(t.Schedule, m.o.Zone)
+		sched, err := schedule.Parse(t.Schedule, s.o.Zone)
 		if err != nil {
 			p.drop(t.ID)
 			return
@@ -254,17 +242,13 @@ func (m *Manager) planTask(ctx context.Context, p *planner, t *Task) {
 	case t.NextRemind != nil: // known without reading the snapshot
 		remind = *t.NextRemind
 	default:
-		if b, err := m.store.Snapshots().Get(ctx, t.ID); err == nil {
+		if b, err := s.store.Snapshots().Get(ctx, t.ID); err == nil {
 			if snap, err := watch.DecodeSnapshot(b); err == nil && snap != nil {
-				if at, ok := watch.NextWake(snap, now, t.diffOptions(m.Policy().Limits)); ok {
+				if at, ok := watch.NextWake(snap, now, t.DiffOptions(s.cat.Policy().Limits)); ok {
 					remind = at
 				}
 			}
 		}
 	}
 	p.plan(t.ID, check, remind)
-}
-
-func (t *Task) diffOptions(l Limits) watch.Options {
-	return watch.Options{RemindBefore: t.RemindBefore, Include: t.Include, Exclude: t.Exclude, MaxEvents: l.MaxItemsPerRun}
 }

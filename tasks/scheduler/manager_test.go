@@ -1,4 +1,4 @@
-package tasks
+package scheduler_test
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/store"
+	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/scheduler"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -26,7 +28,7 @@ func TestI1_ConcurrentClaimsOnePush(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Add(1)
-		go func() { defer wg.Done(); r.m.runTask(context.Background(), tk.ID, wakeCheck) }()
+		go func() { defer wg.Done(); r.s.RunTask(context.Background(), tk.ID, scheduler.Check, false) }()
 	}
 	wg.Wait()
 	// Two admissions of one inbound event race the same way.
@@ -34,7 +36,7 @@ func TestI1_ConcurrentClaimsOnePush(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _ = r.m.Admit(context.Background(), Admission{Source: "hook:ci", Identity: "delivery-1",
+			_, _ = r.eng.Admitter.Admit(context.Background(), delivery.Admission{Source: "hook:ci", Identity: "delivery-1",
 				Recipients: []string{"inbox:console:alice"}, Message: delivery.Message{Kind: delivery.KindInbound, Text: "build passed"}})
 		}()
 	}
@@ -62,7 +64,7 @@ func TestI2_BaselineOf40ItemsPushesNothingThenOneNew(t *testing.T) {
 	tk := r.activeTask()
 	r.src.push(items("a", 40), nil)
 	rec := r.run(tk.ID)
-	if rec.Outcome != OutcomeBaseline {
+	if rec.Outcome != tasks.OutcomeBaseline {
 		t.Fatalf("first run outcome %q, want baseline", rec.Outcome)
 	}
 	fxItems, notices := r.effects(tk.ID)
@@ -74,7 +76,7 @@ func TestI2_BaselineOf40ItemsPushesNothingThenOneNew(t *testing.T) {
 	}
 	// Unchanged: quiet.
 	r.src.push(items("a", 40), nil)
-	if rec := r.run(tk.ID); rec.Outcome != OutcomeUnchanged || rec.Effects != 0 {
+	if rec := r.run(tk.ID); rec.Outcome != tasks.OutcomeUnchanged || rec.Effects != 0 {
 		t.Fatalf("unchanged run: outcome %q effects %d", rec.Outcome, rec.Effects)
 	}
 	r.src.push(append(items("a", 40), items("b", 1)...), nil)
@@ -113,7 +115,7 @@ func TestI3_SinkCrashMidSendBecomesUnknownOnRestart(t *testing.T) {
 
 	// Restart as a new process.
 	r.open("replica-b")
-	if err := r.m.recover(context.Background()); err != nil {
+	if err := r.s.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	fxItems, _ := r.effects(tk.ID)
@@ -127,7 +129,7 @@ func TestI3_SinkCrashMidSendBecomesUnknownOnRestart(t *testing.T) {
 		t.Fatalf("%d effects unknown after restart, want the 2 in flight", unknown)
 	}
 	runs, _ := r.m.Runs(context.Background(), tk.ID, 1)
-	if len(runs) == 0 || runs[0].Outcome != OutcomeInterrupted {
+	if len(runs) == 0 || runs[0].Outcome != tasks.OutcomeInterrupted {
 		t.Fatalf("run history does not record the interruption: %+v", runs)
 	}
 	after := newRecorder()
@@ -141,7 +143,7 @@ func TestI4_DownForTenIntervalsGetsOneRecoveryRun(t *testing.T) {
 	r := newRig(t)
 	tk := r.activeTask()
 	// Last ran ten hours ago on an hourly schedule.
-	if _, err := r.m.update(context.Background(), tk.ID, func(t *Task) error {
+	if _, err := r.m.Update(context.Background(), tk.ID, func(t *tasks.Task) error {
 		t.LastRunEnd, t.NextRun = t0.Add(-10*time.Hour), t0.Add(-9*time.Hour)
 		return nil
 	}); err != nil {
@@ -151,7 +153,7 @@ func TestI4_DownForTenIntervalsGetsOneRecoveryRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
-	go func() { r.m.Run(ctx); close(done) }()
+	go func() { r.eng.Run(ctx); close(done) }()
 	waitFor(t, func() bool { return r.src.Calls() >= 1 })
 	waitFor(t, func() bool { t2, _ := r.m.Get(ctx, tk.ID); return t2.LastOutcome != "" })
 	time.Sleep(50 * time.Millisecond)
@@ -179,7 +181,7 @@ func TestI5_TaskEditedDuringRunIsRejected(t *testing.T) {
 		}
 	}
 	rec := r.run(tk.ID)
-	if rec.Outcome != OutcomeRejected || !strings.Contains(rec.Reason, "changed") {
+	if rec.Outcome != tasks.OutcomeRejected || !strings.Contains(rec.Reason, "changed") {
 		t.Fatalf("outcome %q (%s), want rejected because the task changed", rec.Outcome, rec.Reason)
 	}
 	if _, err := r.store.Snapshots().Get(context.Background(), tk.ID); !errors.Is(err, store.ErrNotFound) {
@@ -189,7 +191,7 @@ func TestI5_TaskEditedDuringRunIsRejected(t *testing.T) {
 		t.Fatalf("a rejected run claimed %d effects", len(fx)+len(n))
 	}
 	runs, _ := r.m.Runs(context.Background(), tk.ID, 1)
-	if runs[0].Outcome != OutcomeRejected {
+	if runs[0].Outcome != tasks.OutcomeRejected {
 		t.Fatalf("history records %q", runs[0].Outcome)
 	}
 }
@@ -201,13 +203,13 @@ func TestI5_StaleEpochCommitIsRejected(t *testing.T) {
 	r.src.push(items("a", 3), nil)
 	// Another replica takes over: the lease's epoch grows past ours.
 	ctx := context.Background()
-	l, _ := r.store.Leases().Current(ctx, SchedulerLease)
+	l, _ := r.store.Leases().Current(ctx, scheduler.SchedulerLease)
 	_ = r.store.Leases().Release(ctx, l)
-	if _, err := r.store.Leases().Acquire(ctx, SchedulerLease, "replica-b", time.Minute); err != nil {
+	if _, err := r.store.Leases().Acquire(ctx, scheduler.SchedulerLease, "replica-b", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	rec := r.m.runTask(ctx, tk.ID, wakeCheck)
-	if rec.Outcome != OutcomeRejected || !strings.Contains(rec.Reason, "another replica") {
+	rec := r.s.RunTask(ctx, tk.ID, scheduler.Check, false)
+	if rec.Outcome != tasks.OutcomeRejected || !strings.Contains(rec.Reason, "another replica") {
 		t.Fatalf("outcome %q (%s), want rejected for a stale epoch", rec.Outcome, rec.Reason)
 	}
 }
@@ -220,7 +222,7 @@ func TestI6_TransientFailuresRetryAfterOneThenTwoSeconds(t *testing.T) {
 	r.src.push(nil, http500)
 	r.src.push(nil, http500)
 	r.src.push(items("a", 2), nil)
-	done := make(chan RunRecord)
+	done := make(chan tasks.RunRecord)
 	go func() { done <- r.run(tk.ID) }()
 	for i, wait := range []time.Duration{time.Second, 2 * time.Second} {
 		waitFor(t, func() bool { return r.clock.Waiters() > 0 && r.src.Calls() == i+1 })
@@ -232,14 +234,14 @@ func TestI6_TransientFailuresRetryAfterOneThenTwoSeconds(t *testing.T) {
 		r.clock.Advance(time.Millisecond)
 	}
 	rec := <-done
-	if rec.Outcome != OutcomeBaseline || rec.Attempts != 3 {
+	if rec.Outcome != tasks.OutcomeBaseline || rec.Attempts != 3 {
 		t.Fatalf("outcome %q after %d attempts, want success after 3", rec.Outcome, rec.Attempts)
 	}
 
 	r.src.push(nil, watch.Errorf(watch.Auth, "HTTP 401"))
 	before := r.src.Calls()
 	rec = r.run(tk.ID)
-	if rec.Outcome != OutcomeFailed || rec.Class != watch.Auth || r.src.Calls()-before != 1 {
+	if rec.Outcome != tasks.OutcomeFailed || rec.Class != watch.Auth || r.src.Calls()-before != 1 {
 		t.Fatalf("401: outcome %q class %q attempts %d, want one attempt classified auth", rec.Outcome, rec.Class, r.src.Calls()-before)
 	}
 }
@@ -277,60 +279,14 @@ func TestI7_250NewItemsArePushedAcrossRunsNoneLost(t *testing.T) {
 	}
 }
 
-func TestI8_ResumeAfterPolicyNarrowedIsRefused(t *testing.T) {
-	r := newRig(t)
-	ctx := context.Background()
-	// A host outside the allowed list waits for an admin.
-	other, err := r.m.Submit(ctx, Submission{Principal: "console:alice", URL: "https://example.org/feed.xml", Schedule: "every 1h"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if other.State != PendingApproval {
-		t.Fatalf("state %s, want pending approval", other.State)
-	}
-	if _, err := r.m.Approve(ctx, "console:alice", other.Request.ID); !errors.Is(err, ErrForbidden) {
-		t.Fatalf("a non-admin approved: %v", err)
-	}
-	// A host in the allowed list needs no admin; its grant rests on the list.
-	tk, err := r.m.Submit(ctx, Submission{Principal: "console:alice", URL: "https://news.example.edu/feed.xml", Schedule: "every 1h"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tk.State != Active || tk.Grant.Basis != "allowed_hosts" {
-		t.Fatalf("state %s basis %+v, want active on allowed_hosts", tk.State, tk.Grant)
-	}
-	if _, err := r.m.Pause(ctx, "console:alice", tk.ID); err != nil {
-		t.Fatal(err)
-	}
-	p := r.m.Policy()
-	p.AllowedHosts = []string{"*.other.edu"}
-	r.m.SetPolicy(p)
-	_, err = r.m.Resume(ctx, "console:alice", tk.ID)
-	if !errors.Is(err, ErrScope) || !strings.Contains(err.Error(), "news.example.edu") {
-		t.Fatalf("resume after narrowing: %v, want a scope refusal naming the host", err)
-	}
-	if got, _ := r.m.Get(ctx, tk.ID); got.State != Paused {
-		t.Fatalf("state %s after refused resume", got.State)
-	}
-}
-
-func TestI8_ChatRequestMayTargetOnlyItsChatOrInbox(t *testing.T) {
-	r := newRig(t)
-	_, err := r.m.Submit(context.Background(), Submission{Principal: "telegram:42", ReplyTo: "telegram:chat:42",
-		URL: "https://news.example.edu/feed.xml", Notify: []string{"telegram:chat:-100999"}})
-	if !errors.Is(err, ErrForbidden) {
-		t.Fatalf("targeting another chat: %v, want forbidden", err)
-	}
-}
-
 func TestI9_CancelledRunCommitsNothing(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	tk := r.activeTask()
 	r.src.push(items("a", 3), nil)
-	r.src.onFetch = func(int) { r.m.Cancel(tk.ID) }
+	r.src.onFetch = func(int) { r.s.Cancel(tk.ID) }
 	rec := r.run(tk.ID)
-	if rec.Outcome != OutcomeCancelled {
+	if rec.Outcome != tasks.OutcomeCancelled {
 		t.Fatalf("outcome %q, want cancelled", rec.Outcome)
 	}
 	if _, err := r.store.Snapshots().Get(context.Background(), tk.ID); !errors.Is(err, store.ErrNotFound) {
@@ -367,144 +323,35 @@ func TestWatchFailingAndRecoveredNoticesOnce(t *testing.T) {
 	}
 }
 
-func TestConfigDeclaredTasksFollowTheFile(t *testing.T) {
-	r := newRig(t)
-	ctx := context.Background()
-	decl := Declared{ID: "campus-news", Name: "Campus news", Source: watch.Spec{Kind: "rss", URL: "https://news.example.edu/feed.xml"},
-		Schedule: "every 30m", Notify: []string{"inbox:console:admin"}, Owner: "console:admin"}
-	if err := r.m.SetDeclared(ctx, []Declared{decl}); err != nil {
-		t.Fatal(err)
-	}
-	tk, err := r.m.Get(ctx, "campus-news")
-	if err != nil || tk.State != Active || tk.Grant == nil || tk.Grant.Basis != "config" {
-		t.Fatalf("declared task not active with a config grant: %+v %v", tk, err)
-	}
-	rev := tk.Revision
-	if err := r.m.SetDeclared(ctx, []Declared{decl}); err != nil {
-		t.Fatal(err)
-	}
-	if tk, _ = r.m.Get(ctx, "campus-news"); tk.Revision != rev {
-		t.Fatal("re-applying the same file bumped the revision")
-	}
-	decl.Schedule = "every 1h"
-	_ = r.m.SetDeclared(ctx, []Declared{decl})
-	if tk, _ = r.m.Get(ctx, "campus-news"); tk.Revision <= rev || tk.Schedule != "every 1h" {
-		t.Fatalf("edit not applied: rev %d→%d schedule %q", rev, tk.Revision, tk.Schedule)
-	}
-	_ = r.m.SetDeclared(ctx, nil)
-	if tk, _ = r.m.Get(ctx, "campus-news"); tk.State != Deleted {
-		t.Fatalf("removed from the file but state %s", tk.State)
-	}
-}
-
 func TestI2_DeclaredTaskWithNewSourceStartsFromANewBaseline(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	ctx := context.Background()
-	decl := Declared{ID: "news", Source: watch.Spec{Kind: "rss", URL: "https://news.example.edu/feed.xml"},
+	decl := tasks.Declared{ID: "news", Source: watch.Spec{Kind: "rss", URL: "https://news.example.edu/feed.xml"},
 		Schedule: "every 1h", Notify: []string{"inbox:console:admin"}, Owner: "console:admin"}
-	if err := r.m.SetDeclared(ctx, []Declared{decl}); err != nil {
+	if err := r.m.SetDeclared(ctx, []tasks.Declared{decl}); err != nil {
 		t.Fatal(err)
 	}
 	r.src.push(items("a", 5), nil)
 	r.run("news")
 	decl.Source.URL = "https://news.example.edu/other.xml"
-	if err := r.m.SetDeclared(ctx, []Declared{decl}); err != nil {
+	if err := r.m.SetDeclared(ctx, []tasks.Declared{decl}); err != nil {
 		t.Fatal(err)
 	}
 	r.src.push(items("b", 7), nil) // the other feed: all of it is new to us
-	if rec := r.run("news"); rec.Outcome != OutcomeBaseline || rec.Effects != 1 {
+	if rec := r.run("news"); rec.Outcome != tasks.OutcomeBaseline || rec.Effects != 1 {
 		t.Fatalf("first run on the new source: %q with %d effects, want a baseline with its one confirmation", rec.Outcome, rec.Effects)
 	}
 }
 
-func TestRequestIDOfADeclaredTaskNamesIt(t *testing.T) {
-	r := newRig(t)
-	ctx := context.Background()
-	decl := Declared{ID: "campus-news", Source: watch.Spec{Kind: "rss", URL: "https://news.example.edu/feed.xml"},
-		Schedule: "every 1h", Notify: []string{"inbox:console:admin"}, Owner: "console:admin"}
-	if err := r.m.SetDeclared(ctx, []Declared{decl}); err != nil {
-		t.Fatal(err)
-	}
-	tk, err := r.m.Get(ctx, "r-campus-news")
-	if err != nil || tk.ID != "campus-news" {
-		t.Fatalf("r-campus-news → %v, %v", tk, err)
-	}
-	if _, err := r.m.Get(ctx, "r-nope"); err == nil || !strings.Contains(err.Error(), "r-nope") {
-		t.Fatalf("unknown request: %v, want a message naming r-nope", err)
-	}
-}
-
-// heldAlways holds every push to alice: her inbox is held by her chat's
-// preferences.
-type heldAlways struct{}
-
-func (heldAlways) Hold(_ context.Context, address, _ string, _, _ time.Time) (time.Time, bool) {
-	return t0.Add(time.Hour), address == "console:alice"
-}
-
-// An admission handed straight to a free local worker is claimed in flight
-// with its first attempt recorded, sent once, and settled (I1, I3).
-func TestI1_AdmissionHandedToAFreeWorkerIsSentOnce(t *testing.T) {
-	r := newRig(t)
-	sink := newRecorder()
-	newDispatcher := func(h delivery.HoldPolicy) *delivery.Dispatcher {
-		d, err := delivery.NewDispatcher(delivery.Options{Ledger: r.store.Ledger(), Worker: "replica-a", Now: r.clock.Now, Holds: h,
-			Router: delivery.NewTable(delivery.TableConfig{Sinks: map[delivery.AddressKind]delivery.Sink{delivery.InboxAddr: sink}})})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { d.Run(ctx); close(done) }()
-		t.Cleanup(func() { cancel(); <-done })
-		waitFor(t, func() bool {
-			_, rel, ok := d.Reserve(ctx, "inbox:console:bob", "x")
-			if ok {
-				rel()
-			}
-			return ok
-		})
-		return d
-	}
-	r.m.o.Direct = newDispatcher(nil)
-	msg := delivery.Message{Kind: delivery.KindInbound, Text: "deploy done"}
-	res, err := r.m.Admit(context.Background(), Admission{Source: "hook:ci", Identity: "d-1", Recipients: []string{"inbox:console:alice"}, Message: msg})
-	if err != nil || len(res.Claimed) != 1 {
-		t.Fatalf("admit: %v %+v", err, res)
-	}
-	waitFor(t, func() bool {
-		fx, _ := r.store.Ledger().Get(context.Background(), res.Claimed[0])
-		return fx.State == store.Completed
-	})
-	fx, _ := r.store.Ledger().Get(context.Background(), res.Claimed[0])
-	if len(fx.Attempts) != 1 || fx.Attempts[0].By != "replica-a" || sink.count() != 1 {
-		t.Fatalf("attempts %+v, sent %d; want one attempt by the worker and one send", fx.Attempts, sink.count())
-	}
-	// A repeat of the event claims nothing and sends nothing.
-	if res, _ := r.m.Admit(context.Background(), Admission{Source: "hook:ci", Identity: "d-1", Recipients: []string{"inbox:console:alice"}, Message: msg}); len(res.Claimed) != 0 {
-		t.Fatal("a repeated event was claimed again")
-	}
-
-	// A recipient whose pushes are held is queued as usual, not handed over.
-	r.m.o.Direct = newDispatcher(heldAlways{})
-	res, err = r.m.Admit(context.Background(), Admission{Source: "hook:ci", Identity: "d-2", Recipients: []string{"inbox:console:alice"}, Message: msg})
-	if err != nil || len(res.Claimed) != 1 {
-		t.Fatalf("admit: %v %+v", err, res)
-	}
-	if fx, _ := r.store.Ledger().Get(context.Background(), res.Claimed[0]); fx.InFlight || len(fx.Attempts) != 0 {
-		t.Fatalf("a held push was handed over: %+v", fx)
-	}
-}
-
 type scopedOpener struct {
-	src   Source
+	src   tasks.Source
 	mu    sync.Mutex
-	scope Scope
+	scope tasks.Scope
 }
 
-func (o *scopedOpener) Open(watch.Spec, *time.Location) (Source, error) { return o.src, nil }
-func (o *scopedOpener) OpenScoped(_ watch.Spec, _ *time.Location, sc Scope) (Source, error) {
+func (o *scopedOpener) Open(watch.Spec, *time.Location) (tasks.Source, error) { return o.src, nil }
+func (o *scopedOpener) OpenScoped(_ watch.Spec, _ *time.Location, sc tasks.Scope) (tasks.Source, error) {
 	o.mu.Lock()
 	o.scope = sc
 	o.mu.Unlock()
@@ -517,8 +364,8 @@ func TestI8_RunsReadWithinTheGrantedScope(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	op := &scopedOpener{src: r.src}
-	r.m.o.Sources = op
-	tk, err := r.m.Submit(context.Background(), Submission{Principal: "console:admin", URL: "https://news.example.edu/feeds/main.xml", Schedule: "every 1h"})
+	r.setSources(op)
+	tk, err := r.m.Submit(context.Background(), tasks.Submission{Principal: "console:admin", URL: "https://news.example.edu/feeds/main.xml", Schedule: "every 1h"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,7 +373,7 @@ func TestI8_RunsReadWithinTheGrantedScope(t *testing.T) {
 	r.run(tk.ID)
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	if op.scope != (Scope{Host: "news.example.edu", PathPrefix: "/feeds"}) {
+	if op.scope != (tasks.Scope{Host: "news.example.edu", PathPrefix: "/feeds"}) {
 		t.Fatalf("scope %+v, want the grant's host and path prefix", op.scope)
 	}
 }

@@ -1,4 +1,4 @@
-package tasks
+package scheduler_test
 
 import (
 	"context"
@@ -6,51 +6,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/scheduler"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
-
-func TestSlotsResize(t *testing.T) {
-	s := newSlots(2)
-	ctx := context.Background()
-	for range 2 {
-		if err := s.acquire(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := make(chan struct{})
-	go func() {
-		if err := s.acquire(ctx); err == nil {
-			close(got)
-		}
-	}()
-	select {
-	case <-got:
-		t.Fatal("a third run started with two slots")
-	case <-time.After(50 * time.Millisecond):
-	}
-	s.resize(3) // a reload raising the cap starts the waiting run at once
-	<-got
-
-	s.resize(1) // lowering it lets running ones finish, starts none
-	s.release()
-	s.release()
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
-	if err := s.acquire(short); err == nil {
-		t.Fatal("a run started above the lowered cap")
-	}
-	s.release()
-	if err := s.acquire(ctx); err != nil || s.inUse() != 1 {
-		t.Fatalf("acquire after release: %v, %d in use", err, s.inUse())
-	}
-}
 
 // hostGates blocks the fetches of every host it lists until that host's
 // release channel closes.
 type hostGates map[string]*gate
 
-func (g hostGates) opener() SourceOpener {
-	return SourceOpenerFunc(func(spec watch.Spec, _ *time.Location) (Source, error) {
+func (g hostGates) opener() tasks.SourceOpener {
+	return tasks.SourceOpenerFunc(func(spec watch.Spec, _ *time.Location) (tasks.Source, error) {
 		u, err := url.Parse(spec.URL)
 		if err != nil {
 			return nil, err
@@ -66,21 +32,21 @@ func TestI7_ConcurrentRunsFollowPolicy(t *testing.T) {
 	r.own()
 	ctx := context.Background()
 	gates := hostGates{"a.example.edu": newGate("a.example.edu"), "b.example.edu": newGate("b.example.edu")}
-	r.m.o.Sources = gates.opener()
+	r.setSources(gates.opener())
 	p := r.m.Policy()
 	p.Limits.Concurrency = 1
 	r.m.SetPolicy(p)
-	submit := func(u string) *Task {
-		tk, err := r.m.Submit(ctx, Submission{Principal: "console:admin", URL: u, Schedule: "every 1h", Notify: []string{"inbox:console:admin"}})
+	submit := func(u string) *tasks.Task {
+		tk, err := r.m.Submit(ctx, tasks.Submission{Principal: "console:admin", URL: u, Schedule: "every 1h", Notify: []string{"inbox:console:admin"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return tk
 	}
 	a, b := submit("https://a.example.edu/feed"), submit("https://b.example.edu/feed")
-	r.m.startRun(ctx, a.ID, wakeCheck, false)
+	r.s.StartRun(ctx, a.ID, scheduler.Check, false)
 	<-gates["a.example.edu"].entered
-	r.m.startRun(ctx, b.ID, wakeCheck, false)
+	r.s.StartRun(ctx, b.ID, scheduler.Check, false)
 	select {
 	case <-gates["b.example.edu"].entered:
 		t.Fatal("a second run started with concurrent_runs 1")
@@ -95,5 +61,5 @@ func TestI7_ConcurrentRunsFollowPolicy(t *testing.T) {
 	}
 	close(gates["a.example.edu"].release)
 	close(gates["b.example.edu"].release)
-	r.m.waitRuns()
+	r.s.WaitRuns()
 }

@@ -1,4 +1,4 @@
-package tasks
+package scheduler
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/tasks"
 )
 
 // A baseline is confirmed with at most one short message (I2), sent
@@ -39,10 +40,10 @@ func newWatching() *watching {
 
 // expect notes tasks owed their first run at planning; tasks already
 // expected are left as they are.
-func (w *watching) expect(ts []*Task) {
+func (w *watching) expect(ts []*tasks.Task) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	per := map[string][]*Task{}
+	per := map[string][]*tasks.Task{}
 	for _, t := range ts {
 		if _, ok := w.tasks[t.ID]; ok {
 			continue
@@ -79,7 +80,7 @@ func (w *watching) collapsed(id string) bool {
 // done records that task id ran (its baseline committed with items, or
 // not: baseline false). It returns the recipients whose messages are
 // complete, each taken out.
-func (w *watching) done(t *Task, baseline bool, items int, lang func() string) map[string]watchNote {
+func (w *watching) done(t *tasks.Task, baseline bool, items int, lang func() string) map[string]watchNote {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	rs, ok := w.tasks[t.ID]
@@ -98,7 +99,7 @@ func (w *watching) done(t *Task, baseline bool, items int, lang func() string) m
 			n.sources++
 			n.items += items
 			if n.sources == 1 {
-				n.lang, n.name = lang(), t.displayName()
+				n.lang, n.name = lang(), t.DisplayName()
 			}
 		}
 		if n.left == 0 {
@@ -125,35 +126,40 @@ func (w *watching) flush() map[string]watchNote {
 	return out
 }
 
+// baselines is the Scheduler's Baselines.
+type baselines struct{ s *Scheduler }
+
+func (b baselines) Collapsed(id string) bool { return b.s.watching.collapsed(id) }
+
+func (b baselines) Done(ctx context.Context, t *tasks.Task, baseline bool, items int) {
+	b.s.baselineDone(ctx, t, baseline, items)
+}
+
 // baselineDone reports a task's first run to the collapsed confirmations
 // and sends those now complete.
-func (m *Manager) baselineDone(ctx context.Context, t *Task, baseline bool, items int) {
-	m.sendWatching(ctx, m.watching.done(t, baseline, items, func() string { return m.ownerLang(ctx, t) }))
+func (s *Scheduler) baselineDone(ctx context.Context, t *tasks.Task, baseline bool, items int) {
+	s.sendWatching(ctx, s.watching.done(t, baseline, items, func() string { return tasks.OwnerLang(ctx, s.store, t) }))
 }
 
 // sendWatching admits one "now watching" message per recipient. Its key
 // is new at each start-up: the same recipient hears once per start-up.
-func (m *Manager) sendWatching(ctx context.Context, notes map[string]watchNote) {
+func (s *Scheduler) sendWatching(ctx context.Context, notes map[string]watchNote) {
 	for r, n := range notes {
 		if n.sources == 0 {
 			continue
 		}
-		lang := 0
-		if n.lang == "zh" {
-			lang = 1
-		}
-		s := noticeText[noticeWatchingMany][lang]
-		text := fmt.Sprintf(s[1], grouped(n.sources), grouped(n.items))
+		title, format := tasks.NoticeText(tasks.NoticeWatchingMany, n.lang)
+		text := fmt.Sprintf(format, grouped(n.sources), grouped(n.items))
 		if n.sources == 1 {
-			s = noticeText[noticeBaseline][lang]
-			text = fmt.Sprintf(s[1], n.name, n.items)
+			title, format = tasks.NoticeText(tasks.NoticeBaseline, n.lang)
+			text = fmt.Sprintf(format, n.name, n.items)
 		}
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		_, err := m.Admit(actx, Admission{Source: WatchingSource, Identity: "watching|" + m.o.Holder + "|" + randomID(8),
-			Recipients: []string{r}, Message: delivery.Message{Kind: delivery.KindState, Title: s[0], Text: text}})
+		_, err := s.o.Admit.Admit(actx, delivery.Admission{Source: WatchingSource, Identity: "watching|" + s.o.Holder + "|" + tasks.RandomID(8),
+			Recipients: []string{r}, Message: delivery.Message{Kind: delivery.KindState, Title: title, Text: text}})
 		cancel()
 		if err != nil {
-			m.log.Warn().Err(err).Int("sources", n.sources).Msg("cannot admit the collapsed baseline confirmation")
+			s.log.Warn().Err(err).Int("sources", n.sources).Msg("cannot admit the collapsed baseline confirmation")
 		}
 	}
 }

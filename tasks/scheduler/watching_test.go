@@ -1,4 +1,4 @@
-package tasks
+package scheduler_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/scheduler"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -21,7 +23,7 @@ func TestI2_ManyBaselinesAtStartAreOneMessagePerRecipient(t *testing.T) {
 	p.Limits.Concurrency = 16
 	r.m.SetPolicy(p)
 	r.src.push(items("a", 3), nil)
-	to := func(decls []Declared, recipient string) []Declared {
+	to := func(decls []tasks.Declared, recipient string) []tasks.Declared {
 		for i := range decls {
 			decls[i].Notify = []string{recipient}
 		}
@@ -32,7 +34,7 @@ func TestI2_ManyBaselinesAtStartAreOneMessagePerRecipient(t *testing.T) {
 		decls[i].Notify = []string{"inbox:console:admin"}
 		decls[i].Source.URL = fmt.Sprintf("https://a%d.example.edu/feed.xml", i)
 	}
-	alone := Declared{ID: "alone", Source: watch.Spec{Kind: "rss", URL: "https://c.example.edu/feed.xml"},
+	alone := tasks.Declared{ID: "alone", Source: watch.Spec{Kind: "rss", URL: "https://c.example.edu/feed.xml"},
 		Schedule: "every 1h", Notify: []string{"inbox:console:carol"}, Owner: "console:admin"}
 	decls = append(decls, alone)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -40,16 +42,16 @@ func TestI2_ManyBaselinesAtStartAreOneMessagePerRecipient(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	go func() { r.m.Run(ctx); close(done) }()
+	go func() { r.eng.Run(ctx); close(done) }()
 	waitFor(t, func() bool {
-		fxs, _ := r.store.Ledger().List(context.Background(), WatchingSource, 0)
+		fxs, _ := r.store.Ledger().List(context.Background(), scheduler.WatchingSource, 0)
 		return len(fxs) == 2
 	})
-	waitFor(t, func() bool { return r.src.Calls() == len(decls) && r.m.runningCount() == 0 })
+	waitFor(t, func() bool { return r.src.Calls() == len(decls) && r.s.RunningCount() == 0 })
 	cancel()
 	<-done
 
-	fxs, _ := r.store.Ledger().List(context.Background(), WatchingSource, 0)
+	fxs, _ := r.store.Ledger().List(context.Background(), scheduler.WatchingSource, 0)
 	got := map[string]string{}
 	for _, fx := range fxs {
 		got[fx.Recipient] = decodeMsg(t, fx).Text
@@ -83,19 +85,19 @@ func TestI2_ManyBaselinesAtStartAreOneMessagePerRecipient(t *testing.T) {
 func TestI2_StopDuringBaselinesSendsTheConfirmationBegun(t *testing.T) {
 	r := newRig(t)
 	g := &gatedSource{gate: make(chan struct{})}
-	r.m.o.Sources = SourceOpenerFunc(func(watch.Spec, *time.Location) (Source, error) { return g, nil })
+	r.setSources(tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) { return g, nil }))
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := r.m.SetDeclared(ctx, manyDeclared(10, "")); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	go func() { r.m.Run(ctx); close(done) }()
+	go func() { r.eng.Run(ctx); close(done) }()
 	waitFor(t, func() bool { return g.calls.Load() >= 1 })
 	g.gate <- struct{}{} // one baseline completes
 	waitFor(t, func() bool {
-		all, _ := r.m.all(context.Background())
+		all, _ := r.m.All(context.Background())
 		for _, tk := range all {
-			if tk.LastOutcome == OutcomeBaseline {
+			if tk.LastOutcome == tasks.OutcomeBaseline {
 				return true
 			}
 		}
@@ -103,7 +105,7 @@ func TestI2_StopDuringBaselinesSendsTheConfirmationBegun(t *testing.T) {
 	})
 	cancel()
 	<-done
-	fxs, _ := r.store.Ledger().List(context.Background(), WatchingSource, 0)
+	fxs, _ := r.store.Ledger().List(context.Background(), scheduler.WatchingSource, 0)
 	if len(fxs) != 1 || !strings.HasPrefix(decodeMsg(t, fxs[0]).Text, "Now watching bulk-") {
 		t.Fatalf("confirmations after the stop: %d", len(fxs))
 	}

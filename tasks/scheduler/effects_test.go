@@ -1,4 +1,4 @@
-package tasks
+package scheduler_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/tasks"
 )
 
 // A feed item retitled (and one whose due time moved) between two runs
@@ -20,7 +21,7 @@ func TestChangedEffectCarriesWhatTheItemWas(t *testing.T) {
 	before := items("a", 3)
 	before[2].Due = due
 	r.src.push(before, nil)
-	if rec := r.run(tk.ID); rec.Outcome != OutcomeBaseline {
+	if rec := r.run(tk.ID); rec.Outcome != tasks.OutcomeBaseline {
 		t.Fatalf("first run outcome %q, want baseline", rec.Outcome)
 	}
 

@@ -644,10 +644,18 @@ func listTasks(t *testing.T, dataDir string) map[string]taskRow {
 	return out
 }
 
-// waitBaseline waits until the declared task has finished a run.
+// waitBaseline waits until the declared task has finished a run. A run
+// that committed nothing (refused because the task changed under it, or
+// cut short) is not one: the scheduler checks the task again at once.
 func waitBaseline(t *testing.T, dataDir, id string) {
 	t.Helper()
-	eventually(t, id+" has run", func() bool { return listTasks(t, dataDir)[id].LastOutcome != "" })
+	eventually(t, id+" has run", func() bool {
+		switch listTasks(t, dataDir)[id].LastOutcome {
+		case "", "rejected", "cancelled", "interrupted":
+			return false
+		}
+		return true
+	})
 }
 
 // localService is the start of a test service's config: listening on

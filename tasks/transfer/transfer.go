@@ -76,11 +76,8 @@ var _ text.Coded = problem{}
 // brackets).
 func (row *Row) explain(why error) {
 	row.Why, row.Detail, row.DetailZh = why, why.Error(), why.Error()
-	var ue *tasks.UserError
 	if zh, ok := text.Error("zh", why); ok {
 		row.DetailZh = zh
-	} else if errors.As(why, &ue) {
-		row.DetailZh = ue.Zh // until the manager's errors carry codes
 	}
 	row.DetailZh = strings.TrimRight(row.DetailZh, ideographicFullStop)
 }

@@ -58,7 +58,7 @@ func OwnerLang(ctx context.Context, st store.Store, t *Task) string {
 		if chat == "" {
 			continue
 		}
-		if p, err := prefs.Get(ctx, chat); err == nil && (p.Lang == "en" || p.Lang == "zh") {
+		if p, err := prefs.Get(ctx, chat); err == nil && render.Speaks(p.Lang) {
 			return p.Lang
 		}
 	}

@@ -58,4 +58,7 @@ func TestEveryOwnerNoticeHasEveryLanguage(t *testing.T) {
 	if title, _ := OwnerNotice("fr", NoticeFailing); title != en.notices[NoticeFailing].title {
 		t.Errorf("a language without a phrasebook got %q, want English", title)
 	}
+	if !Speaks(LangEN) || !Speaks(LangZH) || Speaks("fr") || Speaks("") {
+		t.Error("Speaks does not follow the phrasebooks")
+	}
 }

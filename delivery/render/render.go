@@ -73,6 +73,9 @@ func OwnerNotice(lang, name string) (title, format string) {
 // (en.go, zh.go); English is the fallback.
 var phrasebooks = map[string]*words{LangEN: &en, LangZH: &zh}
 
+// Speaks reports whether lang has a phrasebook of its own.
+func Speaks(lang string) bool { _, ok := phrasebooks[lang]; return ok }
+
 func phrasebook(lang string) words {
 	if w, ok := phrasebooks[lang]; ok {
 		return *w

@@ -199,7 +199,9 @@ func (e *UserError) Coded() (code string, args []any, english string) {
 // userErr makes a UserError of kind: its code, and its English as a fmt
 // format over args. Every user-facing error of the manager is made here;
 // a test checks that each call names a code of ErrorCodes and that its
-// English uses every argument.
+// English uses every argument. A catalogue words a coded error among args
+// in its own language; one whose message is to be quoted as it is goes in
+// as err.Error().
 func userErr(kind error, code, en string, args ...any) error {
 	return &UserError{Kind: kind, Code: code, Args: args, Msg: fmt.Sprintf(en, args...)}
 }

@@ -18,19 +18,19 @@ func (t *turn) failed(err error) []Reply {
 }
 
 // errText is the chat text of an error: a coded error as the catalogue
-// words it, the manager's plain message in the chat's language (the
-// manager still writes both for the errors it has not coded), or a short
-// generic one. It never shows internals, a URL's query, or a secret (I10).
+// words it (the manager's refusals are whole sentences there; its own
+// English message is made one), or a short generic one. It never shows
+// internals, a URL's query, or a secret (I10).
 func (t *turn) errText(err error) string {
-	if msg, ok := text.Error(t.lang, err); ok {
-		return Redact(sentence(msg))
-	}
 	var ue *tasks.UserError
 	if errors.As(err, &ue) {
-		if t.zh() && ue.Zh != "" {
-			return Redact(ue.Zh)
+		if msg, _ := text.Error(t.lang, ue); msg != ue.Msg {
+			return Redact(msg)
 		}
 		return Redact(sentence(ue.Msg))
+	}
+	if msg, ok := text.Error(t.lang, err); ok {
+		return Redact(sentence(msg))
 	}
 	switch {
 	case errors.Is(err, tasks.ErrNotFound), errors.Is(err, store.ErrNotFound):

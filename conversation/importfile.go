@@ -75,8 +75,6 @@ func importText(lang string, rows []transfer.Row) string {
 		detail := r.Detail
 		if msg, ok := text.Error(lang, r.Why); ok {
 			detail = strings.TrimRight(msg, ideographicFullStop) // shown in brackets: no full stop
-		} else if lang == "zh" {
-			detail = r.DetailZh // a refusal of the manager's, worded by it
 		}
 		if r.Task != "" {
 			detail += " " + r.Task

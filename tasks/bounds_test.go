@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-bridge/herald/conversation/text"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -18,7 +19,8 @@ func refusal(t *testing.T, err error) (en, zh string) {
 	if !errors.Is(err, ErrLimit) || !errors.As(err, &ue) {
 		t.Fatalf("got %v, want an ErrLimit refusal", err)
 	}
-	return ue.Msg, ue.Zh
+	zh, _ = text.Error("zh", err)
+	return ue.Msg, zh
 }
 
 // One principal's tasks stop at max_tasks_per_owner while others may still

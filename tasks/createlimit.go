@@ -111,12 +111,12 @@ func (m *Manager) createWithinLimit(ctx context.Context, t *Task, limits Limits,
 // limitErr says which bound a new task would pass, with the numbers, or nil.
 func limitErr(n liveCount, l Limits) error {
 	if n.owner >= l.MaxTasksPerOwner {
-		return userErr(ErrLimit, "your tasks are at the limit for one person: %d of %d; delete one first",
-			"你的任务数已达每人上限：%d / %d 个；请先删除一个。", n.owner, l.MaxTasksPerOwner)
+		return userErr(ErrLimit, "owner_task_limit", "your tasks are at the limit for one person: %d of %d; delete one first",
+			n.owner, l.MaxTasksPerOwner)
 	}
 	if n.total >= l.MaxTasks {
-		return userErr(ErrLimit, "herald's tasks are at their limit in all: %d of %d; ask an admin to delete some first",
-			"任务总数已达上限：%d / %d 个；请联系管理员先删除一些。", n.total, l.MaxTasks)
+		return userErr(ErrLimit, "task_limit", "herald's tasks are at their limit in all: %d of %d; ask an admin to delete some first",
+			n.total, l.MaxTasks)
 	}
 	return nil
 }
@@ -153,8 +153,7 @@ func releaseCreateLease(ctx context.Context, leases store.Leases, l store.Lease,
 }
 
 func busyErr() error {
-	return userErr(ErrBusy, "herald is busy with other new tasks; try again in a moment",
-		"正在处理其他新任务，请稍后再试。")
+	return userErr(ErrBusy, "busy", "herald is busy with other new tasks; try again in a moment")
 }
 
 // createTask stores t under a new id, with its write fenced by f.

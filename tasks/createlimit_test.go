@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/herald-bridge/herald/conversation/text"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/bolt"
 	heraldredis "github.com/herald-bridge/herald/store/redis"
@@ -208,8 +209,8 @@ wait:
 	if !errors.As(err, &ue) || !errors.Is(err, ErrBusy) || !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("got %v, want a UserError of ErrBusy (store unavailable)", err)
 	}
-	if ue.Msg == "" || ue.Zh == "" {
-		t.Fatalf("busy error texts %q / %q", ue.Msg, ue.Zh)
+	if zh, _ := text.Error("zh", err); ue.Msg == "" || zh == "" || zh == ue.Msg {
+		t.Fatalf("busy error texts %q / %q", ue.Msg, zh)
 	}
 	if live, err := liveTasks(ctx, r.m); err != nil || live != 0 {
 		t.Fatalf("%d live tasks (%v) after a refused request", live, err)

@@ -162,7 +162,7 @@ func (m *Manager) editDeclared(ctx context.Context, d Declared, now time.Time) e
 func replan(t *Task, zone *time.Location, now time.Time) error {
 	sched, err := schedule.Parse(t.Schedule, zone)
 	if err != nil {
-		return userErr(ErrInvalid, "the schedule %q cannot be read: %v", "无法识别时间安排 %q（%v）。", t.Schedule, err)
+		return userErr(ErrInvalid, "declared_bad_schedule", "the schedule %q cannot be read: %v", t.Schedule, err.Error())
 	}
 	if t.LastRunEnd.IsZero() {
 		if t.State == Active {

@@ -33,12 +33,10 @@ func (p Policy) checkDownloadScope(t *Task) error {
 		return nil
 	}
 	if t.Grant.Dir != dir {
-		return userErr(ErrScope, "the download directory changed since approval; it needs a new approval",
-			"批准之后下载目录变了；需要重新批准。")
+		return userErr(ErrScope, "download_dir_changed", "the download directory changed since approval; it needs a new approval")
 	}
 	if err := download.CheckDir(dir, p.DownloadRoots); err != nil {
-		return userErr(ErrScope, "the download directory is no longer allowed (%v); it needs a new approval",
-			"下载目录已不再允许（%v）；需要重新批准。", err)
+		return userErr(ErrScope, "download_dir_not_allowed", "the download directory is no longer allowed (%v); it needs a new approval", err)
 	}
 	return nil
 }
@@ -86,8 +84,7 @@ func (m *Manager) Downloads(ctx context.Context, who, id string) ([]download.Kep
 		return nil, err
 	}
 	if !m.mayManage(who, t) {
-		return nil, userErr(ErrForbidden, "only the task's owner or an admin can see its files",
-			"只有任务的创建者或管理员可以查看它的文件。")
+		return nil, userErr(ErrForbidden, "files_forbidden", "only the task's owner or an admin can see its files")
 	}
 	fxs, err := m.store.Ledger().List(ctx, t.ID, 0)
 	if err != nil {

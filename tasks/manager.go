@@ -293,24 +293,20 @@ func (m *Manager) Preview(s Submission) (*Task, error) {
 // build checks s against the policy p and makes its task.
 func (m *Manager) build(p Policy, s Submission) (*Task, error) {
 	if !p.MayRequest(s.Principal) {
-		return nil, userErr(ErrForbidden, "you are not allowed to request watches; ask an admin",
-			"你没有申请关注的权限；请联系管理员。")
+		return nil, userErr(ErrForbidden, "may_not_request", "you are not allowed to request watches; ask an admin")
 	}
 	u, err := url.Parse(strings.TrimSpace(s.URL))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, userErr(ErrInvalid, "that is not a web address I can watch (it must start with http:// or https://)",
-			"这不是可以关注的网址（必须以 http:// 或 https:// 开头）。")
+		return nil, userErr(ErrInvalid, "not_web_address", "that is not a web address I can watch (it must start with http:// or https://)")
 	}
 	if u.User != nil {
-		return nil, userErr(ErrInvalid, "please leave credentials out of the URL", "请不要把账号密码写在网址里。")
+		return nil, userErr(ErrInvalid, "credentials_in_url", "please leave credentials out of the URL")
 	}
 	if !source.Valid(s.Kind) {
-		return nil, userErr(ErrInvalid, "unknown kind %q: use %s", "未知的类型 %q；请用 %s。", s.Kind,
-			Text{En: source.List("", "", ", ", " or "), Zh: source.List("", "", "、", " 或 ")})
+		return nil, userErr(ErrInvalid, "unknown_kind", "unknown kind %q: use %s", s.Kind, kindChoices{})
 	}
 	if (len(s.Courses) > 0 || s.StoredToken) && !source.TakesToken(s.Kind) {
-		return nil, userErr(ErrInvalid, "courses and access tokens belong to course sites (canvas, moodle)",
-			"课程和访问令牌只适用于课程网站（canvas、moodle）。")
+		return nil, userErr(ErrInvalid, "token_not_for_kind", "courses and access tokens belong to course sites (canvas, moodle)")
 	}
 	if s.Schedule == "" && s.Parsed == nil {
 		s.Schedule = "every 1h"
@@ -320,8 +316,7 @@ func (m *Manager) build(p Policy, s Submission) (*Task, error) {
 		sched, err = schedule.Parse(s.Schedule, m.o.Zone)
 	}
 	if err != nil {
-		return nil, userErr(ErrInvalid, "I could not read the schedule: %v",
-			"无法识别时间安排（%v）；例如 every 1h 或 daily 08:00。", err)
+		return nil, userErr(ErrInvalid, "bad_schedule", "I could not read the schedule: %v", err.Error())
 	}
 	notify := s.Notify
 	if len(notify) == 0 {
@@ -420,11 +415,11 @@ func (m *Manager) mayManage(who string, t *Task) bool {
 func (m *Manager) Approve(ctx context.Context, who, id string) (*Task, error) {
 	p := m.Policy()
 	if who != "" && !p.IsAdmin(who) {
-		return nil, userErr(ErrForbidden, "only an admin can approve requests", "只有管理员可以批准申请。")
+		return nil, userErr(ErrForbidden, "approve_admin_only", "only an admin can approve requests")
 	}
 	t, err := m.Update(ctx, id, func(t *Task) error {
 		if t.State != PendingApproval {
-			return userErr(ErrState, "request %s is already %s", "申请 %s 已经是“%s”状态。", t.Request.ID, StateText(t.State))
+			return userErr(ErrState, "request_decided", "request %s is already %s", t.Request.ID, StateText(t.State))
 		}
 		basis := "admin"
 		if u, err := url.Parse(t.Source.URL); err == nil && p.HostAllowed(u.Host) {
@@ -443,11 +438,11 @@ func (m *Manager) Approve(ctx context.Context, who, id string) (*Task, error) {
 // Reject rejects a pending request (admins only).
 func (m *Manager) Reject(ctx context.Context, who, id, reason string) (*Task, error) {
 	if who != "" && !m.Policy().IsAdmin(who) {
-		return nil, userErr(ErrForbidden, "only an admin can reject requests", "只有管理员可以拒绝申请。")
+		return nil, userErr(ErrForbidden, "reject_admin_only", "only an admin can reject requests")
 	}
 	t, err := m.Update(ctx, id, func(t *Task) error {
 		if t.State != PendingApproval {
-			return userErr(ErrState, "request %s is already %s", "申请 %s 已经是“%s”状态。", t.Request.ID, StateText(t.State))
+			return userErr(ErrState, "request_decided", "request %s is already %s", t.Request.ID, StateText(t.State))
 		}
 		t.State = Rejected
 		t.Decision = &Decision{By: who, At: m.clock.Now(), Reason: reason}
@@ -464,7 +459,7 @@ func (m *Manager) Reject(ctx context.Context, who, id, reason string) (*Task, er
 func (m *Manager) Pause(ctx context.Context, who, id string) (*Task, error) {
 	return m.transition(ctx, who, id, "paused", func(t *Task) error {
 		if t.State != Active && t.State != Errored {
-			return userErr(ErrState, "task %s is %s, not active", "任务 %s 当前为“%s”，不在运行中。", t.ID, StateText(t.State))
+			return userErr(ErrState, "not_active", "task %s is %s, not active", t.ID, StateText(t.State))
 		}
 		t.State = Paused
 		return nil
@@ -476,7 +471,7 @@ func (m *Manager) Resume(ctx context.Context, who, id string) (*Task, error) {
 	p := m.Policy()
 	return m.transition(ctx, who, id, "resumed", func(t *Task) error {
 		if t.State != Paused && t.State != Errored {
-			return userErr(ErrState, "task %s is %s, not paused", "任务 %s 当前为“%s”，没有暂停。", t.ID, StateText(t.State))
+			return userErr(ErrState, "not_paused", "task %s is %s, not paused", t.ID, StateText(t.State))
 		}
 		if err := p.checkScope(t); err != nil {
 			return err
@@ -492,7 +487,7 @@ func (m *Manager) Resume(ctx context.Context, who, id string) (*Task, error) {
 func (m *Manager) Delete(ctx context.Context, who, id string) (*Task, error) {
 	return m.transition(ctx, who, id, "deleted", func(t *Task) error {
 		if t.State == Deleted {
-			return userErr(ErrState, "task %s is already deleted", "任务 %s 已经删除了。", t.ID)
+			return userErr(ErrState, "already_deleted", "task %s is already deleted", t.ID)
 		}
 		t.State = Deleted
 		return nil
@@ -502,7 +497,7 @@ func (m *Manager) Delete(ctx context.Context, who, id string) (*Task, error) {
 func (m *Manager) transition(ctx context.Context, who, id, what string, fn func(t *Task) error) (*Task, error) {
 	t, err := m.Update(ctx, id, func(t *Task) error {
 		if !m.mayManage(who, t) {
-			return userErr(ErrForbidden, "only the task's owner or an admin can do that", "只有任务的创建者或管理员可以这样做。")
+			return userErr(ErrForbidden, "owner_or_admin", "only the task's owner or an admin can do that")
 		}
 		return fn(t)
 	})

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/store"
+	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -176,58 +177,104 @@ var (
 	ErrBusy = fmt.Errorf("busy creating another task: %w", store.ErrUnavailable)
 )
 
-// UserError is an error with a plain message for people, in English and
-// in Chinese, wrapping one of the sentinels above. Both texts are written
-// where the error is made, so rewording one cannot silently lose the other.
+// UserError is an error with a plain message for people, wrapping one of
+// the sentinels above. Its English is written where the error is made;
+// other languages word it by its code ("tasks.<code>" in the
+// conversation's catalogues, which words it with Args).
 type UserError struct {
 	Kind error
+	Code string // stable, lower_snake; the same code always reads the same
+	Args []any  // what its wording takes, in the English format's order
 	Msg  string // English, lower case and without a final full stop
-	Zh   string // Chinese, a complete sentence
 }
 
 func (e *UserError) Error() string { return e.Msg }
 func (e *UserError) Unwrap() error { return e.Kind }
 
-// Text is a word or phrase in both languages, for UserError arguments that
-// read differently in each (a task state).
-type Text struct{ En, Zh string }
-
-// userErr makes a UserError. en and zh are fmt formats over the same args;
-// a Text argument is formatted in the language of the format it fills.
-// Every user-facing error of the manager is made here (a test checks that
-// each call gives both texts and that both use every argument).
-func userErr(kind error, en, zh string, args ...any) error {
-	return &UserError{Kind: kind, Msg: fmt.Sprintf(en, inLang(args, false)...), Zh: fmt.Sprintf(zh, inLang(args, true)...)}
+// Coded gives the error's catalogue code, its arguments and its English.
+func (e *UserError) Coded() (code string, args []any, english string) {
+	return "tasks." + e.Code, e.Args, e.Msg
 }
 
-// inLang replaces each Text in args by its English or Chinese form.
-func inLang(args []any, zh bool) []any {
-	out := make([]any, len(args))
-	for i, a := range args {
-		if t, ok := a.(Text); ok {
-			a = t.En
-			if zh {
-				a = t.Zh
-			}
-		}
-		out[i] = a
+// userErr makes a UserError of kind: its code, and its English as a fmt
+// format over args. Every user-facing error of the manager is made here;
+// a test checks that each call names a code of ErrorCodes and that its
+// English uses every argument. A catalogue words a coded error among args
+// in its own language; one whose message is to be quoted as it is goes in
+// as err.Error().
+func userErr(kind error, code, en string, args ...any) error {
+	return &UserError{Kind: kind, Code: code, Args: args, Msg: fmt.Sprintf(en, args...)}
+}
+
+// ErrorCodes are the codes of every UserError the manager makes, each
+// worded by the catalogues as "tasks.<code>"; a test keeps this list and
+// the manager's calls in step.
+func ErrorCodes() []string {
+	return []string{
+		"already_deleted",
+		"approve_admin_only",
+		"bad_address",
+		"bad_schedule",
+		"bad_url",
+		"busy",
+		"cannot_run",
+		"credentials_in_url",
+		"declared_bad_schedule",
+		"download_dir_changed",
+		"download_dir_not_allowed",
+		"files_forbidden",
+		"host_not_allowed",
+		"host_not_auto_approved",
+		"may_not_request",
+		"no_approval",
+		"no_recipient",
+		"no_such_task",
+		"not_active",
+		"not_owner",
+		"not_paused",
+		"not_web_address",
+		"outside_approval",
+		"owner_changed",
+		"owner_may_not_request",
+		"owner_or_admin",
+		"owner_task_limit",
+		"recipient_added",
+		"recipient_admin_only",
+		"recipient_gone",
+		"recipient_not_yours",
+		"redeliver_admin_only",
+		"redeliver_forbidden",
+		"reject_admin_only",
+		"request_decided",
+		"run_forbidden",
+		"run_not_owner",
+		"source_unreadable",
+		"state_forbids",
+		"task_limit",
+		"task_url_invalid",
+		"token_not_for_kind",
+		"unknown_kind",
 	}
-	return out
 }
 
-var stateZh = map[State]string{
-	PendingApproval: "待批准", Active: "运行中", Paused: "已暂停", Errored: "出错",
-	Done: "已完成", Rejected: "已拒绝", Deleted: "已删除",
-}
+// Word is a word a UserError carries that reads differently in each
+// language (a task state): its English, and the key a catalogue words it
+// by.
+type Word struct{ En, Key string }
 
-// StateText names a state in both languages, for people.
-func StateText(s State) Text {
-	t := Text{En: stateWord(s), Zh: stateZh[s]}
-	if t.Zh == "" {
-		t.Zh = t.En
-	}
-	return t
-}
+func (w Word) String() string  { return w.En }
+func (w Word) TextKey() string { return w.Key }
+
+// StateText names a state for people: in English, and by its catalogue
+// key ("state.paused").
+func StateText(s State) Word { return Word{En: stateWord(s), Key: "state." + string(s)} }
+
+// kindChoices are the source kinds as alternatives: "rss, ical, json or
+// html" in English; other languages join them their own way.
+type kindChoices struct{}
+
+func (kindChoices) String() string    { return source.List("", "", ", ", " or ") }
+func (kindChoices) Choices() []string { return source.Names() }
 
 // DiffOptions are the options a run compares t's source under.
 func (t *Task) DiffOptions(l Limits) watch.Options {

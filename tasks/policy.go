@@ -122,7 +122,7 @@ func (p Policy) autoApproved(principal, host string) bool {
 func grantFor(t *Task, by, basis string) (*Grant, error) {
 	u, err := url.Parse(t.Source.URL)
 	if err != nil || u.Host == "" {
-		return nil, userErr(ErrInvalid, "the URL %q is not valid", "网址 %q 无效。", t.Source.URL)
+		return nil, userErr(ErrInvalid, "bad_url", "the URL %q is not valid", t.Source.URL)
 	}
 	prefix := path.Dir(u.Path)
 	if u.Path == "" || strings.HasSuffix(u.Path, "/") {
@@ -146,26 +146,23 @@ func grantFor(t *Task, by, basis string) (*Grant, error) {
 func (p Policy) checkScope(t *Task) error {
 	g := t.Grant
 	if g == nil {
-		return userErr(ErrScope, "task %s has no approval; it needs /approve %s",
-			"任务 %s 还没有获得批准；需要管理员用 /approve %s 批准。", t.ID, t.Request.ID)
+		return userErr(ErrScope, "no_approval", "task %s has no approval; it needs /approve %s", t.ID, t.Request.ID)
 	}
 	u, err := url.Parse(t.Source.URL)
 	if err != nil {
-		return userErr(ErrScope, "the task's URL is not valid", "任务的网址无效；需要重新批准。")
+		return userErr(ErrScope, "task_url_invalid", "the task's URL is not valid")
 	}
 	host := strings.ToLower(u.Host)
 	if host != g.Host || !strings.HasPrefix(u.Path, g.PathPrefix) {
-		return userErr(ErrScope, "the URL on %s is outside what was approved (%s%s); it needs a new approval",
-			"%s 上的网址超出了已批准的范围（%s%s）；需要重新批准。", host, g.Host, g.PathPrefix)
+		return userErr(ErrScope, "outside_approval", "the URL on %s is outside what was approved (%s%s); it needs a new approval",
+			host, g.Host, g.PathPrefix)
 	}
 	if t.Owner != g.Owner {
-		return userErr(ErrScope, "the task's owner changed since approval; it needs a new approval",
-			"批准之后任务的创建者变了；需要重新批准。")
+		return userErr(ErrScope, "owner_changed", "the task's owner changed since approval; it needs a new approval")
 	}
 	for _, r := range t.Notify {
 		if !slices.Contains(g.Recipients, r) {
-			return userErr(ErrScope, "a recipient was added since approval; it needs a new approval",
-				"批准之后新增了接收方；需要重新批准。")
+			return userErr(ErrScope, "recipient_added", "a recipient was added since approval; it needs a new approval")
 		}
 	}
 	if err := p.checkDownloadScope(t); err != nil {
@@ -175,24 +172,23 @@ func (p Policy) checkScope(t *Task) error {
 		return nil
 	}
 	if !p.MayRequest(t.Owner) {
-		return userErr(ErrScope, "%s may no longer request tasks under the current policy",
-			"按当前策略，%s 已不能申请任务。", t.Owner)
+		return userErr(ErrScope, "owner_may_not_request", "%s may no longer request tasks under the current policy", t.Owner)
 	}
 	switch g.Basis {
 	case "allowed_hosts":
 		if !p.HostAllowed(host) {
-			return userErr(ErrScope, "the host %s is no longer in the allowed list; an admin can approve it again with /approve %s",
-				"主机 %s 已不在允许列表中；管理员可以用 /approve %s 重新批准。", host, t.Request.ID)
+			return userErr(ErrScope, "host_not_allowed", "the host %s is no longer in the allowed list; an admin can approve it again with /approve %s",
+				host, t.Request.ID)
 		}
 	case "auto_approve":
 		if !p.autoApproved(t.Owner, host) && !p.HostAllowed(host) {
-			return userErr(ErrScope, "the host %s is no longer auto-approved for %s; an admin can approve it with /approve %s",
-				"主机 %s 已不再为 %s 自动批准；管理员可以用 /approve %s 批准。", host, t.Owner, t.Request.ID)
+			return userErr(ErrScope, "host_not_auto_approved", "the host %s is no longer auto-approved for %s; an admin can approve it with /approve %s",
+				host, t.Owner, t.Request.ID)
 		}
 	}
 	for _, r := range t.Notify {
 		if !delivery.IsLiteral(r) && !p.Named[r] {
-			return userErr(ErrScope, "the recipient %s no longer exists", "接收方 %s 已不存在。", r)
+			return userErr(ErrScope, "recipient_gone", "the recipient %s no longer exists", r)
 		}
 	}
 	return nil
@@ -208,18 +204,17 @@ func (p Policy) mayTarget(s Submission, r string) error {
 		return nil
 	case !delivery.IsLiteral(r):
 		if !p.Named[r] {
-			return userErr(ErrInvalid, "there is no recipient named %s", "没有名为 %s 的接收方。", r)
+			return userErr(ErrInvalid, "no_recipient", "there is no recipient named %s", r)
 		}
 		if !p.IsAdmin(s.Principal) {
-			return userErr(ErrForbidden, "only an admin can send to %s", "只有管理员可以推送到 %s。", r)
+			return userErr(ErrForbidden, "recipient_admin_only", "only an admin can send to %s", r)
 		}
 		return nil
 	case p.IsAdmin(s.Principal):
 		if _, err := delivery.ParseAddress(r); err != nil {
-			return userErr(ErrInvalid, "%v", "接收地址无效（%v）。", err)
+			return userErr(ErrInvalid, "bad_address", "%v", err)
 		}
 		return nil
 	}
-	return userErr(ErrForbidden, "you can only have pushes sent to this chat or your inbox",
-		"只能推送到本聊天或你的收件箱。")
+	return userErr(ErrForbidden, "recipient_not_yours", "you can only have pushes sent to this chat or your inbox")
 }

@@ -28,8 +28,7 @@ func (m *Manager) Get(ctx context.Context, id string) (*Task, error) {
 		}
 		return decodeTask(rec.Value, rec.Revision)
 	}
-	return nil, userErr(ErrNotFound, "there is no task or request %s",
-		"没有编号为 %s 的任务或申请；发送 /tasks 查看。", typed)
+	return nil, userErr(ErrNotFound, "no_such_task", "there is no task or request %s", typed)
 }
 
 // taskID returns the task id that id names (see Get), or id itself.
@@ -124,11 +123,10 @@ func (m *Manager) Redeliver(ctx context.Context, who, key string) (store.Effect,
 	}
 	if t, err := m.Get(ctx, fx.TaskID); err == nil {
 		if !m.mayManage(who, t) {
-			return fx, userErr(ErrForbidden, "only the task's owner or an admin can redeliver its effects",
-				"只有任务的创建者或管理员可以重新投递它的推送。")
+			return fx, userErr(ErrForbidden, "redeliver_forbidden", "only the task's owner or an admin can redeliver its effects")
 		}
 	} else if !m.Policy().IsAdmin(who) && who != "" {
-		return fx, userErr(ErrForbidden, "only an admin can redeliver this effect", "只有管理员可以重新投递这条推送。")
+		return fx, userErr(ErrForbidden, "redeliver_admin_only", "only an admin can redeliver this effect")
 	}
 	fx, _, err = delivery.Redeliver(ctx, m.store.Ledger(), key, who, m.clock.Now())
 	if err != nil {

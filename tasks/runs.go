@@ -20,11 +20,10 @@ func (m *Manager) RunNow(ctx context.Context, who, id string) (RunRecord, error)
 		return RunRecord{}, err
 	}
 	if !m.mayManage(who, t) {
-		return RunRecord{}, userErr(ErrForbidden, "only the task's owner or an admin can run it",
-			"只有任务的创建者或管理员可以运行它。")
+		return RunRecord{}, userErr(ErrForbidden, "run_forbidden", "only the task's owner or an admin can run it")
 	}
 	if t.State != Active && t.State != Errored && t.State != Paused {
-		return RunRecord{}, userErr(ErrState, "task %s is %s", "任务 %s 当前为“%s”，不能运行。", t.ID, StateText(t.State))
+		return RunRecord{}, userErr(ErrState, "cannot_run", "task %s is %s", t.ID, StateText(t.State))
 	}
 	if t.State != Active { // running a stopped task is resuming it once: recheck the scope (I8)
 		if err := m.Policy().checkScope(t); err != nil {
@@ -37,8 +36,7 @@ func (m *Manager) RunNow(ctx context.Context, who, id string) (RunRecord, error)
 		rec, err = r.RunNow(ctx, t.ID)
 	}
 	if errors.Is(err, ErrNotOwner) {
-		return RunRecord{}, userErr(ErrNotOwner, "this herald does not own scheduling right now; try again shortly",
-			"现在无法运行，请稍后再试。")
+		return RunRecord{}, userErr(ErrNotOwner, "run_not_owner", "this herald does not own scheduling right now; try again shortly")
 	}
 	return rec, err
 }
@@ -51,7 +49,7 @@ func (m *Manager) Rebaseline(ctx context.Context, who, id string) (*Task, error)
 		return nil, err
 	}
 	if !m.mayManage(who, t) {
-		return nil, userErr(ErrForbidden, "only the task's owner or an admin can do that", "只有任务的创建者或管理员可以这样做。")
+		return nil, userErr(ErrForbidden, "owner_or_admin", "only the task's owner or an admin can do that")
 	}
 	switch t.State {
 	case Active:
@@ -60,7 +58,7 @@ func (m *Manager) Rebaseline(ctx context.Context, who, id string) (*Task, error)
 			return nil, err
 		}
 	default:
-		return nil, userErr(ErrState, "task %s is %s", "任务 %s 当前为“%s”，不能这样做。", t.ID, StateText(t.State))
+		return nil, userErr(ErrState, "state_forbids", "task %s is %s", t.ID, StateText(t.State))
 	}
 	// A snapshot is written only under the scheduling owner's fence (I5).
 	err = ErrNotOwner
@@ -69,10 +67,9 @@ func (m *Manager) Rebaseline(ctx context.Context, who, id string) (*Task, error)
 	}
 	switch {
 	case errors.Is(err, ErrNotOwner):
-		return nil, userErr(ErrNotOwner, "this herald does not own scheduling right now; try again shortly",
-			"现在无法处理，请稍后再试。")
+		return nil, userErr(ErrNotOwner, "not_owner", "this herald does not own scheduling right now; try again shortly")
 	case errors.Is(err, ErrUnreadable):
-		return nil, userErr(ErrInvalid, "the source could not be read (%s)", "无法读取来源（%s）。", watch.ClassOf(err))
+		return nil, userErr(ErrInvalid, "source_unreadable", "the source could not be read (%s)", watch.ClassOf(err))
 	case err != nil:
 		return nil, err
 	}

@@ -8,9 +8,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/herald-bridge/herald/configs"
+	"github.com/herald-bridge/herald/conversation/text"
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/store"
@@ -63,7 +65,32 @@ func (o *adminOps) importTasks(ctx context.Context, in importIn) (any, error) {
 	if !delivery.ValidPrincipal(who) {
 		return nil, hook.BadInput("--as takes a principal, which looks like " + address.Forms())
 	}
-	return transfer.Import(ctx, o.m, transfer.Request{Principal: who, DryRun: in.DryRun}, in.Tasks)
+	rows, err := transfer.Import(ctx, o.m, transfer.Request{Principal: who, DryRun: in.DryRun}, in.Tasks)
+	if err != nil {
+		return nil, err
+	}
+	return wordRows(rows), nil
+}
+
+// wordedRow is one row of an import's answer: the row, and its detail as
+// the Chinese catalogue words it.
+type wordedRow struct {
+	transfer.Row
+	DetailZh string `json:"detail_zh,omitempty"`
+}
+
+// wordRows words each row's detail in Chinese too, without a closing full
+// stop (U+3002): a table shows it in brackets.
+func wordRows(rows []transfer.Row) []wordedRow {
+	out := make([]wordedRow, len(rows))
+	for i, r := range rows {
+		zh := r.Detail
+		if w, ok := text.Error("zh", r.Why); ok {
+			zh = w
+		}
+		out[i] = wordedRow{Row: r, DetailZh: strings.TrimRight(zh, "\u3002")}
+	}
+	return out
 }
 
 // defaultImporter is whose requests an import without --as makes: the
@@ -236,9 +263,9 @@ func cmdImport(e *env, args []string) int {
 	if err != nil {
 		return e.fail(fmt.Errorf("%s: %w", file, err))
 	}
-	rows := []transfer.Row{}
+	rows := []wordedRow{}
 	for _, part := range batches(list) {
-		var got []transfer.Row
+		var got []wordedRow
 		if code := e.do("import", importIn{As: *as, DryRun: *dry, Tasks: part}, &got, 5*time.Minute); code != exitOK {
 			return code
 		}
@@ -255,7 +282,7 @@ func cmdImport(e *env, args []string) int {
 	return exitOK
 }
 
-func importRows(rows []transfer.Row) [][]string {
+func importRows(rows []wordedRow) [][]string {
 	out := make([][]string, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, []string{dash(r.Name), r.Source, string(r.State), dash(r.Task), dash(r.Detail)})

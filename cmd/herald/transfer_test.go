@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/herald-bridge/herald/tasks/transfer/transfertest"
 )
@@ -96,6 +97,12 @@ func TestI10_ExportImportRoundTripThroughTheCLI(t *testing.T) {
 	cliJSON(t, dataDir, &dry, "import", zipPath, "--dry-run", "--as", "telegram:777")
 	if got := importStates(dry); got["Omni news"] != "refused" || got["Pushes"] != "refused" || got["Private calendar"] != "needs-configuration" {
 		t.Errorf("dry run as telegram:777: %v", got)
+	}
+	for _, r := range dry { // each row says why in English and, from the catalogue, in Chinese
+		han := func(r rune) bool { return unicode.Is(unicode.Han, r) }
+		if r.Detail == "" || strings.ContainsFunc(r.Detail, han) || !strings.ContainsFunc(r.DetailZh, han) || strings.HasSuffix(r.DetailZh, "\u3002") {
+			t.Errorf("row %s: detail %q / %q", r.Name, r.Detail, r.DetailZh)
+		}
 	}
 	if after := cli(t, dataDir, "tasks", "list", "--json"); after != before {
 		t.Fatalf("a dry run changed the tasks:\n%s\n%s", before, after)

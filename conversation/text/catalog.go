@@ -18,10 +18,13 @@
 // its wording takes and its English message, and adds the code to Errors
 // in every catalogue but English (which may override the English). The
 // conversation words any error with Error(lang, err); an error without a
-// code keeps its caller's fallback. A coded error given as another's
-// argument is worded in the same language. tasks/schedule's ParseError is the
-// example: codes "schedule.*" in zh.go. TestEveryKeyHasEveryLanguage fails
-// until every language words the code with the same arguments.
+// code keeps its caller's fallback. An argument of a coded error is worded
+// in the same language when it is itself a coded error, a Keyed word the
+// catalogue has (a task state) or Choices (alternatives, joined as the
+// language joins a list). tasks/schedule's ParseError and tasks' UserError
+// are examples: codes "schedule.*" and "tasks.*" in zh.go.
+// TestEveryKeyHasEveryLanguage fails until every language words the code
+// with the same arguments.
 //
 // A new key is one line in every language's Text; TestEveryKeyHasEveryLanguage
 // checks that each language has it with the same arguments, and
@@ -33,6 +36,7 @@ package text
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Catalog is one language: its wording and its words.
@@ -117,6 +121,12 @@ func (c *Catalog) fill(s string, args []any) string {
 			a = x(c.Lang)
 		case Coded:
 			a = c.coded(x)
+		case Keyed:
+			if w := c.Format(x.TextKey()); w != x.TextKey() {
+				a = w
+			}
+		case Choices:
+			a = c.choices(x.Choices())
 		}
 		filled[i] = a
 	}
@@ -153,6 +163,33 @@ func (c *Catalog) coded(e Coded) string {
 		return c.fill(s, args)
 	}
 	return english
+}
+
+// Keyed is an argument a domain error carries that the catalogue words by
+// one of its keys: a task state is "state.paused" in every language. Its
+// own formatting (String) is its English, which the domain's English
+// message already holds; a key no catalogue has leaves it as it is.
+type Keyed interface{ TextKey() string }
+
+// Choices is an argument listing alternatives ("rss, ical or html"),
+// joined the way each language joins a list: list.sep between them,
+// list.or before the last.
+type Choices interface{ Choices() []string }
+
+// choices joins list as c joins alternatives.
+func (c *Catalog) choices(list []string) string {
+	var b strings.Builder
+	for i, s := range list {
+		switch {
+		case i == 0:
+		case i == len(list)-1:
+			b.WriteString(c.Format("list.or"))
+		default:
+			b.WriteString(c.Format("list.sep"))
+		}
+		b.WriteString(s)
+	}
+	return b.String()
 }
 
 // Localized is an argument worded per language: a domain error's message

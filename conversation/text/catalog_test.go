@@ -146,3 +146,35 @@ func TestACodedErrorArgumentIsWordedInTheSameLanguage(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// stateWord is a Keyed argument: a word the catalogue has.
+type stateWord string
+
+func (s stateWord) String() string  { return string(s) }
+func (s stateWord) TextKey() string { return "state." + string(s) }
+
+// kinds is a Choices argument.
+type kinds []string
+
+func (k kinds) Choices() []string { return k }
+
+// stateErr is a coded error whose arguments are a Keyed word and Choices.
+type stateErr struct{}
+
+func (stateErr) Error() string { return "task t-1 is paused; use rss or ical" }
+func (stateErr) Coded() (string, []any, string) {
+	return "x.state", []any{stateWord("paused"), kinds{"rss", "ical", "html"}}, "task t-1 is paused; use rss, ical or html"
+}
+
+func TestACodedErrorsKeyedAndChoicesArgumentsAreWordedInItsLanguage(t *testing.T) {
+	zh := &Catalog{Lang: "zh", Text: Chinese.Text, Errors: map[string]string{"x.state": "任务 t-1 当前为“%s”；请用 %s。"}}
+	if got, want := zh.coded(stateErr{}), "任务 t-1 当前为“已暂停”；请用 rss、ical 或 html。"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := zh.fill("%s", []any{stateWord("no_such_state")}); got != "no_such_state" {
+		t.Errorf("a word no catalogue has: %q, want it as it is", got)
+	}
+	if got := English.fill("%s", []any{kinds{"rss"}}); got != "rss" {
+		t.Errorf("one choice: %q", got)
+	}
+}

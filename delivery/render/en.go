@@ -36,4 +36,13 @@ var en = words{
 		return fmt.Sprintf("Your inbox keeps %d items. It is full of unread ones, so the oldest unread items are "+
 			"being removed to make room for new ones. Read them (/read all) to keep the newest.", limit)
 	},
+	notices: map[string]notice{
+		NoticeBaseline:     {"Watching", "Now watching %[1]s: %[2]d items. You will hear about changes only."},
+		NoticeWatchingMany: {"Watching", "Now watching %[1]s sources (%[2]s items in all). You will hear about changes only."},
+		NoticeSuspect: {"Many items changed at once", "Most items of %[1]s changed in one check, which usually means the site was redesigned " +
+			"or its ids were regenerated. Nothing was pushed. To accept the new state as the baseline, run: herald tasks rebaseline %[2]s"},
+		NoticeFailing:     {"Watch failing", "%[1]s failed %[2]d checks in a row (%[3]s). herald keeps trying."},
+		NoticeRecovered:   {"Watch recovered", "%[1]s works again."},
+		NoticeUnreachable: {"A recipient is unreachable", "Pushes for %[1]s cannot reach one of its recipients (%[2]s). Check that the bot is still in that chat."},
+	},
 }

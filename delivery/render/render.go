@@ -39,11 +39,42 @@ type words struct {
 	// inboxFullTitle and inboxFull tell an inbox's owner it is full.
 	inboxFullTitle string
 	inboxFull      func(limit int) string
+	// notices are what herald tells a task's owner about the task, by
+	// name (Notice*): a title, and a text that is a fmt format over the
+	// arguments the sender gives (indexed verbs, so a language may put
+	// them in its own order).
+	notices map[string]notice
+}
+
+type notice struct{ title, format string }
+
+// The notices herald sends a task's owner, and the arguments each one's
+// format takes.
+const (
+	NoticeBaseline     = "baseline"      // the task's name, its number of items (int)
+	NoticeWatchingMany = "watching_many" // how many sources, how many items in all (both grouped text)
+	NoticeSuspect      = "suspect"       // the task's name, its id
+	NoticeFailing      = "failing"       // the task's name, failures in a row (int), the failure's class
+	NoticeRecovered    = "recovered"     // the task's name
+	NoticeUnreachable  = "unreachable"   // the task's name, why
+)
+
+// Notices are the names of every owner notice.
+var Notices = []string{NoticeBaseline, NoticeWatchingMany, NoticeSuspect, NoticeFailing, NoticeRecovered, NoticeUnreachable}
+
+// OwnerNotice is the title and the text format, in lang, of the owner
+// notice name (one of Notices).
+func OwnerNotice(lang, name string) (title, format string) {
+	n := phrasebook(lang).notices[name]
+	return n.title, n.format
 }
 
 // phrasebooks are the languages a message renders in, one file each
 // (en.go, zh.go); English is the fallback.
 var phrasebooks = map[string]*words{LangEN: &en, LangZH: &zh}
+
+// Speaks reports whether lang has a phrasebook of its own.
+func Speaks(lang string) bool { _, ok := phrasebooks[lang]; return ok }
 
 func phrasebook(lang string) words {
 	if w, ok := phrasebooks[lang]; ok {

@@ -31,4 +31,13 @@ var zh = words{
 		return fmt.Sprintf("收件箱最多保存 %d 条消息，现在已被未读消息占满，最早的未读消息正在被删除，"+
 			"以便存放新消息。标为已读（/read all）即可保留最新的消息。", limit)
 	},
+	notices: map[string]notice{
+		NoticeBaseline:     {"开始关注", "已开始关注 %[1]s：当前 %[2]d 项。之后只在有变化时通知你。"},
+		NoticeWatchingMany: {"开始关注", "已开始关注 %[1]s 个来源（共 %[2]s 项）。之后只在有变化时通知你。"},
+		NoticeSuspect: {"大量条目同时变化", "%[1]s 的大部分条目在一次检查中同时变化，通常是网站改版或条目编号重新生成。本次没有推送。" +
+			"若确认以新状态为基准，请运行：herald tasks rebaseline %[2]s"},
+		NoticeFailing:     {"关注任务连续失败", "%[1]s 已连续 %[2]d 次检查失败（%[3]s）。herald 会继续重试。"},
+		NoticeRecovered:   {"关注任务已恢复", "%[1]s 已恢复正常。"},
+		NoticeUnreachable: {"有接收方无法送达", "%[1]s 的推送无法送达其中一个接收方（%[2]s）。请确认机器人仍在该会话中。"},
+	},
 }

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/herald-bridge/herald/conversation/text"
 	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/bundle"
@@ -48,18 +47,18 @@ type Row struct {
 	State  State  `json:"state"`
 	// Task is the request's id ("r-…") when one was made, or the one
 	// already watching it for a duplicate.
-	Task     string `json:"task,omitempty"`
-	Active   bool   `json:"active,omitempty"` // approved at once
-	Detail   string `json:"detail,omitempty"`
-	DetailZh string `json:"detail_zh,omitempty"` // Detail as the Chinese catalogue words it
-	// Why is what Detail says: a coded problem (package text words it in
-	// any language), or the manager's refusal.
+	Task   string `json:"task,omitempty"`
+	Active bool   `json:"active,omitempty"` // approved at once
+	Detail string `json:"detail,omitempty"` // in English
+	// Why is what Detail says: a coded problem, or the manager's refusal
+	// (coded too). The layer that shows the row words it in its reader's
+	// language.
 	Why error `json:"-"`
 }
 
 // problem is why a row has its state, or why a file was refused: a code
-// for the conversation's catalogue ("transfer.<code>"), the arguments its
-// wording takes, and its English message.
+// for a catalogue ("transfer.<code>", see conversation/text's Coded), the
+// arguments its wording takes, and its English message.
 type problem struct {
 	code string
 	args []any
@@ -69,24 +68,8 @@ type problem struct {
 func (p problem) Error() string                  { return p.en }
 func (p problem) Coded() (string, []any, string) { return "transfer." + p.code, p.args, p.en }
 
-var _ text.Coded = problem{}
-
-// explain sets the row's detail from why: its English message, and its
-// Chinese one without the closing full stop (the detail is shown in
-// brackets).
-func (row *Row) explain(why error) {
-	row.Why, row.Detail, row.DetailZh = why, why.Error(), why.Error()
-	var ue *tasks.UserError
-	if zh, ok := text.Error("zh", why); ok {
-		row.DetailZh = zh
-	} else if errors.As(why, &ue) {
-		row.DetailZh = ue.Zh // until the manager's errors carry codes
-	}
-	row.DetailZh = strings.TrimRight(row.DetailZh, ideographicFullStop)
-}
-
-// ideographicFullStop ends a Chinese sentence (U+3002).
-const ideographicFullStop = "\u3002"
+// explain sets the row's detail from why.
+func (row *Row) explain(why error) { row.Why, row.Detail = why, why.Error() }
 
 // Manager is the part of the task manager an import uses.
 type Manager interface {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/herald-bridge/herald/conversation/text"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/bundle"
@@ -40,6 +41,8 @@ func catalog(t *testing.T, st store.Store) string {
 	}
 	return b.String()
 }
+
+var _ text.Coded = problem{}
 
 func states(rows []Row) string {
 	var out []string
@@ -106,8 +109,8 @@ func TestI8_ImportedTasksAreRequestsUnderPolicy(t *testing.T) {
 	if !rows[0].Active || rows[1].Active {
 		t.Errorf("allowed host active=%v, other host active=%v; want true, false", rows[0].Active, rows[1].Active)
 	}
-	if rows[7].Detail == "" || rows[7].DetailZh == "" || !strings.Contains(rows[3].Detail, "nosuch") {
-		t.Errorf("details: %+v / %+v", rows[7], rows[3])
+	if zh, ok := text.Error("zh", rows[7].Why); rows[7].Detail == "" || !ok || zh == rows[7].Detail || !strings.Contains(rows[3].Detail, "nosuch") {
+		t.Errorf("details: %+v (Chinese %q) / %+v", rows[7], zh, rows[3])
 	}
 	all, _ := m.List(ctx, root)
 	if len(all) != 4 { // the one before, and three imported

@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-bridge/herald/conversation/text"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/webhook"
@@ -288,8 +289,8 @@ func actionError(err error) error {
 	msg := "the action failed; try again"
 	if errors.As(err, &ue) {
 		msg = ue.Msg
-		if ue.Zh != "" {
-			msg += " / " + ue.Zh
+		if zh, _ := text.Error("zh", ue); zh != "" && zh != ue.Msg {
+			msg += " / " + zh
 		}
 	}
 	switch {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/address"
+	"github.com/herald-bridge/herald/delivery/egress"
 )
 
 // Policy is who may do what (README, Principals and addresses).
@@ -154,7 +155,7 @@ func (p Policy) checkScope(t *Task) error {
 		return userErr(ErrScope, "the task's URL is not valid", "任务的网址无效；需要重新批准。")
 	}
 	host := strings.ToLower(u.Host)
-	if host != g.Host || !strings.HasPrefix(u.Path, g.PathPrefix) {
+	if host != g.Host || !egress.PathWithin(g.PathPrefix, u) {
 		return userErr(ErrScope, "the URL on %s is outside what was approved (%s%s); it needs a new approval",
 			"%s 上的网址超出了已批准的范围（%s%s）；需要重新批准。", host, g.Host, g.PathPrefix)
 	}

@@ -70,8 +70,7 @@ func (s *service) assemble(ctx context.Context) error {
 	}
 	dispatch, err := delivery.NewDispatcher(delivery.Options{
 		Ledger: s.store.Ledger(), Router: download.Router{Next: s.table, Sink: files}, Holds: delivery.PrefHolds{Prefs: s.prefs}, Worker: s.holder,
-		Owns: owns,
-		Log:  s.log.With().Str("component", "delivery").Logger(), Metrics: delivery.NewMetrics(s.registry),
+		Owns: owns, Log: s.log.With().Str("component", "delivery").Logger(), Metrics: delivery.NewMetrics(s.registry),
 		Hooks: delivery.Hooks{
 			Unreachable: func(ctx context.Context, taskID, recipient, reason string) {
 				_ = s.manager.MarkUnreachable(ctx, taskID, recipient, reason)

@@ -88,7 +88,7 @@ func (ad *Admitter) Admit(ctx context.Context, a Admission) (store.CommitResult,
 	if err != nil {
 		return store.CommitResult{}, fmt.Errorf("admit: encode message: %w", err)
 	}
-	run := a.Source + "/" + a.Identity
+	run := a.Source + "/" + a.Identity // retention reads it (store.KeptUntil)
 	effects := make([]store.Effect, 0, len(a.Recipients))
 	for _, r := range a.Recipients {
 		effects = append(effects, store.Effect{

@@ -10,6 +10,7 @@
 //
 //	resolve            the recipient's route; pushes to one that is gone end
 //	unclaimed(         skipped by pushes handed over in flight (Reserve checked them)
+//	    ownerOnly      another replica's downloads are left to it, untouched
 //	    transportOff   wait while the recipient's transport is switched off
 //	    expiry         pushes past their expiry end unsent
 //	    hold           quiet hours and mutes hold the rest

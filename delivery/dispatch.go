@@ -22,6 +22,10 @@ type Route struct {
 	// DedupWindow, when set, is how long after a first request the
 	// provider still drops a repeat (Windowed).
 	DedupWindow time.Duration
+	// OwnerOnly: only the replica that schedules the push's task delivers
+	// it (Options.Owns); the sink keeps what it sends on that replica's
+	// disk (a course download).
+	OwnerOnly bool
 }
 
 // Router resolves a recipient (address or configured name) to a Route.
@@ -52,8 +56,12 @@ type Options struct {
 	// counted afresh after a human redelivery); the replays wait 1 s, 2 s,
 	// 4 s … capped at 1 min, and none is scheduled past the push's expiry.
 	MaxIdempotentAttempts int
-	Log                   zerolog.Logger
-	Metrics               *Metrics
+	// Owns reports whether this replica schedules a task now; pushes of
+	// OwnerOnly routes for tasks it does not schedule are left to the
+	// replica that does (owner.go). nil: every task is this replica's.
+	Owns    func(taskID string) bool
+	Log     zerolog.Logger
+	Metrics *Metrics
 }
 
 // Metrics are the dispatcher's Prometheus series (no recipient labels: I10).
@@ -86,7 +94,10 @@ type Dispatcher struct {
 	mu    sync.Mutex
 	taken map[string]bool // keys handed to a worker in this process
 	busy  map[string]bool // tasks and recipients with a group in a worker (order.go)
-	done  <-chan struct{} // closed when Run's context ends
+	// notMine are pushes left to the replica that owns their task, and
+	// until when take passes them over (owner.go).
+	notMine map[string]time.Time
+	done    <-chan struct{} // closed when Run's context ends
 
 	direct   chan struct{}        // free slots for hand-offs (Reserve)
 	directWG sync.WaitGroup       // hand-offs in progress
@@ -121,7 +132,7 @@ func NewDispatcher(o Options) (*Dispatcher, error) {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics(nil)
 	}
-	return &Dispatcher{o: o, wake: make(chan struct{}, 1), taken: map[string]bool{}, busy: map[string]bool{}, direct: make(chan struct{}, o.Workers), handoffs: make(chan handoff)}, nil
+	return &Dispatcher{o: o, wake: make(chan struct{}, 1), taken: map[string]bool{}, busy: map[string]bool{}, notMine: map[string]time.Time{}, direct: make(chan struct{}, o.Workers), handoffs: make(chan handoff)}, nil
 }
 
 // Wake tells the dispatcher new work was queued.
@@ -238,11 +249,15 @@ func (d *Dispatcher) take(ctx context.Context) ([]group, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.forgetNotMine(d.o.Now())
 	index := map[string]int{}
 	var out []group
 	for _, fx := range due {
 		if d.taken[fx.Key] {
 			continue
+		}
+		if _, skip := d.notMine[fx.Key]; skip {
+			continue // another replica's to deliver (owner.go)
 		}
 		if !ordered(fx.Kind) {
 			d.taken[fx.Key] = true

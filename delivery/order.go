@@ -318,22 +318,33 @@ func sameMessage(a, b store.Attempt) bool {
 		!strings.HasPrefix(a.Error, redeliveryMark) && !strings.HasPrefix(b.Error, redeliveryMark)
 }
 
-// earlier reports whether a was claimed before b (by time, then key).
-func earlier(a, b store.Effect) bool {
+// earlier reports whether a comes before b in its task's order.
+func earlier(a, b store.Effect) bool { return claimOrder(a, b) < 0 }
+
+// claimOrder orders pushes by when they were claimed, then news before
+// reminders, then by key. One run claims an item's news and its reminder
+// at the same instant (a new item already inside its reminder window):
+// the news goes first, so nobody is reminded of an item before hearing of
+// it, whichever key happens to sort first, and after a restart as well.
+func claimOrder(a, b store.Effect) int {
 	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-		return c < 0
+		return c
 	}
-	return a.Key < b.Key
+	if ra, rb := kindRank(a.Kind), kindRank(b.Kind); ra != rb {
+		return ra - rb
+	}
+	return strings.Compare(a.Key, b.Key)
 }
 
-// sortGroup orders a group's effects by when they were claimed, then by
-// key: the first one's key is the message's delivery key, whatever order
-// the queue returned them in.
-func sortGroup(fxs []store.Effect) {
-	slices.SortStableFunc(fxs, func(a, b store.Effect) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Key, b.Key)
-	})
+// kindRank puts a task's news before its deadline reminders.
+func kindRank(kind string) int {
+	if kind == KindDeadline {
+		return 1
+	}
+	return 0
 }
+
+// sortGroup orders a group's effects as claimOrder does: the first one's
+// key is the message's delivery key, whatever order the queue returned
+// them in.
+func sortGroup(fxs []store.Effect) { slices.SortStableFunc(fxs, claimOrder) }

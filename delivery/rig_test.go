@@ -42,6 +42,9 @@ type rig struct {
 	ledger   *scanLedger
 	wake     func()
 	d        *delivery.Dispatcher // the last one started
+	eng      *engine.Engine
+	// source, when set, is what tasks read (order_run_test.go).
+	source tasks.Source
 }
 
 func newRig(t testing.TB) *rig {
@@ -64,15 +67,19 @@ func (r *rig) open() {
 	eng, err := engine.New(engine.Options{
 		Store: st, Clock: r.clock, Holder: "replica-a", Log: zerolog.Nop(),
 		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) {
+			if r.source != nil {
+				return r.source, nil
+			}
 			return nil, errors.New("no sources in delivery tests")
 		}),
-		Policy:       tasks.Policy{Admins: []string{"console:admin"}, Requesters: []string{"console:*"}},
+		Policy: tasks.Policy{Admins: []string{"console:admin"}, Requesters: []string{"console:*"},
+			AllowedHosts: []string{"*.example.edu"}, Named: map[string]bool{"ops": true}},
 		WakeDelivery: func() { r.wakeDispatcher() },
 	})
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.m, r.admitter = eng.Catalog, eng.Admitter
+	r.m, r.admitter, r.eng = eng.Catalog, eng.Admitter, eng
 }
 
 func (r *rig) wakeDispatcher() {

@@ -8,7 +8,8 @@ import (
 
 // splitByType splits a group for a webhook recipient by message type: a
 // webhook body carries one type, so deadline reminders go as their own
-// watch.deadline POST, before the run's watch.changed one. Chats get the
+// watch.deadline POST, after the run's watch.changed one: a reminder of an
+// item must not arrive before the news of it (order.go). Chats get the
 // group as one message.
 func splitByType(_ context.Context, _ *Dispatcher, b *batch) []*batch {
 	each := oneTypeEach(b.route, b.fx)
@@ -25,7 +26,7 @@ func splitByType(_ context.Context, _ *Dispatcher, b *batch) []*batch {
 }
 
 // oneTypeEach returns live as one group, or for a webhook recipient as
-// its deadline reminders and then the rest.
+// its news and then its deadline reminders.
 func oneTypeEach(route Route, live []store.Effect) [][]store.Effect {
 	if route.To.Kind != Webhook {
 		return [][]store.Effect{live}
@@ -41,5 +42,5 @@ func oneTypeEach(route Route, live []store.Effect) [][]store.Effect {
 	if len(deadlines) == 0 || len(rest) == 0 {
 		return [][]store.Effect{live}
 	}
-	return [][]store.Effect{deadlines, rest}
+	return [][]store.Effect{rest, deadlines}
 }

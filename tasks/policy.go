@@ -8,6 +8,7 @@ import (
 
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/address"
+	"github.com/herald-bridge/herald/delivery/egress"
 )
 
 // Policy is who may do what (README, Principals and addresses).
@@ -153,7 +154,7 @@ func (p Policy) checkScope(t *Task) error {
 		return userErr(ErrScope, "task_url_invalid", "the task's URL is not valid")
 	}
 	host := strings.ToLower(u.Host)
-	if host != g.Host || !strings.HasPrefix(u.Path, g.PathPrefix) {
+	if host != g.Host || !egress.PathWithin(g.PathPrefix, u) {
 		return userErr(ErrScope, "outside_approval", "the URL on %s is outside what was approved (%s%s); it needs a new approval",
 			host, g.Host, g.PathPrefix)
 	}

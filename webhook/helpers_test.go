@@ -80,20 +80,27 @@ type serverConfig struct {
 	otherShare  int           // Options.OtherPerClient
 	proxies     []string      // trusted proxies
 	hooks       []Hook
-	extra       func(s *Server) // more routes
+	extra       func(s *Server)    // more routes
+	clock       *tasks.ManualClock // when set, the store's and the manager's clock
 }
 
 // newTestServer starts a server configured by cfg and stops it when the
 // test ends.
 func newTestServer(t *testing.T, cfg serverConfig) *testServer {
 	t.Helper()
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "herald.db"), bolt.Options{})
+	clock, opts := cfg.clock, bolt.Options{}
+	if clock != nil {
+		opts.Now = clock.Now
+	} else {
+		clock = tasks.NewManualClock(t0)
+	}
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "herald.db"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	eng, err := engine.New(engine.Options{
-		Store: st, Clock: tasks.NewManualClock(t0), Holder: "test", Log: zerolog.Nop(),
+		Store: st, Clock: clock, Holder: "test", Log: zerolog.Nop(),
 		Sources: tasks.SourceOpenerFunc(func(watch.Spec, *time.Location) (tasks.Source, error) {
 			return nil, errors.New("no sources in these tests")
 		}),

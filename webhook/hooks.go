@@ -175,7 +175,7 @@ func (h *Hooks) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
 	// out the client's own timeouts.
 	actx, cancel := context.WithTimeout(r.Context(), admitTimeout)
 	defer cancel()
-	res, err := h.admit.Admit(actx, delivery.Admission{Source: "hook:" + name, Identity: identity, Recipients: hk.Route, Message: msg})
+	res, err := h.admit.Admit(actx, delivery.Admission{Source: store.HookSource + name, Identity: identity, Recipients: hk.Route, Message: msg})
 	if err != nil {
 		if errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
 			return ErrUnavailable
@@ -222,7 +222,8 @@ const maxID = 200
 // captured body and signature can be sent again under any
 // X-GitHub-Delivery: such a delivery is claimed under the digest of its
 // body, and the same body is one event however often it comes, for as
-// long as the ledger keeps its claim (store.retention, 30 days by default).
+// long as the ledger keeps its claim: store.retention (30 days by
+// default), and never less than store.ReplayWindow (24 h) after the claim.
 func (h *Hooks) verify(hk *compiledHook, r *http.Request, id string, body []byte) (string, error) {
 	switch hk.Format {
 	case "github":
@@ -230,7 +231,7 @@ func (h *Hooks) verify(hk *compiledHook, r *http.Request, id string, body []byte
 			return "", ErrBadSignature
 		}
 		sum := sha256.Sum256(body)
-		return "sha256:" + hex.EncodeToString(sum[:]), nil
+		return store.DigestIdentity + hex.EncodeToString(sum[:]), nil
 	default:
 		if signature.Verify(hk.keys, id, r.Header.Get(signature.HeaderTimestamp), r.Header.Get(signature.HeaderSignature), body, h.now(), Tolerance) != nil {
 			return "", ErrBadSignature

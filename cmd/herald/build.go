@@ -62,9 +62,15 @@ func (s *service) assemble(ctx context.Context) error {
 	// workers. Its hooks reach the manager only once both exist.
 	// A task's course files go to its directory through their own sink.
 	files := download.NewSink(download.Options{Dir: filepath.Join(s.dataDir, "downloads"), Plans: download.PlannerFunc(s.downloadPlan)})
+	// Among replicas, a task's files are written by the one that owns its
+	// scheduling shard, into its own data dir; one process owns them all.
+	var owns func(taskID string) bool
+	if shards != nil {
+		owns = func(taskID string) bool { return s.engine != nil && s.engine.Scheduler.Schedules(taskID) }
+	}
 	dispatch, err := delivery.NewDispatcher(delivery.Options{
 		Ledger: s.store.Ledger(), Router: download.Router{Next: s.table, Sink: files}, Holds: delivery.PrefHolds{Prefs: s.prefs}, Worker: s.holder,
-		Log: s.log.With().Str("component", "delivery").Logger(), Metrics: delivery.NewMetrics(s.registry),
+		Owns: owns, Log: s.log.With().Str("component", "delivery").Logger(), Metrics: delivery.NewMetrics(s.registry),
 		Hooks: delivery.Hooks{
 			Unreachable: func(ctx context.Context, taskID, recipient, reason string) {
 				_ = s.manager.MarkUnreachable(ctx, taskID, recipient, reason)

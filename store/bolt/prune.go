@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/herald-bridge/herald/store"
 )
 
 // Retention: an ended effect (completed, failed, unknown) whose last
@@ -20,8 +22,8 @@ import (
 // last one stopped, in the committer's round like any write, and deletes
 // at most prunePerPass of them. It stops early at the first effect created
 // after the cutoff: later claims are younger still, so the next pass
-// starts over from the oldest. Effects kept (pending ones) are stepped
-// over.
+// starts over from the oldest. Effects kept (pending ones, and a hook's
+// digest claims within store.ReplayWindow) are stepped over.
 var (
 	pruneScan    = 20000
 	prunePerPass = 5000
@@ -72,7 +74,7 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 		deleted int
 		next    uint64
 	)
-	from := s.pruneFrom.Load()
+	from, now := s.pruneFrom.Load(), s.now()
 	err := s.update(func(tx *bbolt.Tx) error {
 		deleted, next = 0, from
 		var old []uint64
@@ -88,7 +90,11 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 				return err
 			}
 			if st.State.Ended() && !st.InFlight && st.UpdatedAt.Before(cutoff) {
-				old = append(old, seq)
+				if kept, err := keptPast(bodies, seq, now); err != nil {
+					return err
+				} else if !kept {
+					old = append(old, seq)
+				}
 			} else if young, err = createdSince(bodies, seq, cutoff); err != nil {
 				return err
 			} else if young {
@@ -115,6 +121,17 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 	}
 	s.pruneFrom.Store(next)
 	return deleted, nil
+}
+
+// keptPast reports whether effect seq is kept past now whatever the
+// retention (store.KeptUntil): it is stepped over like a queued one.
+func keptPast(bodies *bbolt.Bucket, seq uint64, now time.Time) (bool, error) {
+	v := bodies.Get(seqKey(seq))
+	if v == nil {
+		return false, fmt.Errorf("%w: no body for sequence %d", errCorruptEffect, seq)
+	}
+	b, _, err := decodeBody(v)
+	return err == nil && store.KeptUntil(b.TaskID, b.RunID, b.CreatedAt).After(now), err
 }
 
 // createdSince reports whether effect seq was claimed at or after t.

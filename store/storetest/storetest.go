@@ -28,6 +28,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, reopen func(t *testi
 	t.Run("Catalog", func(t *testing.T) { testCatalog(t, open) })
 	t.Run("Ledger", func(t *testing.T) { testLedger(t, open) })
 	t.Run("Retention", func(t *testing.T) { testRetention(t, open) })
+	t.Run("HookReplayWindow", func(t *testing.T) { testHookReplayWindow(t, open) })
 	t.Run("Leases", func(t *testing.T) { testLeases(t, open) })
 	t.Run("ShardFences", func(t *testing.T) { testShardFences(t, open) })
 	t.Run("Dedup", func(t *testing.T) { testDedup(t, open) })

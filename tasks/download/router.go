@@ -22,7 +22,9 @@ var _ delivery.Router = Router{}
 // Resolve implements delivery.Router.
 func (r Router) Resolve(recipient string) (delivery.Route, error) {
 	if id, ok := strings.CutPrefix(recipient, recipientPrefix); ok && r.Sink != nil {
-		return delivery.Route{Sink: r.Sink, To: delivery.Address{Kind: AddressKind, ID: id}, Lang: "en", Dedups: true}, nil
+		// Written under the data dir of the replica that schedules the
+		// task: only that one delivers it.
+		return delivery.Route{Sink: r.Sink, To: delivery.Address{Kind: AddressKind, ID: id}, Lang: "en", Dedups: true, OwnerOnly: true}, nil
 	}
 	return r.Next.Resolve(recipient)
 }

@@ -310,9 +310,13 @@ func (r *Runner) fetch(ctx context.Context, t *tasks.Task, prev *watch.Snapshot)
 // same fence, so a replica that lost ownership admits nothing (I5).
 func (r *Runner) finish(ctx context.Context, j *job, t *tasks.Task, rec tasks.RunRecord) tasks.RunRecord {
 	fence, kind := j.Fence, j.Due
-	if rec.Outcome == tasks.OutcomeFailed && ctx.Err() != nil {
-		// A store read or write cut short by the stop (or a Cancel) is
-		// no failure of the source: the run was cancelled (I4, I9).
+	if rec.Outcome == tasks.OutcomeFailed && (ctx.Err() != nil || r.lapsed(context.WithoutCancel(ctx), j)) {
+		// A store read or write cut short by the stop (or a Cancel), or a
+		// run whose lease lapsed under it (its host's network stalled, say,
+		// before the scheduler saw the lapse and cancelled it), is no
+		// failure of the source: the run was cancelled, the check is still
+		// owed to whoever owns the task now, and the failing streak does
+		// not grow (I4, I5, I9).
 		rec.Outcome, rec.Class, rec.Error = tasks.OutcomeCancelled, watch.Cancelled, ""
 	}
 	end := r.clock.Now()
@@ -417,6 +421,24 @@ func (r *Runner) finish(ctx context.Context, j *job, t *tasks.Task, rec tasks.Ru
 	ev.Str("task", t.ID).Str("outcome", rec.Outcome).Int("items", rec.Items).Int("effects", rec.Effects).Dur("took", rec.Duration).Msg("run finished")
 	r.cat.Signal(t.ID, "run")
 	return rec
+}
+
+// lapsed reports whether the lease j's run was admitted under is gone:
+// the scheduler no longer holds it, or the store says it ran out, was
+// given up or was taken over. A lease's expiry is the store's, on the
+// wall clock. A store that cannot say leaves the run as it ended.
+func (r *Runner) lapsed(ctx context.Context, j *job) bool {
+	if j.Fence.IsZero() {
+		return false
+	}
+	if !j.Owner.Owns(j.Fence) {
+		return true
+	}
+	l, err := r.store.Leases().Current(ctx, j.Fence.Lease)
+	if err != nil {
+		return errors.Is(err, store.ErrNotFound)
+	}
+	return l.Holder == "" || l.Epoch != j.Fence.Epoch || !l.Expires.IsZero() && !time.Now().Before(l.Expires)
 }
 
 // notifyFailing claims the one "watch failing" notice of a streak under

@@ -200,6 +200,11 @@ func (s *Scheduler) Owner() (bool, uint64) { return s.shards.owner() }
 // scheduling loop asks before it plans or starts a run.
 func (s *Scheduler) mine(id string) bool { return s.runContext(id) != nil }
 
+// Schedules reports whether this replica owns the scheduling shard of
+// task id now: what it keeps for the task on its own disk (course
+// downloads) is written here.
+func (s *Scheduler) Schedules(id string) bool { return s.mine(id) }
+
 // runContext is the context runs of task id start under, nil while this
 // replica does not own its shard.
 func (s *Scheduler) runContext(id string) context.Context { return s.shards.runContext(id) }

@@ -1,4 +1,4 @@
-// Package configs loads herald's YAML configuration file (README, Configuration): strict
+// Package configs loads herald's YAML configuration file (docs/configuration.md, Configuration): strict
 // decoding with file:line errors, ${VAR} expansion from a secrets file and
 // the environment, defaults, validation that reports every problem at once,
 // and a Coordinator that reloads the file and notifies subscribers.
@@ -87,9 +87,9 @@ type Config struct {
 	Recipients map[string]Recipient `yaml:"recipients"`
 	Inbound    map[string]Hook      `yaml:"inbound"`
 	Tasks      []TaskDecl           `yaml:"tasks"`
-	// Assistant is the optional plain-language path (README, Assistant).
+	// Assistant is the optional plain-language path (docs/chat.md, Assistant).
 	Assistant Assistant `yaml:"assistant"`
-	// History bounds the conversation history (README, Memory).
+	// History bounds the conversation history (docs/chat.md, Memory).
 	History History `yaml:"history"`
 
 	// Location is Timezone resolved.
@@ -128,7 +128,7 @@ type Store struct {
 	Path   string `yaml:"path"`   // bolt file; default <data-dir>/herald.db
 	Redis  Redis  `yaml:"redis"`
 	// Retention is how long an ended push (completed, failed, unknown)
-	// stays in the ledger before it is pruned (README, Performance and
+	// stays in the ledger before it is pruned (docs/performance.md, Performance and
 	// footprint). Default 30d.
 	Retention Duration `yaml:"retention"`
 }

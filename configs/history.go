@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// Conversation history bounds (README, Memory).
+// Conversation history bounds (docs/chat.md, Memory).
 const (
 	DefaultHistoryRetention = 90 * 24 * time.Hour
 	DefaultHistoryTurns     = 10000

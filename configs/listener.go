@@ -10,7 +10,7 @@ import (
 
 // Bounds of the inbound routes (/hooks/*, /telegram/webhook,
 // /feishu/events): per client address, in all, and by memory for bodies
-// not yet authenticated (README, Security).
+// not yet authenticated (docs/security.md, Security).
 const (
 	DefaultInboundPerClient = 16
 	MaxInboundPerClient     = 10000

@@ -19,7 +19,7 @@ import (
 	"github.com/herald-bridge/herald/tasks/source"
 )
 
-// parseSchedule validates a schedule string (README, Configuration: schedules) in the default zone.
+// parseSchedule validates a schedule string (docs/configuration.md, Configuration: schedules) in the default zone.
 // Tests replace it with a stand-in.
 var parseSchedule = func(text string, defaultZone *time.Location) error {
 	_, err := schedule.Parse(text, defaultZone)

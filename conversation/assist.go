@@ -17,7 +17,7 @@ import (
 )
 
 // This file is the optional assistant path for plain-language chat
-// (README, Assistant): a model reads what someone wrote and suggests one of a closed
+// (docs/chat.md, Assistant): a model reads what someone wrote and suggests one of a closed
 // set of actions. herald checks every suggestion and carries out only the
 // harmless ones itself: it lists the person's tasks, shows an explanation,
 // or turns a draft into the text of an ordinary /watch or /remind command

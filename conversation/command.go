@@ -1,6 +1,6 @@
 // Package conversation turns chat messages into requests for the task
 // manager and answers people. This file holds the chat command grammar
-// (README, Chat commands), shared by Telegram, Feishu and the console.
+// (docs/chat.md, Chat commands), shared by Telegram, Feishu and the console.
 package conversation
 
 import (

@@ -72,7 +72,7 @@ type Options struct {
 	Lang string
 	// BotName is our own username (/cmd@BotName); "" accepts any.
 	BotName string
-	// Assistant reads plain-language text (README, Assistant); nil: such text gets
+	// Assistant reads plain-language text (docs/chat.md, Assistant); nil: such text gets
 	// the short help answer. SetAssistant changes it on reload.
 	Assistant Assistant
 	// AssistantPerHour bounds the asks one principal may put to the

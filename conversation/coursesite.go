@@ -12,7 +12,7 @@ import (
 	"github.com/herald-bridge/herald/tasks/source"
 )
 
-// Course sites (README, Learning platforms): "/watch canvas <site>
+// Course sites (docs/sources.md, Learning platforms): "/watch canvas <site>
 // [courses 12345,678]" reads the person's courses with their own access
 // token. When none is stored for the site, herald asks for it, in a
 // private chat only; the message carrying it is deleted where the

@@ -6,8 +6,8 @@ import (
 	"github.com/herald-bridge/herald/conversation/text"
 )
 
-// helpLines lists every form a person can type (README, Chat commands).
-// helpLines are every form a person can type (README, Chat commands):
+// helpLines lists every form a person can type (docs/chat.md, Chat commands).
+// helpLines are every form a person can type (docs/chat.md, Chat commands):
 // each key words the form and what it does; key.example, when the
 // catalogue has it, is an example.
 var helpLines = []string{

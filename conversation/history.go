@@ -12,7 +12,7 @@ import (
 	"github.com/herald-bridge/herald/conversation/text"
 )
 
-// This file is the conversation history in chat (README, Memory): every
+// This file is the conversation history in chat (docs/chat.md, Memory): every
 // answered turn is kept in the asker's log — a group's turns in the
 // group's log — and /history searches it, /forget deletes it.
 

@@ -19,7 +19,7 @@ type Message struct {
 }
 
 // File is a document a person sent: a task bundle or an OPML file to
-// import as their requests (README, Export, import and backup).
+// import as their requests (docs/operations.md, Export, import and backup).
 type File struct {
 	Name string
 	Size int64 // as the platform reports it (0: unknown)

@@ -98,7 +98,7 @@ const (
 // have preferences (/quiet, /mute).
 func (k AddressKind) Chat() bool { return k == TelegramChat || k == FeishuChat }
 
-// Address is a parsed recipient address (README, Configuration; literal
+// Address is a parsed recipient address (docs/configuration.md, Configuration; literal
 // addresses are spelled by package address). Named recipients are
 // resolved from config into an Address by the Router.
 type Address struct {

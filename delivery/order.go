@@ -9,7 +9,7 @@ import (
 	"github.com/herald-bridge/herald/store"
 )
 
-// Order (README, Operations: Order and held digests): within one task
+// Order (docs/delivery.md, Order and held digests): within one task
 // and recipient, a task's notices (watch.changed, watch.deadline) arrive
 // in the order their events happened. Four rules keep it:
 //   - take hands out at most one group per task and recipient at a time

@@ -15,7 +15,7 @@ import (
 const RedeliverGather = 2 * time.Second
 
 // Redeliver queues an ended push again: an explicit human replay,
-// recorded with who (README, Operations: Reading the ledger). The unit of
+// recorded with who (docs/delivery.md, Reading the ledger). The unit of
 // a redelivery is the message: a push that went out in a grouped message
 // is queued again with every push that message carried, due together, so
 // the dispatcher sends that message again as it was sent, under the same

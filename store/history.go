@@ -66,5 +66,5 @@ type History interface {
 }
 
 // DefaultHistoryTurns is the most turns a log keeps when Append is given
-// no bound (README, Memory).
+// no bound (docs/chat.md, Memory).
 const DefaultHistoryTurns = 10000

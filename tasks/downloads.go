@@ -11,7 +11,7 @@ import (
 	"github.com/herald-bridge/herald/tasks/download"
 )
 
-// Course files a task keeps (README, Learning platforms: downloads): a run
+// Course files a task keeps (docs/sources.md, Learning platforms: downloads): a run
 // claims one download effect per new file version, at most max_per_run
 // (the rest at the next run, never dropped); the dispatcher hands them to
 // the download sink, which asks DownloadPlan for the task's scope.

@@ -245,7 +245,7 @@ type Submission struct {
 	// in chat, kept in the credential store (never in the task).
 	StoredToken bool
 	// Fields are a source's fields beyond its address, kind, selector and
-	// courses, from an imported task (README, Export, import and backup).
+	// courses, from an imported task (docs/operations.md, Export, import and backup).
 	Fields SourceFields
 }
 

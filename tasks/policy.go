@@ -11,7 +11,7 @@ import (
 	"github.com/herald-bridge/herald/delivery/egress"
 )
 
-// Policy is who may do what (README, Principals and addresses).
+// Policy is who may do what (docs/configuration.md, Principals and addresses).
 type Policy struct {
 	Admins       []string
 	Requesters   []string // patterns: "telegram:*", "console:alice"
@@ -64,7 +64,7 @@ func (l Limits) withDefaults() Limits {
 }
 
 // IsAdmin reports whether p is an admin. An agent never is, whatever a
-// list says (README, Agents).
+// list says (docs/agents.md, Agents).
 func (p Policy) IsAdmin(principal string) bool {
 	return !address.IsAgent(principal) && slices.Contains(p.Admins, principal)
 }

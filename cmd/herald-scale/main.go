@@ -1,5 +1,5 @@
 // Command scale measures one herald process with many config-declared
-// tasks on the embedded store (README, Scale): start to /healthz, the
+// tasks on the embedded store (docs/scale.md, Scale): start to /healthz, the
 // first baselines, a stop in the middle of them, a restart, idle CPU over
 // a minute, resident memory and the time of the first page of
 // `herald tasks list`. Feeds are served on loopback ports by this

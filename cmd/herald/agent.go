@@ -14,7 +14,7 @@ import (
 )
 
 // mountAgents registers the admin operations on agent tokens and mounts
-// the agent API, apart from the admin API (README, Agents).
+// the agent API, apart from the admin API (docs/agents.md, Agents).
 func (s *service) mountAgents(a *webhook.Admin) {
 	tokens := &agentapi.Tokens{KV: s.store.Channels()}
 	a.Register("agent.token", withInput(func(ctx context.Context, in struct{ Name string }) (any, error) {

@@ -93,7 +93,7 @@ func loopbackBase(s string) (string, error) {
 }
 
 // newMCPServer builds the MCP server with herald's four agent tools
-// (README, Agents). Each calls the agent API; none can approve, reject,
+// (docs/agents.md, Agents). Each calls the agent API; none can approve, reject,
 // delete, pause, resume or run anything, because the API has no such
 // operation for an agent token.
 func newMCPServer(ac *agentClient, log zerolog.Logger) *mcp.Server {

@@ -16,7 +16,7 @@ import (
 )
 
 // serviceMetrics are the service's Prometheus series beyond the
-// dispatcher's (README, Operations: Metrics). Every label is one of a
+// dispatcher's (docs/operations.md, Metrics). Every label is one of a
 // small closed set — a source kind, an outcome, a status class, a refusal
 // reason, a ledger state — never a recipient, URL, token or task name
 // (I10).

@@ -25,7 +25,7 @@ import (
 )
 
 // This file holds export, import and backup: the admin API's side and
-// the CLI's (README, Export, import and backup).
+// the CLI's (docs/operations.md, Export, import and backup).
 
 type exportIn struct {
 	Tasks string `json:"tasks"` // "all" or a principal

@@ -13,7 +13,7 @@ import (
 	"github.com/herald-bridge/herald/store"
 )
 
-// Defaults and bounds (README, Memory).
+// Defaults and bounds (docs/chat.md, Memory).
 const (
 	DefaultRetention = 90 * 24 * time.Hour
 	DefaultMaxTurns  = store.DefaultHistoryTurns

@@ -1,4 +1,4 @@
-// Package memory keeps the conversation history (README, Memory): every
+// Package memory keeps the conversation history (docs/chat.md, Memory): every
 // turn of a chat, per principal or per group chat, bounded in age and
 // count, searchable in Chinese and English alike.
 //

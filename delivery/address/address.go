@@ -1,5 +1,5 @@
 // Package address parses and prints the two kinds of names herald gives
-// the parties of a conversation or a push (README, Configuration):
+// the parties of a conversation or a push (docs/configuration.md, Configuration):
 //
 //   - principals, who speaks: telegram:<user_id>, feishu:<open_id>,
 //     console:<name>, agent:<name> (an MCP client holding an agent

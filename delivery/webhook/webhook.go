@@ -238,7 +238,7 @@ func RetryAfter(v string, now time.Time) time.Duration {
 	return DefaultRetryAfter
 }
 
-// Body is the JSON document POSTed to a webhook recipient (README, What a webhook recipient receives).
+// Body is the JSON document POSTed to a webhook recipient (docs/delivery.md, What a webhook recipient receives).
 type Body struct {
 	Type       string     `json:"type"`
 	ID         string     `json:"id"`

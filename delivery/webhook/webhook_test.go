@@ -504,7 +504,7 @@ func TestUnsupportedKindNotSent(t *testing.T) {
 	}
 }
 
-// TestBodyGolden pins the wire body (README, What a webhook recipient receives) byte for byte.
+// TestBodyGolden pins the wire body (docs/delivery.md, What a webhook recipient receives) byte for byte.
 func TestBodyGolden(t *testing.T) {
 	tests := []struct {
 		name string

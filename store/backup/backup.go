@@ -2,7 +2,7 @@
 // reads: a ZIP archive holding herald-backup.yaml (format, time, version,
 // store driver) and one snapshot of the whole store — tasks, grants,
 // snapshots, the effect ledger, inboxes, channel state — taken as one
-// consistent view while the service runs (README, Export, import and
+// consistent view while the service runs (docs/operations.md, Export, import and
 // backup). The archive's entry names are compared, never used as paths.
 package backup
 

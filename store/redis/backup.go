@@ -16,7 +16,7 @@ import (
 // scripts share one cluster slot under). A backup is every such key as
 // Redis DUMPs it, with its remaining time to live, read by one script:
 // Redis runs a script alone, so the copy is one consistent view of the
-// store while the service goes on (README, Export, import and backup).
+// store while the service goes on (docs/operations.md, Export, import and backup).
 // The price is that Redis answers nothing else while the script reads
 // (BenchmarkBackup10k); on Redis Cluster the script sees one node only,
 // so a cluster is not backed up this way.

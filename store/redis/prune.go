@@ -11,7 +11,7 @@ import (
 	"github.com/herald-bridge/herald/store"
 )
 
-// Retention (README, Performance and footprint): every transition that
+// Retention (docs/performance.md, Performance and footprint): every transition that
 // ends an effect records it in the ended set, scored by the time of its
 // end; a pass takes the oldest up to the cutoff, pruneBatch at a time,
 // and deletes each with its task index entry unless it was redelivered

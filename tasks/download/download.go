@@ -1,5 +1,5 @@
 // Package download keeps a learning-platform task's course files in a
-// directory (README, Learning platforms: downloads). The task manager
+// directory (docs/sources.md, Learning platforms: downloads). The task manager
 // claims one effect per file version in the ledger (I1); the dispatcher
 // hands each to the Sink here, which re-reads the file's metadata, follows
 // the site's redirects to its file storage by hand within the task's

@@ -1,5 +1,5 @@
 // Package schedule parses the schedule grammar shared by chat commands and
-// config files (README, Configuration: schedules) and computes run times under real zone rules.
+// config files (docs/configuration.md, Configuration: schedules) and computes run times under real zone rules.
 //
 //	every <duration>               every 30m, every 1h30m, every 1d (minimum 1m)
 //	daily HH:MM [Area/City]        daily 08:00 Asia/Shanghai

@@ -12,7 +12,7 @@ import (
 // apiError recognises an API error delivered with HTTP 200: a JSON object
 // where items were expected, shaped like {"error":…}, {"code":401,…},
 // {"errors":[{"message":…}]} or {"message":"Requires authentication"}.
-// Such a body is a failure, never an empty list (README, What counts as news).
+// Such a body is a failure, never an empty list (docs/sources.md, What counts as news).
 func apiError(kind string, spec watch.Spec, body []byte) error {
 	b := bytes.TrimLeft(bytes.TrimPrefix(body, []byte("\xef\xbb\xbf")), " \t\r\n")
 	if len(b) == 0 || b[0] != '{' || !gjson.ValidBytes(b) {

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	_ "time/tzdata" // zone rules must not depend on the host (README, Configuration: schedules)
+	_ "time/tzdata" // zone rules must not depend on the host (docs/configuration.md, Configuration: schedules)
 
 	ics "github.com/arran4/golang-ical"
 

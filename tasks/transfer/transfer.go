@@ -1,7 +1,7 @@
 // Package transfer imports tasks from a bundle or an OPML file as
 // requests of one principal: each goes through the task manager's policy
 // and approval exactly as a chat request does, and each gets one honest
-// state (README, Export, import and backup). A dry run answers the same
+// state (docs/operations.md, Export, import and backup). A dry run answers the same
 // table and writes nothing.
 package transfer
 

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Reminder rules (README, What counts as news), applied to every current entry with a due time
+// Reminder rules (docs/sources.md, What counts as news), applied to every current entry with a due time
 // that is not done:
 //
 //   - offset o's reminder instant is Due-o; it is due once now reaches it;

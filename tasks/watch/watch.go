@@ -33,7 +33,7 @@ type Spec struct {
 	// in the spec or the task record (I10).
 	TokenFrom string `json:"token_from,omitempty"`
 	// Download, when set, keeps the listed course files in a directory
-	// (README, Learning platforms: downloads).
+	// (docs/sources.md, Learning platforms: downloads).
 	Download *Download `json:"download,omitempty"`
 }
 

@@ -1,5 +1,5 @@
 // Package agentapi is the narrow loopback API behind `herald mcp`
-// (README, Agents): an agent token, issued by the admin for principal
+// (docs/agents.md, Agents): an agent token, issued by the admin for principal
 // agent:<name>, lets its holder list its own tasks and inbox and request
 // watches through the same submit → policy → approval flow as a chat
 // /watch — and nothing else. It is separate from the admin API: an agent

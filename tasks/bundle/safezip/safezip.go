@@ -1,6 +1,6 @@
 // Package safezip reads a ZIP archive that came from someone else: every
 // entry's name, type, count and size is checked, and sizes are counted
-// while reading, never taken from the archive's headers (README, Export,
+// while reading, never taken from the archive's headers (docs/operations.md, Export,
 // import and backup). An archive it refuses yields nothing, so a caller
 // that writes only after Read returns writes nothing for a refused one.
 package safezip

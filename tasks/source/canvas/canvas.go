@@ -3,7 +3,7 @@
 // courses and, per course, the assignments (with the caller's submission,
 // and the planner's word on which are done), announcements and files, each an item whose identity is
 // canvas:<host>:<type>:<id> and whose digest covers only what a person
-// cares about, never signed URLs (README, Learning platforms).
+// cares about, never signed URLs (docs/sources.md, Learning platforms).
 package canvas
 
 import (

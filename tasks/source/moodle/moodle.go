@@ -3,7 +3,7 @@
 // (never in the URL, which may be logged). One run lists the enrolled
 // courses, their assignments, the calendar's action events and, when
 // asked for, the course files, each an item whose identity is
-// moodle:<host>:<type>:<id> (README, Learning platforms). Whatever is
+// moodle:<host>:<type>:<id> (docs/sources.md, Learning platforms). Whatever is
 // watched, an assignment's submission state reaches its item (Done), so
 // submitted work gets no reminder.
 package moodle

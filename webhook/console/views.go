@@ -20,7 +20,7 @@ import (
 // What the console shows is built here. Recipients appear only as names:
 // a configured recipient by its name, a literal address by its relation
 // to the task (the requester's chat, the owner's inbox) and its transport,
-// never the chat id or principal it holds (README, Invariants: I10).
+// never the chat id or principal it holds (README, The promise: I10).
 // Source URLs lose their query, fragment and user info, where tokens live.
 
 // recipientView names one recipient without its address.

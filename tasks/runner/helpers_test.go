@@ -93,12 +93,14 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "herald.db"), bolt.Options{})
+	clock := tasks.NewManualClock(t0)
+	// The store keeps the runner's time, as it does in a service.
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "herald.db"), bolt.Options{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	r := &rig{t: t, store: st, clock: tasks.NewManualClock(t0), src: &scripted{}, owner: &owner{}}
+	r := &rig{t: t, store: st, clock: clock, src: &scripted{}, owner: &owner{}}
 	r.sources.rig = r
 	r.m, err = tasks.New(tasks.Options{Store: st, Clock: r.clock, Holder: "replica-a", Log: zerolog.Nop(),
 		Policy: tasks.Policy{Admins: []string{"console:admin"}, Requesters: []string{"console:*", "telegram:*"},

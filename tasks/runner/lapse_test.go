@@ -38,9 +38,7 @@ func TestI4_RunCutShortByALapsedLeaseIsCancelled(t *testing.T) {
 		r.owner.own(store.Fence{Lease: l.Name, Epoch: l.Epoch})
 		taken := i%2 == 1 // every other time another replica takes it over; else it only runs out
 		r.src.onFetch = func(int) {
-			for time.Now().Before(l.Expires.Add(time.Millisecond)) {
-				time.Sleep(2 * time.Millisecond)
-			}
+			r.clock.Set(l.Expires.Add(time.Millisecond)) // the fetch hangs past the lease
 			if taken {
 				if _, err := r.store.Leases().Acquire(ctx, scheduler.SchedulerLease, "replica-b", time.Minute); err != nil {
 					t.Error(err)

@@ -425,8 +425,9 @@ func (r *Runner) finish(ctx context.Context, j *job, t *tasks.Task, rec tasks.Ru
 
 // lapsed reports whether the lease j's run was admitted under is gone:
 // the scheduler no longer holds it, or the store says it ran out, was
-// given up or was taken over. A lease's expiry is the store's, on the
-// wall clock. A store that cannot say leaves the run as it ended.
+// given up or was taken over. A lease's expiry is read on the clock the
+// store stamps leases with (the runner's, real time outside tests). A
+// store that cannot say leaves the run as it ended.
 func (r *Runner) lapsed(ctx context.Context, j *job) bool {
 	if j.Fence.IsZero() {
 		return false
@@ -438,7 +439,7 @@ func (r *Runner) lapsed(ctx context.Context, j *job) bool {
 	if err != nil {
 		return errors.Is(err, store.ErrNotFound)
 	}
-	return l.Holder == "" || l.Epoch != j.Fence.Epoch || !l.Expires.IsZero() && !time.Now().Before(l.Expires)
+	return l.Holder == "" || l.Epoch != j.Fence.Epoch || !l.Expires.IsZero() && !r.clock.Now().Before(l.Expires)
 }
 
 // notifyFailing claims the one "watch failing" notice of a streak under

@@ -67,6 +67,10 @@ func WithTimeout(d time.Duration) Option {
 	}
 }
 
+// WithClock sets the clock dates and relative due times are rendered
+// against.
+func WithClock(now func() time.Time) Option { return func(s *Sink) { s.now = now } }
+
 // WithRootCAs trusts roots instead of the system's certificates, for a
 // server with a private certificate authority.
 func WithRootCAs(roots *x509.CertPool) Option { return func(s *Sink) { s.roots = roots } }

@@ -61,3 +61,15 @@ recipients:
 		t.Errorf("to = %d addresses", len(to))
 	}
 }
+
+// TestSMTP_HostForms: an IPv6 address is written in brackets, the port is
+// its own key, and tls none accepts a bracketed loopback address.
+func TestSMTP_HostForms(t *testing.T) {
+	_, err := loadString(t, "smtp: {host: \"::1\", from: h@example.com}\n", noEnv)
+	checkProblems(t, "herald.yaml", err, []want{{1, "smtp.host: write an IPv6 address in brackets"}})
+	_, err = loadString(t, "smtp: {host: \"smtp.example.com:587\", from: h@example.com}\n", noEnv)
+	checkProblems(t, "herald.yaml", err, []want{{1, "smtp.host: must be a host name or an address, without scheme or port"}})
+	if _, err := loadString(t, "smtp: {host: \"[::1]\", from: h@example.com, tls: none}\n", noEnv); err != nil {
+		t.Errorf("a bracketed loopback relay: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package email
 import (
 	"fmt"
 	"net/mail"
+	"net/netip"
 	"strings"
 
 	"github.com/herald-bridge/herald/configs/section"
@@ -62,8 +63,18 @@ func (s *SMTP) Check(c section.Checker) {
 	case c.Unset("host"):
 	case strings.TrimSpace(s.Host) == "":
 		c.Errorf("", "host is required")
-	case strings.ContainsAny(s.Host, " /:@") && !strings.HasPrefix(s.Host, "["):
-		c.Errorf("host", "must be a host name or an address, without scheme or port")
+	case strings.HasPrefix(s.Host, "["):
+		if ip, err := netip.ParseAddr(strings.TrimSuffix(s.Host[1:], "]")); err != nil || !ip.Is6() || !strings.HasSuffix(s.Host, "]") {
+			c.Errorf("host", "must be a host name, an IPv4 address or an IPv6 address in brackets ([::1])")
+		}
+	case strings.Contains(s.Host, ":"):
+		if _, err := netip.ParseAddr(s.Host); err == nil {
+			c.Errorf("host", "write an IPv6 address in brackets ([::1]): the port is set apart")
+		} else {
+			c.Errorf("host", "must be a host name or an address, without scheme or port (port is its own key)")
+		}
+	case strings.ContainsAny(s.Host, " /@"):
+		c.Errorf("host", "must be a host name or an address, without scheme or port (port is its own key)")
 	}
 	if !c.Bad("port") && (s.Port < 0 || s.Port > 65535) {
 		c.Errorf("port", "must be a port number (1-65535); unset: 587 for starttls, 465 for tls, 25 for none")

@@ -145,6 +145,7 @@ func (s *Sink) message(d delivery.Delivery) (*mail.Msg, error) {
 	m.SetMessageIDWithValue(s.MessageID(d.Key))
 	m.SetDateWithValue(now)
 	m.SetGenHeader(mail.Header("Auto-Submitted"), "auto-generated")
+	m.SetUserAgent(egress.DefaultUserAgent())
 	text, html := Bodies(d, now)
 	m.SetBodyString(mail.TypeTextPlain, text)
 	m.AddAlternativeString(mail.TypeTextHTML, html)
@@ -172,7 +173,7 @@ func (s *Sink) client(timeout time.Duration) (*mail.Client, error) {
 		}
 		opts = append(opts, mail.WithSMTPAuth(auth), mail.WithUsername(s.srv.Username), mail.WithPassword(s.srv.Password))
 	}
-	return mail.NewClient(strings.Trim(s.srv.Host, "[]"), opts...)
+	return mail.NewClient(s.srv.Host, opts...) // an IPv6 address keeps its brackets: go-mail appends ":port"
 }
 
 // Send submits d's message in one SMTP transaction to all addresses.
@@ -197,6 +198,9 @@ func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
 		return sessionOutcome(err)
 	}
 	defer func() { _ = c.CloseWithSMTPClient(conn) }()
+	if ctx.Err() != nil { // stopping: nothing has been submitted yet
+		return delivery.Outcome{Result: delivery.RetryAfter, After: delivery.NotSentWait, Reason: delivery.ReasonCanceled}
+	}
 	return sendOutcome(c.SendWithSMTPClient(conn, m), m)
 }
 

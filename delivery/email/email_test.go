@@ -176,6 +176,9 @@ func TestSend_MultipartTextAndHTMLWithEncodedSubject(t *testing.T) {
 	if strings.Contains(p.html, "<b>bold") {
 		t.Errorf("the title became markup:\n%s", p.html)
 	}
+	if ua := p.header.Get("User-Agent"); !strings.HasPrefix(ua, "herald/") {
+		t.Errorf("User-Agent %q", ua)
+	}
 	if p.header.Get("Auto-Submitted") != "auto-generated" {
 		t.Errorf("Auto-Submitted %q", p.header.Get("Auto-Submitted"))
 	}

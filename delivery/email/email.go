@@ -230,8 +230,9 @@ func sessionOutcome(err error) delivery.Outcome {
 		return delivery.Outcome{Result: delivery.Failed, Reason: "smtp_tls_certificate", Unreachable: true}
 	case strings.Contains(msg, "does not support STARTTLS"):
 		return delivery.Outcome{Result: delivery.Failed, Reason: "smtp_no_starttls", Unreachable: true}
-	case errors.Is(err, mail.ErrNoSupportedAuthDiscovered), strings.Contains(msg, "does not support SMTP AUTH"),
-		strings.Contains(msg, "auth") && strings.Contains(msg, "not supported"):
+	case errors.Is(err, mail.ErrNoSupportedAuthDiscovered), strings.Contains(msg, "does not support SMTP AUTH"):
+		// go-mail's words for a server without AUTH or without the
+		// mechanism asked for (ErrPlainAuthNotSupported and its kin).
 		return delivery.Outcome{Result: delivery.Failed, Reason: "smtp_auth_unsupported", Unreachable: true}
 	}
 	o := delivery.ClassifyTransport(err)

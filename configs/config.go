@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/configs/section"
+	"github.com/herald-bridge/herald/delivery/email"
 	"github.com/herald-bridge/herald/delivery/webhook"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks/watch"
@@ -91,6 +92,8 @@ type Config struct {
 	Assistant Assistant `yaml:"assistant"`
 	// History bounds the conversation history (docs/chat.md, Memory).
 	History History `yaml:"history"`
+	// SMTP is the server e-mail recipients are sent through.
+	SMTP *email.SMTP `yaml:"smtp"`
 
 	// Location is Timezone resolved.
 	Location *time.Location `yaml:"-"`
@@ -99,6 +102,16 @@ type Config struct {
 	// Warnings are non-fatal findings serve logs once each, such as an
 	// enabled channel switched off because its token is not set.
 	Warnings []string `yaml:"-"`
+}
+
+// SinkSections are the top-level sections handed to sink constructors
+// (delivery.SinkDeps.Sections), by YAML key; unset sections are absent.
+func (c *Config) SinkSections() map[string]any {
+	out := map[string]any{}
+	if c.SMTP != nil {
+		out[email.SectionKey] = c.SMTP
+	}
+	return out
 }
 
 // Server is the HTTP listener.

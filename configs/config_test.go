@@ -126,8 +126,8 @@ func TestLoad_ErrorsWithFileAndLine(t *testing.T) {
 		}},
 		{"feishu-bot-no-url.yaml", []want{{3, "recipients.team-alerts.feishu_bot: url is required"}}},
 		{"recipient-kinds.yaml", []want{
-			{2, "recipients.nothing: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot and address"},
-			{4, "recipients.both: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot and address"},
+			{2, "recipients.nothing: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, email and address"},
+			{4, "recipients.both: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, email and address"},
 		}},
 		{"inbound-format.yaml", []want{{5, `inbound.ci.format: unknown format "gitlab" (want standard or github)`}}},
 		{"inbound-no-secret.yaml", []want{{4, "inbound.ci: a secret is required"}}},
@@ -581,6 +581,10 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 		t.Fatal("the reference config no longer shows the assistant section")
 	}
 	text = strings.Replace(text, "\n# assistant:\n", "\nassistant:\n", 1)
+	if !strings.Contains(text, "\n# smtp:\n") {
+		t.Fatal("the reference config no longer shows the smtp section")
+	}
+	text = strings.Replace(text, "\n# smtp:\n", "\nsmtp:\n", 1)
 	lookup := func(name string) (string, bool) {
 		switch name {
 		case "HERALD_ASSISTANT_KEY":
@@ -591,6 +595,8 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 			return "SECexample", true
 		case "CANVAS_TOKEN":
 			return "7~example", true
+		case "SMTP_PASSWORD":
+			return "smtp-example-password", true
 		}
 		return specEnv(name)
 	}
@@ -601,7 +607,10 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 	if a := cfg.Assistant; !a.Enabled || a.APIKey != "sk-example-key" || a.Timeout.D() != 20*time.Second || a.MaxPerHour != 30 {
 		t.Errorf("assistant = %+v", a)
 	}
-	if len(cfg.Recipients) != 6 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 5 {
+	if s := cfg.SMTP; s == nil || s.Host != "smtp.example.com" || s.Password != "smtp-example-password" || s.Mode() != "starttls" {
+		t.Errorf("smtp = %+v", s)
+	}
+	if len(cfg.Recipients) != 7 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 5 {
 		t.Errorf("recipients %d, inbound %d, tasks %d: an example block did not uncomment", len(cfg.Recipients), len(cfg.Inbound), len(cfg.Tasks))
 	}
 	if cs, _ := cfg.Task("cs101"); cs.Source.Download == nil || cs.Source.Download.Dir != "cs101" || cs.Source.Download.MaxPerRun != 100 {

@@ -10,6 +10,7 @@ import (
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/dingtalkbot"
 	"github.com/herald-bridge/herald/delivery/egress"
+	"github.com/herald-bridge/herald/delivery/email"
 	"github.com/herald-bridge/herald/delivery/feishubot"
 	"github.com/herald-bridge/herald/delivery/webhook"
 	"github.com/herald-bridge/herald/delivery/wecombot"
@@ -26,6 +27,7 @@ type Recipient struct {
 	Webhook     *webhook.Config     `yaml:"webhook"`
 	WeComBot    *wecombot.Config    `yaml:"wecom_bot"`
 	DingTalkBot *dingtalkbot.Config `yaml:"dingtalk_bot"`
+	Email       *email.Config       `yaml:"email"`
 
 	Address  string `yaml:"address"`
 	Language string `yaml:"language"`
@@ -99,6 +101,9 @@ var recipientChoice = func() string {
 }()
 
 func (v *validator) recipients() {
+	if v.cfg.SMTP != nil {
+		v.cfg.SMTP.Check(sectionChecker{v: v, path: email.SectionKey})
+	}
 	for _, name := range slices.Sorted(maps.Keys(v.cfg.Recipients)) {
 		r := v.cfg.Recipients[name]
 		rp := "recipients." + name
@@ -113,6 +118,9 @@ func (v *validator) recipients() {
 		}
 		for _, s := range sinks {
 			s.Config.Check(sectionChecker{v: v, path: rp + "." + s.Key})
+		}
+		if r.Email != nil && v.cfg.SMTP == nil {
+			v.errf(rp+".email", "needs the top-level %s section (the server to send through)", email.SectionKey)
 		}
 		if address {
 			switch {

@@ -43,6 +43,10 @@ type SinkDeps struct {
 	Egress egress.Options
 	Store  store.Store
 	Log    zerolog.Logger
+	// Sections are the top-level config sections the recipients of one
+	// kind share, by YAML key (smtp: the e-mail server); a sink asserts
+	// its own section's type and refuses to build without it.
+	Sections map[string]any
 }
 
 // BuildSink builds cfg's sink, with the section's secrets redacted from

@@ -191,7 +191,7 @@ func (s *service) routing(cfg *configs.Config) (delivery.TableConfig, error) {
 			tc.Sinks[t.kind] = sink
 		}
 	}
-	deps := delivery.SinkDeps{Egress: egress.Options{AllowPrivate: cfg.Policy.AllowPrivateNetworks}, Store: s.store, Log: log}
+	deps := delivery.SinkDeps{Egress: egress.Options{AllowPrivate: cfg.Policy.AllowPrivateNetworks}, Store: s.store, Log: log, Sections: cfg.SinkSections()}
 	for name, r := range cfg.Recipients {
 		route := delivery.Route{Lang: r.Language}
 		if r.Timezone != "" {

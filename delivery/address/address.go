@@ -203,6 +203,15 @@ func ParseTelegramTopic(s string) (chat int64, thread int, err error) {
 	return chat, thread, nil
 }
 
+// WholeChat returns the chat a forum topic's address belongs to, and any
+// other address as it is: a topic keeps no settings of its own.
+func WholeChat(s string) string {
+	if a, err := Parse(s); err == nil && a.Kind == Telegram && a.Topic != "" {
+		return telegramChat + a.ID
+	}
+	return s
+}
+
 // FeishuChat prints the address of Feishu chat chatID.
 func FeishuChat(chatID string) string { return feishuChat + chatID }
 

@@ -103,3 +103,14 @@ func TestTelegramTopicAddresses(t *testing.T) {
 		t.Errorf("ParseTelegramTopic(a whole chat) = %d, %d, %v", chat, thread, err)
 	}
 }
+
+func TestWholeChat(t *testing.T) {
+	for in, want := range map[string]string{
+		"telegram:chat:-1001:topic:5": "telegram:chat:-1001", "telegram:chat:-1001": "telegram:chat:-1001",
+		"feishu:chat:oc_1": "feishu:chat:oc_1", "ops": "ops", "telegram:chat:-1001:topic:x": "telegram:chat:-1001:topic:x",
+	} {
+		if got := WholeChat(in); got != want {
+			t.Errorf("WholeChat(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -9,6 +9,10 @@ type Message struct {
 	ID        string // platform message / update / event id (dedup)
 	Principal string // telegram:<user_id> | feishu:<open_id> | console:<name>
 	Chat      string // reply address: telegram:chat:<id> | feishu:chat:<id> | feishu:user:<open_id> | console:<name>
+	// Topic is the forum topic the message was sent in, as a recipient
+	// address (telegram:chat:<id>:topic:<thread_id>); "" outside topics.
+	// The conversation is still the group's (Chat).
+	Topic     string
 	Group     bool   // a group chat (replies only where addressed)
 	Addressed bool   // in a group: the bot was mentioned, replied to, or /cmd@bot used
 	Text      string // the text with any leading @bot mention removed

@@ -43,23 +43,34 @@ func clipName(s string) string {
 }
 
 // replyTo is the chat the manager may push the task's own notices to
-// (baseline, failures): this chat when delivery can reach it. A console
-// chat cannot receive pushes; its notices go to the requester's inbox and
-// the decision reaches the console through ChatOf(owner).
-func (t *turn) replyTo() string {
-	if _, err := delivery.ParseAddress(t.m.Chat); err == nil {
-		return t.m.Chat
-	}
-	return ""
-}
+// (baseline, failures): this chat when delivery can reach it, or the
+// forum topic the request was sent in. A console chat cannot receive
+// pushes; its notices go to the requester's inbox and the decision
+// reaches the console through ChatOf(owner).
+func (t *turn) replyTo() string { return t.pushable() }
 
-// notifyFor is where a chat request's pushes go: this chat when it can
-// receive pushes, else the requester's inbox.
+// notifyFor is where a chat request's pushes go: this chat (or its forum
+// topic) when it can receive pushes, else the requester's inbox.
 func (t *turn) notifyFor() []string {
-	if _, err := delivery.ParseAddress(t.m.Chat); err == nil {
-		return []string{t.m.Chat}
+	if to := t.pushable(); to != "" {
+		return []string{to}
 	}
 	return []string{address.InboxOf(t.m.Principal)}
+}
+
+// pushable is the address delivery reaches where the person spoke: the
+// forum topic the message was sent in, else the chat; "" when delivery
+// cannot reach it (a console).
+func (t *turn) pushable() string {
+	for _, to := range []string{t.m.Topic, t.m.Chat} {
+		if to == "" {
+			continue
+		}
+		if _, err := delivery.ParseAddress(to); err == nil {
+			return to
+		}
+	}
+	return ""
 }
 
 func (t *turn) submit(cmd Command) []Reply {
@@ -148,7 +159,7 @@ func (t *turn) recipients(tk *tasks.Task) string {
 
 func (t *turn) recipient(tk *tasks.Task, r string) string {
 	switch {
-	case r == t.m.Chat:
+	case r == t.m.Chat, r == t.m.Topic && r != "":
 		return t.tr("requests.this_chat")
 	case r == tk.ReplyTo && r != "":
 		return t.tr("requests.requesting_chat")

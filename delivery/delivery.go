@@ -108,6 +108,7 @@ type Address struct {
 	ID     string
 	IDType string // feishu: address.ChatID | address.OpenID
 	Name   string // the named recipient, if any
+	Topic  string // telegram: a forum topic's thread id ("" for the whole chat)
 }
 
 // String renders the address as written in config; it is a recipient
@@ -120,7 +121,7 @@ func (a Address) String() string {
 }
 
 func (a Address) literal() address.Address {
-	return address.Address{Kind: address.Kind(a.Kind), ID: a.ID, IDType: a.IDType}
+	return address.Address{Kind: address.Kind(a.Kind), ID: a.ID, IDType: a.IDType, Topic: a.Topic}
 }
 
 // Redacted names the address without its identifying part.
@@ -137,7 +138,7 @@ func ParseAddress(s string) (Address, error) {
 	if err != nil {
 		return Address{}, err
 	}
-	return Address{Kind: AddressKind(a.Kind), ID: a.ID, IDType: a.IDType}, nil
+	return Address{Kind: AddressKind(a.Kind), ID: a.ID, IDType: a.IDType, Topic: a.Topic}, nil
 }
 
 // IsLiteral reports whether s is written as an address rather than a name.

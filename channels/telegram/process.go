@@ -62,7 +62,7 @@ func (c *Channel) process(ctx context.Context, u *models.Update, me identity) er
 		if r.Retract {
 			c.retract(ctx, in, r)
 		}
-		if err := c.send(ctx, in.chatID, r, in.replyTo); err != nil {
+		if err := c.send(ctx, in.chatID, in.thread, r, in.replyTo); err != nil {
 			c.log.Warn().Str("error", err.Error()).Bool("group", in.msg.Group).Msg("telegram reply")
 		}
 	}
@@ -98,10 +98,10 @@ func (c *Channel) pressed(ctx context.Context, in inbound) {
 			if err != nil && r.Text != "" && ctx.Err() == nil {
 				// Too old or gone to edit: say it as a new message.
 				c.log.Debug().Str("error", err.Error()).Msg("telegram edit failed; sending instead")
-				err = c.send(ctx, in.chatID, r, 0)
+				err = c.send(ctx, in.chatID, in.thread, r, 0)
 			}
 		case r.Text != "":
-			err = c.send(ctx, in.chatID, r, 0)
+			err = c.send(ctx, in.chatID, in.thread, r, 0)
 		}
 		if err != nil {
 			c.log.Warn().Str("error", err.Error()).Bool("edit", r.Edit).Msg("telegram reply")

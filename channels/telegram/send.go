@@ -17,18 +17,23 @@ import (
 // maxToast is the most characters answerCallbackQuery shows.
 const maxToast = 200
 
+// generalTopic is a forum's General topic, which the Bot API wants
+// posted to without message_thread_id.
+const generalTopic = 1
+
 // maxReplyWait is the longest rate-limit wait a reply sits out before its
 // one retry; a longer one fails the reply.
 const maxReplyWait = 10 * time.Second
 
-// Say sends r to chat, a "telegram:chat:<id>" address (conversation.Sender).
+// Say sends r to chat, a "telegram:chat:<id>" address or a forum topic's
+// "telegram:chat:<id>:topic:<thread_id>" (conversation.Sender).
 // Edit is ignored: a message started here has nothing to replace.
 func (c *Channel) Say(ctx context.Context, chat string, r conversation.Reply) error {
-	id, err := parseChat(chat)
+	id, thread, err := parseTopic(chat)
 	if err != nil {
 		return err
 	}
-	return c.send(ctx, id, r, 0)
+	return c.send(ctx, id, thread, r, 0)
 }
 
 // keyboard builds the inline keyboard for buttons, refusing callback data
@@ -61,14 +66,16 @@ func keyboard(buttons []conversation.Button) (*models.InlineKeyboardMarkup, erro
 }
 
 // send sends r as one or more HTML messages; the keyboard rides on the
-// last part. replyTo threads the first part under a message (groups).
+// last part. replyTo threads the first part under a message (groups);
+// every part goes to forum topic thread when it is not 0 (the General
+// topic, 1, is posted to without naming it).
 //
 // A group that became a supergroup is followed: replies go to the
 // supergroup once the move is known, and a part Telegram refuses with
 // migrate_to_chat_id (provably not sent) is sent once more to the new
 // chat, which is remembered for later replies. A second move is not
 // followed.
-func (c *Channel) send(ctx context.Context, chat int64, r conversation.Reply, replyTo int) error {
+func (c *Channel) send(ctx context.Context, chat int64, thread int, r conversation.Reply, replyTo int) error {
 	kb, err := keyboard(r.Buttons)
 	if err != nil {
 		return err
@@ -81,6 +88,10 @@ func (c *Channel) send(ctx context.Context, chat int64, r conversation.Reply, re
 	followed := to != chat
 	if followed {
 		replyTo = 0 // the message replied to stayed in the old group
+		thread = 0  // and a basic group has no topics
+	}
+	if thread == generalTopic {
+		thread = 0
 	}
 	for i, p := range parts {
 		params := &bot.SendMessageParams{
@@ -88,6 +99,7 @@ func (c *Channel) send(ctx context.Context, chat int64, r conversation.Reply, re
 			Text:               p,
 			ParseMode:          models.ParseModeHTML,
 			LinkPreviewOptions: &models.LinkPreviewOptions{IsDisabled: bot.True()},
+			MessageThreadID:    thread,
 		}
 		if i == 0 && replyTo != 0 {
 			params.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
@@ -105,6 +117,7 @@ func (c *Channel) send(ctx context.Context, chat int64, r conversation.Reply, re
 			}
 			params.ChatID = to
 			params.ReplyParameters = nil
+			params.MessageThreadID = 0
 			err = c.sendWaiting(ctx, params)
 		}
 		if err != nil {
@@ -181,7 +194,7 @@ func (c *Channel) retract(ctx context.Context, in inbound, r conversation.Reply)
 	}
 	c.log.Warn().Str("error", c.wrap("deleteMessage", err).Error()).Msg("telegram: a message carrying a secret was not deleted")
 	if r.Unretracted != "" {
-		if err := c.send(ctx, in.chatID, conversation.Reply{Text: r.Unretracted}, in.replyTo); err != nil {
+		if err := c.send(ctx, in.chatID, in.thread, conversation.Reply{Text: r.Unretracted}, in.replyTo); err != nil {
 			c.log.Warn().Str("error", err.Error()).Msg("telegram reply")
 		}
 	}

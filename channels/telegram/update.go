@@ -32,6 +32,7 @@ type inbound struct {
 	// an inline-mode message).
 	editable int
 	replyTo  int    // message to reply to in a group (0: none)
+	thread   int    // the forum topic the update came from (0: none)
 	msgID    int    // the message itself (0 for a press): what Retract deletes
 	fileID   string // a document sent in a private chat ("" none)
 }
@@ -127,6 +128,10 @@ func mapMessage(id int64, m *models.Message, me identity) (inbound, bool) {
 	}
 	if group {
 		in.replyTo = m.ID
+		in.thread = topicOf(m)
+		if in.thread != 0 {
+			in.msg.Topic = address.TelegramTopic(m.Chat.ID, in.thread)
+		}
 	}
 	if doc {
 		in.fileID = m.Document.FileID
@@ -144,6 +149,7 @@ func mapCallback(id int64, q *models.CallbackQuery) (inbound, bool) {
 	switch {
 	case q.Message.Message != nil:
 		chat, in.editable = q.Message.Message.Chat, q.Message.Message.ID
+		in.thread = topicOf(q.Message.Message)
 	case q.Message.InaccessibleMessage != nil:
 		chat, in.editable = q.Message.InaccessibleMessage.Chat, q.Message.InaccessibleMessage.MessageID
 	default:
@@ -170,6 +176,17 @@ func mapCallback(id int64, q *models.CallbackQuery) (inbound, bool) {
 		}
 	}
 	return in, true
+}
+
+// topicOf returns the forum topic m was sent in, 0 when none. A
+// message_thread_id alone is not a topic: replies outside topics carry
+// their thread's root, and groups with topics turned off can send one;
+// only is_topic_message says the message is in a topic.
+func topicOf(m *models.Message) int {
+	if !m.IsTopicMessage || m.MessageThreadID <= 0 || m.Chat.Type != models.ChatTypeSupergroup {
+		return 0
+	}
+	return m.MessageThreadID
 }
 
 // commandTarget reports whether text starts with a bot command and which
@@ -269,4 +286,14 @@ func parseChat(addr string) (int64, error) {
 		return 0, ErrNotTelegramChat
 	}
 	return id, nil
+}
+
+// parseTopic parses a telegram:chat:<id> address (thread 0) or a forum
+// topic's telegram:chat:<id>:topic:<thread_id>.
+func parseTopic(addr string) (int64, int, error) {
+	id, thread, err := address.ParseTelegramTopic(addr)
+	if err != nil || id == 0 {
+		return 0, 0, ErrNotTelegramChat
+	}
+	return id, thread, nil
 }

@@ -321,20 +321,45 @@ func cmdSendTest(e *env, args []string) int {
 		return code
 	}
 	var v sendTestView
-	if code := e.do("send-test", map[string]string{"recipient": recipient}, &v, 2*time.Minute); code != exitOK {
+	// The service answers within sendTestWait; the rest is for the trip.
+	if code := e.do("send-test", map[string]string{"recipient": recipient}, &v, sendTestWait+15*time.Second); code != exitOK {
 		return code
 	}
 	if e.json {
 		e.printJSON(v)
 	} else {
-		fmt.Fprintf(e.stdout, "%s: %s after %d attempt(s)", v.Recipient, v.State, v.Attempts)
-		if v.Error != "" {
-			fmt.Fprintf(e.stdout, " (%s)", v.Error)
+		fmt.Fprintf(e.stdout, "%s: %s", v.Recipient, v.Outcome)
+		if v.Outcome == "retry_after" && v.RetryIn > 0 {
+			fmt.Fprintf(e.stdout, " %s", time.Duration(v.RetryIn*float64(time.Second)))
 		}
-		fmt.Fprintf(e.stdout, "\neffect %s\n", v.Effect)
+		if v.Reason != "" {
+			fmt.Fprintf(e.stdout, " (%s)", v.Reason)
+		}
+		fmt.Fprintf(e.stdout, " after %d attempt(s) in %.1fs\n", v.Attempts, v.Elapsed)
+		if what := sendTestMeaning(v); what != "" {
+			fmt.Fprintln(e.stdout, what)
+		}
+		fmt.Fprintf(e.stdout, "effect %s\n", v.Effect)
 	}
-	if v.State != "completed" {
+	if v.Outcome != "completed" {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// sendTestMeaning says what a test push's outcome means for the push.
+func sendTestMeaning(v sendTestView) string {
+	switch {
+	case v.Outcome == "failed":
+		return "The receiver refused the push; it is not sent again."
+	case v.Outcome == "retry_after":
+		return "Not sent; herald tries again until the push expires."
+	case v.Reason == "no_answer_yet":
+		return fmt.Sprintf("No answer from the receiver in %.0fs; the push may arrive. `herald ledger show test` shows how it ends.", sendTestWait.Seconds())
+	case v.Outcome == "unknown":
+		return "The push may have arrived; it is not sent again unless the receiver drops repeats."
+	case v.Outcome == "pending":
+		return fmt.Sprintf("No attempt began in %.0fs; the push is queued. `herald ledger show test` shows how it ends.", sendTestWait.Seconds())
+	}
+	return ""
 }

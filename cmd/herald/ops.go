@@ -264,17 +264,25 @@ func (o *adminOps) sendTest(ctx context.Context, in struct{ Recipient string }) 
 	ctx, cancel := untilStopping(ctx, stopping)
 	defer cancel()
 	v, err := o.s.sendTest(ctx, in.Recipient)
-	settled := v.State == string(store.Completed) || v.State == string(store.Failed) || v.State == string(store.Unknown)
-	if isClosed(stopping) && (err != nil || !settled) {
+	if isClosed(stopping) && (err != nil || v.Reason == "no_answer_yet" || v.Reason == "not_started") {
 		return nil, errStopping("the test push was claimed; its outcome will be in the ledger")
 	}
 	return v, err
 }
 
+// sendTestWait bounds how long send-test waits for the sink's answer. A
+// sink that has not answered by then is reported as such; the push stays
+// claimed and its outcome lands in the ledger.
+const sendTestWait = 15 * time.Second
+
 // sendTest sends one test push through the whole path — claim, queue,
-// sink, outcome — and waits for its outcome.
+// sink, outcome — and reports the first answer the sink gives, within
+// sendTestWait. The push is one effect like any other: a push refused as
+// provably not sent stays queued and is tried again until it expires; an
+// unknown one is not sent again unless the receiver drops repeats.
 func (s *service) sendTest(ctx context.Context, recipient string) (sendTestView, error) {
-	if _, err := s.table.Resolve(recipient); err != nil {
+	route, err := s.table.Resolve(recipient)
+	if err != nil {
 		return sendTestView{}, hook.BadInput(fmt.Sprintf("cannot send to %s: %v", recipient, err))
 	}
 	id := "test-" + time.Now().UTC().Format("20060102T150405.000000000")
@@ -289,24 +297,69 @@ func (s *service) sendTest(ctx context.Context, recipient string) (sendTestView,
 		return sendTestView{}, errors.New("the test push was not claimed")
 	}
 	key := res.Claimed[0]
+	start := time.Now()
+	bound := time.NewTimer(sendTestWait)
+	defer bound.Stop()
 	for {
 		fx, err := s.store.Ledger().Get(ctx, key)
 		if err != nil {
 			return sendTestView{}, err
 		}
-		v := sendTestView{Effect: key, Recipient: recipient, State: string(fx.State), Attempts: len(fx.Attempts), Error: fx.Error, ProviderID: fx.ProviderID}
-		if fx.State != store.Pending {
+		v, answered := testOutcome(fx, route.Dedups, time.Now())
+		v.Recipient, v.Elapsed = recipient, time.Since(start).Round(time.Millisecond).Seconds()
+		if answered {
 			return v, nil
-		}
-		if !fx.InFlight && fx.Error != "" && len(fx.Attempts) > 0 {
-			v.State = "waiting (" + fx.Error + ")"
 		}
 		select {
 		case <-ctx.Done():
 			return v, nil
-		case <-time.After(100 * time.Millisecond):
+		case <-bound.C:
+			return v, nil
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// notSentReasons are the reasons a sink gives for an attempt it knows
+// was not sent (RetryAfter). The ledger keeps a retried push pending
+// under its reason whether it was refused unsent or its outcome is
+// unknown and the receiver drops repeats; for a receiver that drops
+// repeats only these reasons tell the two apart.
+var notSentReasons = map[string]bool{
+	delivery.ReasonDNS: true, delivery.ReasonConnectFailed: true, delivery.ReasonCanceled: true,
+	"rate_limited": true, "paced": true, "store_unavailable": true, "token_unavailable": true, "token_invalid": true,
+}
+
+// testOutcome reads a test push's effect as the class of the sink's
+// answer, and whether the sink has answered yet. Before an answer it is
+// the class a caller who stops waiting must assume: unknown while an
+// attempt is in flight (it may arrive), pending while none began.
+func testOutcome(fx store.Effect, dedups bool, now time.Time) (sendTestView, bool) {
+	v := sendTestView{Effect: fx.Key, State: string(fx.State), Attempts: len(fx.Attempts), Error: fx.Error, Reason: fx.Error, ProviderID: fx.ProviderID}
+	switch fx.State {
+	case store.Completed, store.Failed, store.Unknown:
+		v.Outcome = string(fx.State)
+		return v, true
+	}
+	ended := len(fx.Attempts) > 0 && !fx.Attempts[len(fx.Attempts)-1].End.IsZero()
+	switch {
+	case fx.InFlight, ended && fx.Error == "":
+		// Sending, or between the parts of a split message.
+		v.Outcome, v.Reason = string(store.Unknown), "no_answer_yet"
+		return v, false
+	case !ended:
+		v.Outcome, v.Reason = string(store.Pending), "not_started"
+		return v, false
+	case dedups && !notSentReasons[fx.Error]:
+		// Unknown, sent again under the same key, which the receiver drops.
+		v.Outcome = string(store.Unknown)
+	default:
+		v.Outcome = "retry_after"
+	}
+	if wait := fx.NotBefore.Sub(now); wait > 0 {
+		v.RetryIn = wait.Round(time.Second).Seconds()
+	}
+	return v, true
 }
 
 // ledgerSource maps what the operator typed for `ledger show` to the

@@ -107,10 +107,18 @@ type statusView struct {
 
 // sendTestView is `herald send-test --json`.
 type sendTestView struct {
-	Effect     string `json:"effect"`
-	Recipient  string `json:"recipient"`
-	State      string `json:"state"`
-	Attempts   int    `json:"attempts"`
-	Error      string `json:"error,omitempty"`
-	ProviderID string `json:"provider_id,omitempty"`
+	Effect    string `json:"effect"`
+	Recipient string `json:"recipient"`
+	State     string `json:"state"` // the effect's state in the ledger
+	// Outcome is the class of the sink's answer: completed, failed,
+	// retry_after (provably not sent; tried again after RetryIn), unknown
+	// (it may have arrived, or no answer came in time); pending when no
+	// attempt began in time.
+	Outcome    string  `json:"outcome"`
+	Reason     string  `json:"reason,omitempty"`   // the sink's reason, secret-free
+	RetryIn    float64 `json:"retry_in,omitempty"` // retry_after: seconds until the next attempt
+	Elapsed    float64 `json:"elapsed"`            // seconds until the answer
+	Attempts   int     `json:"attempts"`
+	Error      string  `json:"error,omitempty"`
+	ProviderID string  `json:"provider_id,omitempty"`
 }

@@ -6,7 +6,9 @@
 //     token); policy lists also take the patterns telegram:*, feishu:*,
 //     console:*, agent:*;
 //   - recipient addresses, where a notice goes: telegram:chat:<chat_id>,
-//     feishu:chat:<chat_id>, feishu:user:<open_id>, inbox:<principal>.
+//     telegram:chat:<chat_id>:topic:<thread_id> (a topic of a forum
+//     group), feishu:chat:<chat_id>, feishu:user:<open_id>,
+//     inbox:<principal>.
 //
 // It is the one place these spellings live, and it depends on nothing
 // else in herald. A new principal kind is one line in principalKinds.
@@ -42,6 +44,7 @@ var principalKinds = []principalKind{
 // Recipient address prefixes.
 const (
 	telegramChat = "telegram:chat:"
+	topicInfix   = ":topic:"
 	feishuChat   = "feishu:chat:"
 	feishuUser   = "feishu:user:"
 	inbox        = "inbox:"
@@ -51,7 +54,7 @@ const (
 type Kind string
 
 const (
-	Telegram Kind = "telegram" // telegram:chat:<chat_id>
+	Telegram Kind = "telegram" // telegram:chat:<chat_id>[:topic:<thread_id>]
 	Feishu   Kind = "feishu"   // feishu:chat:<chat_id> / feishu:user:<open_id>
 	Inbox    Kind = "inbox"    // inbox:<principal>
 )
@@ -69,12 +72,18 @@ type Address struct {
 	// Inbox: principal.
 	ID     string
 	IDType string // feishu: ChatID | OpenID
+	// Topic is a Telegram forum topic's thread id ("" for the whole
+	// chat). Topic 1 is the General topic.
+	Topic string
 }
 
 // String prints a as written in config.
 func (a Address) String() string {
 	switch a.Kind {
 	case Telegram:
+		if a.Topic != "" {
+			return telegramChat + a.ID + topicInfix + a.Topic
+		}
 		return telegramChat + a.ID
 	case Feishu:
 		if a.IDType == OpenID {
@@ -90,10 +99,14 @@ func (a Address) String() string {
 // Parse parses a literal recipient address.
 func Parse(s string) (Address, error) {
 	if id, ok := strings.CutPrefix(s, telegramChat); ok {
+		id, topic, isTopic := strings.Cut(id, topicInfix)
 		if !isChatID(id) {
 			return Address{}, errors.New("telegram chat id must be an integer")
 		}
-		return Address{Kind: Telegram, ID: id}, nil
+		if isTopic && !isThreadID(topic) {
+			return Address{}, errors.New("telegram topic id must be a positive integer")
+		}
+		return Address{Kind: Telegram, ID: id, Topic: topic}, nil
 	}
 	if id, ok := strings.CutPrefix(s, feishuChat); ok {
 		if id == "" {
@@ -113,14 +126,15 @@ func Parse(s string) (Address, error) {
 		}
 		return Address{Kind: Inbox, ID: p}, nil
 	}
-	return Address{}, errors.New("not a recipient address (want telegram:chat:<id>, feishu:chat:<id>, feishu:user:<open_id> or inbox:<principal>)")
+	return Address{}, errors.New("not a recipient address (want telegram:chat:<id>, telegram:chat:<id>:topic:<thread_id>, feishu:chat:<id>, feishu:user:<open_id> or inbox:<principal>)")
 }
 
 // IsChat reports whether s is a chat's address (Telegram chat, Feishu
-// chat), as a group's conversation is kept under.
+// chat), as a group's conversation is kept under. A forum topic's
+// address is not: the conversation is the group's.
 func IsChat(s string) bool {
 	a, err := Parse(s)
-	return err == nil && (a.Kind == Telegram || a.IDType == ChatID)
+	return err == nil && ((a.Kind == Telegram && a.Topic == "") || a.IDType == ChatID)
 }
 
 // IsLiteral reports whether s is written as an address rather than as the
@@ -151,6 +165,51 @@ func ParseTelegramChat(s string) (int64, error) {
 		return 0, ErrNotTelegramChat
 	}
 	return id, nil
+}
+
+// TelegramTopic prints the address of forum topic thread in Telegram
+// chat id.
+func TelegramTopic(id int64, thread int) string {
+	return telegramChat + strconv.FormatInt(id, 10) + topicInfix + strconv.Itoa(thread)
+}
+
+// ErrNotTelegramTopic means an address is neither telegram:chat:<id> nor
+// telegram:chat:<id>:topic:<thread_id>.
+var ErrNotTelegramTopic = errors.New("not a telegram:chat:<id>[:topic:<thread_id>] address")
+
+// ParseTelegramTopic returns the chat id and forum topic of a
+// telegram:chat:<id>:topic:<thread_id> address; a telegram:chat:<id>
+// address has thread 0.
+func ParseTelegramTopic(s string) (chat int64, thread int, err error) {
+	rest, ok := strings.CutPrefix(s, telegramChat)
+	if !ok {
+		return 0, 0, ErrNotTelegramTopic
+	}
+	id, topic, isTopic := strings.Cut(rest, topicInfix)
+	chat, err = ParseTelegramChat(telegramChat + id)
+	if err != nil {
+		return 0, 0, ErrNotTelegramTopic
+	}
+	if !isTopic {
+		return chat, 0, nil
+	}
+	if !isThreadID(topic) {
+		return 0, 0, ErrNotTelegramTopic
+	}
+	thread, err = strconv.Atoi(topic)
+	if err != nil {
+		return 0, 0, ErrNotTelegramTopic
+	}
+	return chat, thread, nil
+}
+
+// WholeChat returns the chat a forum topic's address belongs to, and any
+// other address as it is: a topic keeps no settings of its own.
+func WholeChat(s string) string {
+	if a, err := Parse(s); err == nil && a.Kind == Telegram && a.Topic != "" {
+		return telegramChat + a.ID
+	}
+	return s
 }
 
 // FeishuChat prints the address of Feishu chat chatID.
@@ -277,6 +336,21 @@ func IsAgentName(name string) bool {
 
 // isUserID: a Telegram user id is a positive integer.
 func isUserID(id string) bool { return isChatID(id) && !strings.HasPrefix(id, "-") }
+
+// isThreadID: a forum topic's thread id is a positive integer (a
+// message id) that fits an int32.
+func isThreadID(s string) bool {
+	if s == "" || len(s) > 10 || s[0] == '0' {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return err == nil && n <= 1<<31-1
+}
 
 // isChatID: a Telegram chat id is an integer (groups are negative).
 func isChatID(s string) bool {

@@ -67,3 +67,50 @@ func TestIsChat(t *testing.T) {
 		}
 	}
 }
+
+func TestTelegramTopicAddresses(t *testing.T) {
+	for _, s := range []string{"telegram:chat:-1001:topic:5", "telegram:chat:-1001:topic:1", "telegram:chat:-1001:topic:2147483647"} {
+		a, err := Parse(s)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", s, err)
+		}
+		if a.Kind != Telegram || a.ID != "-1001" || a.Topic == "" || a.String() != s {
+			t.Errorf("Parse(%q) = %+v, prints %q", s, a, a.String())
+		}
+		if IsChat(s) || !IsLiteral(s) {
+			t.Errorf("%q: IsChat %v, IsLiteral %v", s, IsChat(s), IsLiteral(s))
+		}
+		if _, err := ParseTelegramChat(s); err == nil {
+			t.Errorf("ParseTelegramChat(%q) took a topic for the whole chat", s)
+		}
+	}
+	for _, s := range []string{"telegram:chat:-1001:topic:", "telegram:chat:-1001:topic:0", "telegram:chat:-1001:topic:-5",
+		"telegram:chat:-1001:topic:05", "telegram:chat:-1001:topic:x", "telegram:chat:-1001:topic:2147483648",
+		"telegram:chat::topic:5", "telegram:chat:-1001:topic:5:topic:6", "telegram:chat:-1001:thread:5"} {
+		if _, err := Parse(s); err == nil {
+			t.Errorf("Parse(%q) accepted", s)
+		}
+		if _, _, err := ParseTelegramTopic(s); err == nil {
+			t.Errorf("ParseTelegramTopic(%q) accepted", s)
+		}
+	}
+	chat, thread, err := ParseTelegramTopic(TelegramTopic(-1001, 42))
+	if err != nil || chat != -1001 || thread != 42 {
+		t.Errorf("ParseTelegramTopic(TelegramTopic(-1001, 42)) = %d, %d, %v", chat, thread, err)
+	}
+	chat, thread, err = ParseTelegramTopic(TelegramChat(-1001))
+	if err != nil || chat != -1001 || thread != 0 {
+		t.Errorf("ParseTelegramTopic(a whole chat) = %d, %d, %v", chat, thread, err)
+	}
+}
+
+func TestWholeChat(t *testing.T) {
+	for in, want := range map[string]string{
+		"telegram:chat:-1001:topic:5": "telegram:chat:-1001", "telegram:chat:-1001": "telegram:chat:-1001",
+		"feishu:chat:oc_1": "feishu:chat:oc_1", "ops": "ops", "telegram:chat:-1001:topic:x": "telegram:chat:-1001:topic:x",
+	} {
+		if got := WholeChat(in); got != want {
+			t.Errorf("WholeChat(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -5,7 +5,7 @@
 // notices. Neither owns them: both read them here.
 //
 // A chat's settings are one JSON object under "prefs/<address>" in the
-// channel-state storage object.
+// channel-state storage object. A Telegram forum topic has its group's.
 package chatprefs
 
 import (
@@ -38,7 +38,7 @@ type Store struct {
 	Changed func(ctx context.Context, address string)
 }
 
-func key(address string) string { return "prefs/" + address }
+func key(to string) string { return "prefs/" + address.WholeChat(to) }
 
 // Get returns a chat's prefs (zero value when none).
 func (s *Store) Get(ctx context.Context, address string) (Prefs, error) {

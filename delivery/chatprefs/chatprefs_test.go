@@ -106,3 +106,22 @@ func TestStore_StoredFormatIsUnchanged(t *testing.T) {
 		t.Errorf("read %+v (%v), want the quiet hours and language stored", p, err)
 	}
 }
+
+// A forum topic has its group's settings: the group's quiet hours and
+// mutes hold the topic's notices too.
+func TestStore_ForumTopicSharesItsGroupsPrefs(t *testing.T) {
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "herald.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ps := &chatprefs.Store{KV: st.Channels(), Zone: time.UTC}
+	ctx := context.Background()
+	if err := ps.Update(ctx, "telegram:chat:-100", func(p *chatprefs.Prefs) { p.Quiet, p.Lang = "22:00-07:00", "zh" }); err != nil {
+		t.Fatal(err)
+	}
+	p, err := ps.Get(ctx, "telegram:chat:-100:topic:7")
+	if err != nil || p.Quiet != "22:00-07:00" || ps.Lang("telegram:chat:-100:topic:7") != "zh" {
+		t.Errorf("the topic's prefs = %+v, %v; want the group's", p, err)
+	}
+}

@@ -1,6 +1,7 @@
-// Package telegram is the delivery sink for Telegram chats: sendMessage in
-// HTML parse mode through go-telegram/bot, paced per chat, per group and
-// per bot, with each API answer classified for the dispatcher.
+// Package telegram is the delivery sink for Telegram chats and forum
+// topics: sendMessage in HTML parse mode through go-telegram/bot, paced
+// per chat, per group and per bot, with each API answer classified for
+// the dispatcher.
 package telegram
 
 import (
@@ -33,6 +34,11 @@ var (
 	errNotChat = errors.New("not a telegram chat address")
 	errBadChat = errors.New("telegram chat id is not an integer")
 )
+
+// generalTopic is a forum's General topic. The Bot API refuses its id in
+// message_thread_id ("message thread not found"): posting there means
+// leaving the field out.
+const generalTopic = 1
 
 // Sink sends deliveries to Telegram chats.
 type Sink struct {
@@ -118,11 +124,12 @@ func Scrub(token, s string) string {
 	return strings.ReplaceAll(s, token, "<token>")
 }
 
-// Send sends part d.Part of d.Message to the chat d.To and classifies the
-// answer. The message renders relative to its OccurredAt (or now), so
+// Send sends part d.Part of d.Message to the chat or forum topic d.To
+// and classifies the answer. A closed or missing topic fails with its
+// reason; nothing falls back to the General topic. The message renders relative to its OccurredAt (or now), so
 // every attempt at a part sees the same split.
 func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
-	chat, err := chatID(d.To)
+	chat, thread, err := chatID(d.To)
 	if err != nil {
 		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_address"}
 	}
@@ -134,12 +141,13 @@ func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
 	if d.Part < 0 || d.Part >= len(parts) {
 		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_part", Parts: len(parts)}
 	}
-	out := s.send(ctx, chat, parts[d.Part])
+	out := s.send(ctx, chat, thread, parts[d.Part])
 	var mig *bot.MigrateError
 	if errors.As(out.err, &mig) {
-		// The group became a supergroup: follow it once.
+		// The group became a supergroup: follow it once. Only a
+		// supergroup has topics, so a basic group's address has none.
 		to := int64(mig.MigrateToChatID)
-		out = s.send(ctx, to, parts[d.Part])
+		out = s.send(ctx, to, 0, parts[d.Part])
 		out.MigratedTo = address.TelegramChat(to)
 		if errors.As(out.err, &mig) {
 			out.Outcome = delivery.Outcome{Result: delivery.Failed, Reason: "migrated_twice", MigratedTo: out.MigratedTo}
@@ -156,7 +164,7 @@ func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
 			ev = ev.Str("error", s.scrub(out.err.Error()))
 		}
 	}
-	ev.Str("recipient_kind", string(delivery.TelegramChat)).Int("part", d.Part).Int("parts", len(parts)).
+	ev.Str("recipient_kind", string(delivery.TelegramChat)).Bool("topic", thread != 0).Int("part", d.Part).Int("parts", len(parts)).
 		Stringer("result", out.Result).Str("reason", out.Reason).Bool("migrated", out.MigratedTo != "").
 		Msg("telegram send")
 	return out.Outcome
@@ -168,7 +176,8 @@ type attempt struct {
 	err error
 }
 
-func (s *Sink) send(ctx context.Context, chat int64, text string) attempt {
+// send sends text to chat, in forum topic thread when it is not 0.
+func (s *Sink) send(ctx context.Context, chat int64, thread int, text string) attempt {
 	if err := s.pace.wait(ctx, chat); err != nil {
 		// Nothing was sent yet.
 		var paced *pacedError
@@ -182,6 +191,7 @@ func (s *Sink) send(ctx context.Context, chat int64, text string) attempt {
 		Text:               text,
 		ParseMode:          models.ParseModeHTML,
 		LinkPreviewOptions: &models.LinkPreviewOptions{IsDisabled: bot.True()},
+		MessageThreadID:    thread,
 	})
 	if err != nil {
 		return attempt{Classify(err), err}
@@ -189,15 +199,27 @@ func (s *Sink) send(ctx context.Context, chat int64, text string) attempt {
 	return attempt{delivery.Outcome{Result: delivery.Completed, ProviderID: strconv.Itoa(msg.ID)}, nil}
 }
 
-func chatID(a delivery.Address) (int64, error) {
+// chatID returns the chat of a and the thread to send in: 0 for the
+// whole chat and for the General topic.
+func chatID(a delivery.Address) (int64, int, error) {
 	if a.Kind != delivery.TelegramChat {
-		return 0, errNotChat
+		return 0, 0, errNotChat
 	}
 	id, err := strconv.ParseInt(a.ID, 10, 64)
 	if err != nil {
-		return 0, errBadChat
+		return 0, 0, errBadChat
 	}
-	return id, nil
+	if a.Topic == "" {
+		return id, 0, nil
+	}
+	thread, err := strconv.Atoi(a.Topic)
+	if err != nil || thread <= 0 {
+		return 0, 0, errBadChat
+	}
+	if thread == generalTopic {
+		thread = 0
+	}
+	return id, thread, nil
 }
 
 func (s *Sink) scrub(str string) string { return Scrub(s.token, str) }
@@ -224,8 +246,17 @@ func Classify(err error) delivery.Outcome {
 	case errors.Is(err, bot.ErrorForbidden):
 		return delivery.Outcome{Result: delivery.Failed, Reason: forbiddenReason(err.Error()), Unreachable: true}
 	case errors.Is(err, bot.ErrorBadRequest):
-		if strings.Contains(strings.ToLower(err.Error()), "chat not found") {
+		desc := strings.ToLower(err.Error())
+		switch {
+		case strings.Contains(desc, "chat not found"):
 			return delivery.Outcome{Result: delivery.Failed, Reason: "chat_not_found", Unreachable: true}
+		case strings.Contains(desc, "topic_closed"):
+			// A closed topic refuses until someone reopens it; herald
+			// does not reopen it, nor post to General instead.
+			return delivery.Outcome{Result: delivery.Failed, Reason: "topic_closed", Unreachable: true}
+		case strings.Contains(desc, "message thread not found"):
+			// A wrong or deleted topic, or a group with topics turned off.
+			return delivery.Outcome{Result: delivery.Failed, Reason: "topic_not_found", Unreachable: true}
 		}
 		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_request"}
 	case errors.Is(err, bot.ErrorUnauthorized):

@@ -29,6 +29,7 @@ type sent struct {
 	Text    string
 	Parse   string
 	Preview string
+	Thread  string // message_thread_id ("" when the field was not sent)
 }
 
 // reply is how the fake answers one sendMessage call.
@@ -49,6 +50,9 @@ type fakeTelegram struct {
 	calls  []sent
 	answer func(chatID string, n int) reply
 	done   chan struct{}
+	// forum, when set, makes every chat a forum with these topics (thread
+	// id → open) and answers message_thread_id as the Bot API does.
+	forum map[string]bool
 }
 
 func newFake(t *testing.T, answer func(chatID string, n int) reply) *fakeTelegram {
@@ -89,7 +93,8 @@ func (f *fakeTelegram) handle(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"ok":false,"error_code":404,"description":"Not Found: method not found"}`)
 		return
 	}
-	s := sent{ChatID: r.FormValue("chat_id"), Text: r.FormValue("text"), Parse: r.FormValue("parse_mode"), Preview: r.FormValue("link_preview_options")}
+	s := sent{ChatID: r.FormValue("chat_id"), Text: r.FormValue("text"), Parse: r.FormValue("parse_mode"), Preview: r.FormValue("link_preview_options"),
+		Thread: r.FormValue("message_thread_id")}
 	f.mu.Lock()
 	f.calls = append(f.calls, s)
 	n := len(f.calls)
@@ -97,6 +102,14 @@ func (f *fakeTelegram) handle(w http.ResponseWriter, r *http.Request) {
 	rep := reply{}
 	if f.answer != nil {
 		rep = f.answer(s.ChatID, n)
+	}
+	if open, known := f.forum[s.Thread]; f.forum != nil && s.Thread != "" {
+		switch {
+		case !known || s.Thread == "1": // General is posted to without the field
+			rep = apiError(400, "Bad Request: message thread not found", "")
+		case !open:
+			rep = apiError(400, "Bad Request: TOPIC_CLOSED", "")
+		}
 	}
 	switch {
 	case rep.hijack:
@@ -147,6 +160,10 @@ func msg(title string) delivery.Message {
 }
 
 func to(id string) delivery.Address { return delivery.Address{Kind: delivery.TelegramChat, ID: id} }
+
+func topic(id, thread string) delivery.Address {
+	return delivery.Address{Kind: delivery.TelegramChat, ID: id, Topic: thread}
+}
 
 func refusedURL(t *testing.T) string {
 	t.Helper()
@@ -363,5 +380,60 @@ func TestCancelledWhilePacingIsNotSent(t *testing.T) {
 	deliverytest.Outcome(t, s.Send(ctx, d), delivery.RetryAfter, "canceled")
 	if n := len(f.sent()); n != 1 {
 		t.Errorf("%d requests reached the API", n)
+	}
+}
+
+// TestForumTopics: a topic address is sent with message_thread_id, the
+// General topic without it; a closed or missing topic fails with its
+// reason after one request, and nothing is posted to General instead.
+func TestForumTopics(t *testing.T) {
+	cases := []struct {
+		name   string
+		addr   string
+		thread string // message_thread_id sent
+		want   delivery.Result
+		reason string
+	}{
+		{name: "open topic", addr: "telegram:chat:-1001234:topic:77", thread: "77", want: delivery.Completed},
+		{name: "general topic", addr: "telegram:chat:-1001234:topic:1", thread: "", want: delivery.Completed},
+		{name: "whole chat", addr: "telegram:chat:-1001234", thread: "", want: delivery.Completed},
+		{name: "closed topic", addr: "telegram:chat:-1001234:topic:78", thread: "78", want: delivery.Failed, reason: "topic_closed"},
+		{name: "deleted topic", addr: "telegram:chat:-1001234:topic:79", thread: "79", want: delivery.Failed, reason: "topic_not_found"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFake(t, nil)
+			f.forum = map[string]bool{"77": true, "78": false}
+			s, logs := newSink(t, f.srv.URL)
+			a, err := delivery.ParseAddress(c.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := s.Send(context.Background(), delivery.Delivery{Key: "k", To: a, Message: msg("hi"), Lang: "en"})
+			deliverytest.Outcome(t, got, c.want, c.reason)
+			if c.want == delivery.Failed && !got.Unreachable {
+				t.Errorf("a %s does not mark the recipient unreachable", c.reason)
+			}
+			calls := f.sent()
+			if len(calls) != 1 || calls[0].ChatID != "-1001234" || calls[0].Thread != c.thread {
+				t.Fatalf("calls %+v, want one to -1001234 in thread %q", calls, c.thread)
+			}
+			deliverytest.NoSecretInLogs(t, logs, testToken, "-1001234")
+		})
+	}
+}
+
+func TestClassifyTopicAnswers(t *testing.T) {
+	for desc, reason := range map[string]string{
+		"Bad Request: TOPIC_CLOSED":             "topic_closed",
+		"Bad Request: message thread not found": "topic_not_found",
+	} {
+		f := newFake(t, func(string, int) reply { return apiError(400, desc, "") })
+		s, _ := newSink(t, f.srv.URL)
+		got := s.Send(context.Background(), delivery.Delivery{To: topic("-1001", "5"), Message: msg("x")})
+		deliverytest.Outcome(t, got, delivery.Failed, reason)
+		if got.After != 0 {
+			t.Errorf("%s: a wait of %v, want none", reason, got.After)
+		}
 	}
 }

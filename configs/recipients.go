@@ -9,6 +9,7 @@ import (
 
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/dingtalkbot"
+	"github.com/herald-bridge/herald/delivery/discord"
 	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/delivery/feishubot"
 	"github.com/herald-bridge/herald/delivery/slack"
@@ -28,6 +29,7 @@ type Recipient struct {
 	WeComBot    *wecombot.Config    `yaml:"wecom_bot"`
 	DingTalkBot *dingtalkbot.Config `yaml:"dingtalk_bot"`
 	Slack       *slack.Config       `yaml:"slack"`
+	Discord     *discord.Config     `yaml:"discord"`
 
 	Address  string `yaml:"address"`
 	Language string `yaml:"language"`

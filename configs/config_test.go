@@ -128,6 +128,8 @@ func TestLoad_ErrorsWithFileAndLine(t *testing.T) {
 		{"recipient-kinds.yaml", []want{
 			{2, "recipients.nothing: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, email and address"},
 			{4, "recipients.both: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, email and address"},
+			{2, "recipients.nothing: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, slack, discord and address"},
+			{4, "recipients.both: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, slack, discord and address"},
 		}},
 		{"inbound-format.yaml", []want{{5, `inbound.ci.format: unknown format "gitlab" (want standard or github)`}}},
 		{"inbound-no-secret.yaml", []want{{4, "inbound.ci: a secret is required"}}},
@@ -597,6 +599,10 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 			return "7~example", true
 		case "SMTP_PASSWORD":
 			return "smtp-example-password", true
+		case "SLACK_WEBHOOK_PATH":
+			return "T0EXAMPLE/B0EXAMPLE/example", true
+		case "DISCORD_TOKEN":
+			return "t0ken-example", true
 		}
 		return specEnv(name)
 	}
@@ -611,6 +617,7 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 		t.Errorf("smtp = %+v", s)
 	}
 	if len(cfg.Recipients) != 7 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 5 {
+	if len(cfg.Recipients) != 8 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 5 {
 		t.Errorf("recipients %d, inbound %d, tasks %d: an example block did not uncomment", len(cfg.Recipients), len(cfg.Inbound), len(cfg.Tasks))
 	}
 	if cs, _ := cfg.Task("cs101"); cs.Source.Download == nil || cs.Source.Download.Dir != "cs101" || cs.Source.Download.MaxPerRun != 100 {

@@ -9,9 +9,11 @@ import (
 
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/dingtalkbot"
+	"github.com/herald-bridge/herald/delivery/discord"
 	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/delivery/email"
 	"github.com/herald-bridge/herald/delivery/feishubot"
+	"github.com/herald-bridge/herald/delivery/slack"
 	"github.com/herald-bridge/herald/delivery/webhook"
 	"github.com/herald-bridge/herald/delivery/wecombot"
 )
@@ -28,6 +30,8 @@ type Recipient struct {
 	WeComBot    *wecombot.Config    `yaml:"wecom_bot"`
 	DingTalkBot *dingtalkbot.Config `yaml:"dingtalk_bot"`
 	Email       *email.Config       `yaml:"email"`
+	Slack       *slack.Config       `yaml:"slack"`
+	Discord     *discord.Config     `yaml:"discord"`
 
 	Address  string `yaml:"address"`
 	Language string `yaml:"language"`

@@ -6,6 +6,8 @@ import (
 
 	"github.com/herald-bridge/herald/delivery/dingtalkbot"
 	"github.com/herald-bridge/herald/delivery/email"
+	"github.com/herald-bridge/herald/delivery/discord"
+	"github.com/herald-bridge/herald/delivery/slack"
 	"github.com/herald-bridge/herald/delivery/wecombot"
 )
 
@@ -17,6 +19,10 @@ func TestRecipientSinks_KeyIsKind(t *testing.T) {
 		t.Fatalf("sink keys %v, want %v", got, want)
 	}
 	r := Recipient{FeishuBot: &FeishuBot{}, Webhook: &Webhook{}, WeComBot: &wecombot.Config{}, DingTalkBot: &dingtalkbot.Config{}, Email: &email.Config{}}
+	if got, want := SinkKeys(), []string{"feishu_bot", "webhook", "wecom_bot", "dingtalk_bot", "slack", "discord"}; !slices.Equal(got, want) {
+		t.Fatalf("sink keys %v, want %v", got, want)
+	}
+	r := Recipient{FeishuBot: &FeishuBot{}, Webhook: &Webhook{}, WeComBot: &wecombot.Config{}, DingTalkBot: &dingtalkbot.Config{}, Slack: &slack.Config{}, Discord: &discord.Config{}}
 	for _, s := range r.Sinks() {
 		if string(s.Config.Kind()) != s.Key {
 			t.Errorf("section %q builds kind %q", s.Key, s.Config.Kind())

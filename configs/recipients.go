@@ -8,9 +8,11 @@ import (
 	"strings"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/bark"
 	"github.com/herald-bridge/herald/delivery/dingtalkbot"
 	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/delivery/feishubot"
+	"github.com/herald-bridge/herald/delivery/ntfy"
 	"github.com/herald-bridge/herald/delivery/webhook"
 	"github.com/herald-bridge/herald/delivery/wecombot"
 )
@@ -26,6 +28,8 @@ type Recipient struct {
 	Webhook     *webhook.Config     `yaml:"webhook"`
 	WeComBot    *wecombot.Config    `yaml:"wecom_bot"`
 	DingTalkBot *dingtalkbot.Config `yaml:"dingtalk_bot"`
+	Ntfy        *ntfy.Config        `yaml:"ntfy"`
+	Bark        *bark.Config        `yaml:"bark"`
 
 	Address  string `yaml:"address"`
 	Language string `yaml:"language"`

@@ -492,3 +492,14 @@ func TestCheckConfig_BarkShapeWithLineNumbers(t *testing.T) {
 		t.Fatalf("my-iphone has sink %v", sc)
 	}
 }
+
+// TestSend_InboundSummaryOpensTheLinkInItsText: a message without linked
+// items (an inbound hook's summary) opens the first link of its text.
+func TestSend_InboundSummaryOpensTheLinkInItsText(t *testing.T) {
+	srv := newServer(t, nil)
+	m := delivery.Message{Kind: delivery.KindInbound, Title: "构建 42 通过", Text: "详情见 https://ci.example.com/builds/42。然后 https://ci.example.com/other", OccurredAt: t0}
+	deliverytest.Outcome(t, send(newSink(t, srv, bark.Target{}), m), delivery.Completed, "")
+	if got := srv.requests(); len(got) != 1 || got[0].Push.URL != "https://ci.example.com/builds/42" || got[0].Push.Title != "构建 42 通过" {
+		t.Fatalf("pushed %+v", got)
+	}
+}

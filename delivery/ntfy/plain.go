@@ -11,7 +11,9 @@ import (
 )
 
 // plain renders m as a phone notification: the headline, the rest as
-// plain text, and the link the notification opens (the first item's).
+// plain text, and the link the notification opens: the first item's, or
+// for a message without linked items (an inbound hook's summary) the
+// first link in its text.
 // Nothing is markup: an HTML-looking title stays the characters it is.
 func plain(m delivery.Message, lang string, zone *time.Location, at time.Time) (title, text, link string) {
 	title, rest, _ := strings.Cut(render.Text(m, lang, zone, at), "\n")
@@ -25,7 +27,28 @@ func plain(m delivery.Message, lang string, zone *time.Location, at time.Time) (
 			break
 		}
 	}
+	if link == "" {
+		for _, w := range strings.Fields(m.Text) {
+			if w = linkIn(w); w != "" {
+				link = w
+				break
+			}
+		}
+	}
 	return strings.ToValidUTF8(title, "\uFFFD"), strings.ToValidUTF8(text, "\uFFFD"), link
+}
+
+// linkIn is the link a word of text starts with: up to the first
+// character no URL holds unescaped (text often runs on without a space),
+// without the punctuation that ends a sentence; "" if the word is none.
+func linkIn(w string) string {
+	if i := strings.IndexFunc(w, func(r rune) bool { return r > unicode.MaxASCII || strings.ContainsRune("<>\"`{}|\\^", r) }); i >= 0 {
+		w = w[:i]
+	}
+	if w = strings.TrimRight(w, ".,;:!?)]'"); isLink(w) {
+		return w
+	}
+	return ""
 }
 
 func isLink(s string) bool {

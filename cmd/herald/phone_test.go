@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -24,8 +26,17 @@ const (
 // JSON body and answers as the service does on success.
 type phoneServer struct {
 	*httptest.Server
-	mu  sync.Mutex
-	got []map[string]any
+	mu      sync.Mutex
+	got     []map[string]any
+	dropped bool // read each request, close without an answer
+}
+
+// drop makes the server drop (or answer again) every connection after
+// reading the request.
+func (ps *phoneServer) drop(on bool) {
+	ps.mu.Lock()
+	ps.dropped = on
+	ps.mu.Unlock()
 }
 
 func newPhoneServer(t *testing.T, ok func(r *http.Request, body map[string]any) (int, any)) *phoneServer {
@@ -39,7 +50,14 @@ func newPhoneServer(t *testing.T, ok func(r *http.Request, body map[string]any) 
 		}
 		ps.mu.Lock()
 		ps.got = append(ps.got, body)
+		dropped := ps.dropped
 		ps.mu.Unlock()
+		if dropped {
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				_ = conn.Close()
+			}
+			return
+		}
 		status, answer := ok(r, body)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -59,8 +77,10 @@ func (ps *phoneServer) bodies() []map[string]any {
 // inbound hook routed to an ntfy topic and a Bark device arrives once at
 // each, its title as plain text with its link; send-test reaches each
 // once more; the serve log carries neither topic, token nor device key.
-func TestPhones_InboundHookArrivesOnceAtNtfyAndBark_SendTestWorks(t *testing.T) {
-	ntfySrv := newPhoneServer(t, func(r *http.Request, b map[string]any) (int, any) {
+// ntfyFake answers like an ntfy server holding ntfyTopic behind
+// ntfyToken.
+func ntfyFake(t *testing.T) *phoneServer {
+	return newPhoneServer(t, func(r *http.Request, b map[string]any) (int, any) {
 		if r.URL.Path != "/" || b["topic"] != ntfyTopic {
 			return 400, map[string]any{"code": 40009, "http": 400, "error": "invalid request: topic invalid"}
 		}
@@ -69,19 +89,34 @@ func TestPhones_InboundHookArrivesOnceAtNtfyAndBark_SendTestWorks(t *testing.T) 
 		}
 		return 200, map[string]any{"id": "a1B2c3D4e5F6", "time": time.Now().Unix(), "event": "message", "topic": ntfyTopic, "message": b["message"]}
 	})
-	barkSrv := newPhoneServer(t, func(r *http.Request, b map[string]any) (int, any) {
+}
+
+// barkFake answers like a bark-server with barkKey registered.
+func barkFake(t *testing.T) *phoneServer {
+	return newPhoneServer(t, func(r *http.Request, b map[string]any) (int, any) {
 		if r.URL.Path != "/push" || b["device_key"] != barkKey {
 			return 400, map[string]any{"code": 400, "message": "failed to get device token: failed to get [x] device token from database"}
 		}
 		return 200, map[string]any{"code": 200, "message": "success", "timestamp": time.Now().Unix()}
 	})
+}
+
+// phoneRecipients are the my-phone (ntfy) and my-iphone (bark) sections.
+func phoneRecipients(ntfySrv, barkSrv *phoneServer) string {
+	return "recipients:\n  my-phone:\n    ntfy: {url: \"" + ntfySrv.URL + "/" + ntfyTopic + "\", token: \"${" + ntfyTokenEnv + "}\"}\n    language: zh\n" +
+		"  my-iphone:\n    bark: {url: \"" + barkSrv.URL + "/${" + barkKeyEnv + "}\"}\n"
+}
+
+var phoneEnv = []string{ntfyTokenEnv + "=" + ntfyToken, barkKeyEnv + "=" + barkKey}
+
+func TestPhones_InboundHookArrivesOnceAtNtfyAndBark_SendTestWorks(t *testing.T) {
+	ntfySrv, barkSrv := ntfyFake(t), barkFake(t)
 	addr := freeAddr(t)
 	cfg := adjustExample(t, addr, map[string]string{
-		"inbound: {}": "inbound:\n  ci:\n    format: standard\n    secret: \"${" + hookSecretEnv + "}\"\n    route: [my-phone, my-iphone]\n",
-		"recipients:\n": "recipients:\n  my-phone:\n    ntfy: {url: \"" + ntfySrv.URL + "/" + ntfyTopic + "\", token: \"${" + ntfyTokenEnv + "}\"}\n    language: zh\n" +
-			"  my-iphone:\n    bark: {url: \"" + barkSrv.URL + "/${" + barkKeyEnv + "}\"}\n",
+		"inbound: {}":   "inbound:\n  ci:\n    format: standard\n    secret: \"${" + hookSecretEnv + "}\"\n    route: [my-phone, my-iphone]\n",
+		"recipients:\n": phoneRecipients(ntfySrv, barkSrv),
 	})
-	p, dataDir := startServe(t, cfg, hookSecretEnv+"="+hookSecret, ntfyTokenEnv+"="+ntfyToken, barkKeyEnv+"="+barkKey)
+	p, dataDir := startServe(t, cfg, append(phoneEnv, hookSecretEnv+"="+hookSecret)...)
 
 	const title = "期末考试 & <b>补考</b> [CQ:at,qq=all]"
 	const link = "https://jw.example.edu.cn/notice/42"
@@ -137,5 +172,85 @@ func TestPhones_InboundHookArrivesOnceAtNtfyAndBark_SendTestWorks(t *testing.T) 
 		if strings.Contains(p.log.String(), s) {
 			t.Errorf("serve log carries a secret %q", s[:6])
 		}
+	}
+}
+
+// TestPhones_RSSItemArrivesOnceEachNothingTwiceAfterRestart: an rss
+// task notifying an ntfy topic and a Bark device is quiet at its
+// baseline; a new item whose title holds Chinese text, &, <b> and a CQ
+// code arrives once at each as plain text opening its link; an unchanged
+// run sends nothing; a push whose connection dropped stays unknown; after
+// a restart and a run nothing is sent twice and nothing turns completed.
+func TestPhones_RSSItemArrivesOnceEachNothingTwiceAfterRestart(t *testing.T) {
+	ntfySrv, barkSrv := ntfyFake(t), barkFake(t)
+	feed := newFeed(t)
+	addr := freeAddr(t)
+	cfg := adjustExample(t, addr, map[string]string{
+		"recipients:\n": phoneRecipients(ntfySrv, barkSrv),
+		"tasks: []":     "tasks:\n  - id: news\n    name: Course news\n    source: {kind: rss, url: \"" + feed.url() + "\"}\n    schedule: every 30m\n    notify: [my-phone, my-iphone]\n",
+	})
+	p, dataDir := startServe(t, cfg, phoneEnv...)
+	waitBaseline(t, dataDir, "news")
+	// states counts the task's pushes to each recipient by state.
+	states := func(what string, want map[string]int) {
+		t.Helper()
+		eventually(t, what, func() bool {
+			var fxs []effectRow
+			cliJSON(t, dataDir, &fxs, "ledger", "show", "news")
+			got := map[string]int{}
+			for _, fx := range fxs {
+				got[fx.Recipient+" "+fx.State]++
+			}
+			return maps.Equal(got, want)
+		})
+	}
+	// The baseline lists no item: at most the one "now watching" notice.
+	states("the baseline settles", map[string]int{"my-phone completed": 1, "my-iphone completed": 1})
+	for _, body := range append(ntfySrv.bodies(), barkSrv.bodies()...) {
+		if all, _ := json.Marshal(body); strings.Contains(string(all), "https://") {
+			t.Fatalf("the baseline pushed an item: %s", all)
+		}
+	}
+
+	const title = "期末考试 & <b>补考</b> [CQ:at,qq=all]"
+	const link = "https://theomnishow.omnigroup.com/exam-1"
+	// Escaped twice: the title's text is "<b>", not markup the source strips.
+	feed.addItem("exam-1", "期末考试 &amp; &amp;lt;b&amp;gt;补考&amp;lt;/b&amp;gt; [CQ:at,qq=all]")
+	cli(t, dataDir, "tasks", "run", "news")
+	states("the item's pushes complete", map[string]int{"my-phone completed": 2, "my-iphone completed": 2})
+	n, b := ntfySrv.bodies(), barkSrv.bodies()
+	if len(n) != 2 || len(b) != 2 {
+		t.Fatalf("ntfy got %d, bark %d pushes, want the notice and the item each", len(n), len(b))
+	}
+	if msg, _ := n[1]["message"].(string); !strings.Contains(msg, title) || n[1]["click"] != link {
+		t.Errorf("ntfy message %v", n[1])
+	}
+	if body, _ := b[1]["body"].(string); !strings.Contains(body, title) || b[1]["url"] != link {
+		t.Errorf("bark push %v", b[1])
+	}
+
+	cli(t, dataDir, "tasks", "run", "news")
+	time.Sleep(200 * time.Millisecond)
+	if len(ntfySrv.bodies()) != 2 || len(barkSrv.bodies()) != 2 {
+		t.Fatalf("an unchanged run pushed: ntfy %d, bark %d", len(ntfySrv.bodies()), len(barkSrv.bodies()))
+	}
+
+	// The next item reaches the Bark server, which drops the connection.
+	barkSrv.drop(true)
+	feed.addItem("exam-2", "补考地点")
+	cli(t, dataDir, "tasks", "run", "news")
+	after := map[string]int{"my-phone completed": 3, "my-iphone completed": 2, "my-iphone unknown": 1}
+	states("the second item settles", after)
+	barkSrv.drop(false)
+
+	if code := p.signal(syscall.SIGTERM); code != 0 {
+		t.Fatalf("serve exited %d", code)
+	}
+	startServeAt(t, p.cfgPath, dataDir, phoneEnv...)
+	cli(t, dataDir, "tasks", "run", "news")
+	time.Sleep(300 * time.Millisecond)
+	states("nothing changes after the restart", after)
+	if len(ntfySrv.bodies()) != 3 || len(barkSrv.bodies()) != 3 {
+		t.Errorf("after the restart: ntfy %d, bark %d pushes, want 3 each", len(ntfySrv.bodies()), len(barkSrv.bodies()))
 	}
 }

@@ -126,10 +126,8 @@ func TestLoad_ErrorsWithFileAndLine(t *testing.T) {
 		}},
 		{"feishu-bot-no-url.yaml", []want{{3, "recipients.team-alerts.feishu_bot: url is required"}}},
 		{"recipient-kinds.yaml", []want{
-			{2, "recipients.nothing: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, email and address"},
-			{4, "recipients.both: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, email and address"},
-			{2, "recipients.nothing: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, slack, discord and address"},
-			{4, "recipients.both: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, slack, discord and address"},
+			{2, "recipients.nothing: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, email, slack, discord, ntfy, bark and address"},
+			{4, "recipients.both: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, email, slack, discord, ntfy, bark and address"},
 		}},
 		{"inbound-format.yaml", []want{{5, `inbound.ci.format: unknown format "gitlab" (want standard or github)`}}},
 		{"inbound-no-secret.yaml", []want{{4, "inbound.ci: a secret is required"}}},
@@ -593,6 +591,8 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 			return "sk-example-key", true
 		case "WECOM_KEY", "DING_TOKEN":
 			return "k3y-example", true
+		case "NTFY_TOPIC", "NTFY_TOKEN", "BARK_KEY":
+			return "k3y-example", true
 		case "DING_SECRET":
 			return "SECexample", true
 		case "CANVAS_TOKEN":
@@ -616,8 +616,7 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 	if s := cfg.SMTP; s == nil || s.Host != "smtp.example.com" || s.Password != "smtp-example-password" || s.Mode() != "starttls" {
 		t.Errorf("smtp = %+v", s)
 	}
-	if len(cfg.Recipients) != 7 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 5 {
-	if len(cfg.Recipients) != 8 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 5 {
+	if len(cfg.Recipients) != 11 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 5 {
 		t.Errorf("recipients %d, inbound %d, tasks %d: an example block did not uncomment", len(cfg.Recipients), len(cfg.Inbound), len(cfg.Tasks))
 	}
 	if cs, _ := cfg.Task("cs101"); cs.Source.Download == nil || cs.Source.Download.Dir != "cs101" || cs.Source.Download.MaxPerRun != 100 {

@@ -8,11 +8,13 @@ import (
 	"strings"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/bark"
 	"github.com/herald-bridge/herald/delivery/dingtalkbot"
 	"github.com/herald-bridge/herald/delivery/discord"
 	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/delivery/email"
 	"github.com/herald-bridge/herald/delivery/feishubot"
+	"github.com/herald-bridge/herald/delivery/ntfy"
 	"github.com/herald-bridge/herald/delivery/slack"
 	"github.com/herald-bridge/herald/delivery/webhook"
 	"github.com/herald-bridge/herald/delivery/wecombot"
@@ -32,6 +34,8 @@ type Recipient struct {
 	Email       *email.Config       `yaml:"email"`
 	Slack       *slack.Config       `yaml:"slack"`
 	Discord     *discord.Config     `yaml:"discord"`
+	Ntfy        *ntfy.Config        `yaml:"ntfy"`
+	Bark        *bark.Config        `yaml:"bark"`
 
 	Address  string `yaml:"address"`
 	Language string `yaml:"language"`

@@ -11,6 +11,7 @@ import (
 	"github.com/herald-bridge/herald/delivery/dingtalkbot"
 	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/delivery/feishubot"
+	"github.com/herald-bridge/herald/delivery/onebot"
 	"github.com/herald-bridge/herald/delivery/webhook"
 	"github.com/herald-bridge/herald/delivery/wecombot"
 )
@@ -26,6 +27,7 @@ type Recipient struct {
 	Webhook     *webhook.Config     `yaml:"webhook"`
 	WeComBot    *wecombot.Config    `yaml:"wecom_bot"`
 	DingTalkBot *dingtalkbot.Config `yaml:"dingtalk_bot"`
+	OneBot      *onebot.Config      `yaml:"onebot"`
 
 	Address  string `yaml:"address"`
 	Language string `yaml:"language"`

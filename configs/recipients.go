@@ -12,6 +12,7 @@ import (
 	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/delivery/feishubot"
 	"github.com/herald-bridge/herald/delivery/onebot"
+	"github.com/herald-bridge/herald/delivery/pushplus"
 	"github.com/herald-bridge/herald/delivery/webhook"
 	"github.com/herald-bridge/herald/delivery/wecombot"
 )
@@ -28,6 +29,7 @@ type Recipient struct {
 	WeComBot    *wecombot.Config    `yaml:"wecom_bot"`
 	DingTalkBot *dingtalkbot.Config `yaml:"dingtalk_bot"`
 	OneBot      *onebot.Config      `yaml:"onebot"`
+	PushPlus    *pushplus.Config    `yaml:"pushplus"`
 
 	Address  string `yaml:"address"`
 	Language string `yaml:"language"`

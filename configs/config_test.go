@@ -126,8 +126,8 @@ func TestLoad_ErrorsWithFileAndLine(t *testing.T) {
 		}},
 		{"feishu-bot-no-url.yaml", []want{{3, "recipients.team-alerts.feishu_bot: url is required"}}},
 		{"recipient-kinds.yaml", []want{
-			{2, "recipients.nothing: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, onebot, pushplus and address"},
-			{4, "recipients.both: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, onebot, pushplus and address"},
+			{2, "recipients.nothing: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, onebot, pushplus, serverchan and address"},
+			{4, "recipients.both: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, onebot, pushplus, serverchan and address"},
 		}},
 		{"inbound-format.yaml", []want{{5, `inbound.ci.format: unknown format "gitlab" (want standard or github)`}}},
 		{"inbound-no-secret.yaml", []want{{4, "inbound.ci: a secret is required"}}},

@@ -13,6 +13,7 @@ import (
 	"github.com/herald-bridge/herald/delivery/feishubot"
 	"github.com/herald-bridge/herald/delivery/onebot"
 	"github.com/herald-bridge/herald/delivery/pushplus"
+	"github.com/herald-bridge/herald/delivery/serverchan"
 	"github.com/herald-bridge/herald/delivery/webhook"
 	"github.com/herald-bridge/herald/delivery/wecombot"
 )
@@ -30,6 +31,7 @@ type Recipient struct {
 	DingTalkBot *dingtalkbot.Config `yaml:"dingtalk_bot"`
 	OneBot      *onebot.Config      `yaml:"onebot"`
 	PushPlus    *pushplus.Config    `yaml:"pushplus"`
+	ServerChan  *serverchan.Config  `yaml:"serverchan"`
 
 	Address  string `yaml:"address"`
 	Language string `yaml:"language"`

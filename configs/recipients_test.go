@@ -7,6 +7,7 @@ import (
 	"github.com/herald-bridge/herald/delivery/dingtalkbot"
 	"github.com/herald-bridge/herald/delivery/onebot"
 	"github.com/herald-bridge/herald/delivery/pushplus"
+	"github.com/herald-bridge/herald/delivery/serverchan"
 	"github.com/herald-bridge/herald/delivery/wecombot"
 )
 
@@ -14,11 +15,11 @@ import (
 // Recipient is keyed in YAML by the kind its sink reports in metrics and
 // redacted addresses, and the keys are those the config file accepts.
 func TestRecipientSinks_KeyIsKind(t *testing.T) {
-	if got, want := SinkKeys(), []string{"feishu_bot", "webhook", "wecom_bot", "dingtalk_bot", "onebot", "pushplus"}; !slices.Equal(got, want) {
+	if got, want := SinkKeys(), []string{"feishu_bot", "webhook", "wecom_bot", "dingtalk_bot", "onebot", "pushplus", "serverchan"}; !slices.Equal(got, want) {
 		t.Fatalf("sink keys %v, want %v", got, want)
 	}
 	r := Recipient{FeishuBot: &FeishuBot{}, Webhook: &Webhook{}, WeComBot: &wecombot.Config{}, DingTalkBot: &dingtalkbot.Config{},
-		OneBot: &onebot.Config{}, PushPlus: &pushplus.Config{}}
+		OneBot: &onebot.Config{}, PushPlus: &pushplus.Config{}, ServerChan: &serverchan.Config{}}
 	for _, s := range r.Sinks() {
 		if string(s.Config.Kind()) != s.Key {
 			t.Errorf("section %q builds kind %q", s.Key, s.Config.Kind())

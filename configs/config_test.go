@@ -591,6 +591,8 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 			return "SECexample", true
 		case "CANVAS_TOKEN":
 			return "7~example", true
+		case "ONEBOT_TOKEN", "PUSHPLUS_TOKEN", "SERVERCHAN_KEY":
+			return "SCTexample", true
 		}
 		return specEnv(name)
 	}
@@ -601,7 +603,7 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 	if a := cfg.Assistant; !a.Enabled || a.APIKey != "sk-example-key" || a.Timeout.D() != 20*time.Second || a.MaxPerHour != 30 {
 		t.Errorf("assistant = %+v", a)
 	}
-	if len(cfg.Recipients) != 6 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 5 {
+	if len(cfg.Recipients) != 9 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 5 {
 		t.Errorf("recipients %d, inbound %d, tasks %d: an example block did not uncomment", len(cfg.Recipients), len(cfg.Inbound), len(cfg.Tasks))
 	}
 	if cs, _ := cfg.Task("cs101"); cs.Source.Download == nil || cs.Source.Download.Dir != "cs101" || cs.Source.Download.MaxPerRun != 100 {

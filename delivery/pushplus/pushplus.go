@@ -102,7 +102,9 @@ func New(set Settings, opts ...Option) (*Sink, error) {
 	}
 	s := &Sink{conn: c, set: set}
 	if op.buckets != nil {
-		s.quota = newQuota(op.buckets, Kind, set.Token+"\x00"+set.Topic, set.DailyLimit)
+		// The quota is the account's: recipients on one token share it,
+		// whatever their topics.
+		s.quota = newQuota(op.buckets, Kind, set.Token, set.DailyLimit)
 	}
 	return s, nil
 }

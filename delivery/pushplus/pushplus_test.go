@@ -269,6 +269,14 @@ func TestRate_DailyQuotaAcrossReplicas(t *testing.T) {
 	if n := len(f.Got()); n != 3 {
 		t.Fatalf("service got %d messages, want 3", n)
 	}
+	// Another recipient on the same account, sending to a group, shares
+	// the account's quota.
+	group, err := pushplus.New(pushplus.Settings{Token: token, Topic: "class2026", BaseURL: f.URL, DailyLimit: 3},
+		pushplus.WithRobot(robot.WithEgress(egress.Options{AllowPrivate: true})), clock, pushplus.WithBuckets(st.Buckets()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliverytest.Outcome(t, group.Send(context.Background(), delivery.Delivery{To: to(), Message: hostile()}), delivery.RetryAfter, "daily_quota")
 	now = t0.Add(8*time.Hour + time.Minute)
 	deliverytest.Outcome(t, send(5), delivery.Completed, "")
 }

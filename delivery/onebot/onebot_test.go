@@ -323,6 +323,35 @@ func TestI3_TooFastIsDeliveredOnceAfterTheWait(t *testing.T) {
 	}
 }
 
+// TestRate_PacedLikeARobotAcrossReplicas: two replicas on one store share
+// the API's bucket: of 30 sends at one instant only the burst goes out;
+// the rest wait, nothing sent.
+func TestRate_PacedLikeARobotAcrossReplicas(t *testing.T) {
+	b := newBot(t, nil)
+	st := robottest.NewRig(t, t0).Store
+	x := newSink(t, b, token, onebot.WithRobot(robot.WithBuckets(st.Buckets())))
+	y := newSink(t, b, token, onebot.WithRobot(robot.WithBuckets(st.Buckets())))
+	sent, paced := 0, 0
+	for i := range 30 {
+		s := x
+		if i%2 == 1 {
+			s = y
+		}
+		out := s.Send(context.Background(), delivery.Delivery{To: to(), Message: hostile()})
+		switch {
+		case out.Result == delivery.Completed:
+			sent++
+		case out.Result == delivery.RetryAfter && out.Reason == "paced" && out.After >= robot.Every:
+			paced++
+		default:
+			t.Fatalf("send %d: %+v", i, out)
+		}
+	}
+	if sent != robot.Burst || paced != 30-robot.Burst || len(b.Calls()) != robot.Burst {
+		t.Fatalf("sent %d, paced %d, bot got %d; want %d sent", sent, paced, len(b.Calls()), robot.Burst)
+	}
+}
+
 // TestSplit_LongTextByCharacters: a long Chinese text goes in parts of
 // at most MaxText characters, each valid UTF-8, losing nothing.
 func TestSplit_LongTextByCharacters(t *testing.T) {

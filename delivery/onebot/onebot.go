@@ -224,10 +224,12 @@ func Classify(status int, raw []byte) delivery.Outcome {
 		return delivery.Outcome{Result: delivery.Unknown, Reason: "bad_response"}
 	case *a.Retcode == 0 && cmp.Or(a.Status, "ok") == "ok":
 		return delivery.Outcome{Result: delivery.Completed, ProviderID: a.Data.MessageID.String()}
+	case *a.Retcode == 1 || a.Status == "async":
+		return delivery.Outcome{Result: delivery.Unknown, Reason: "async"}
 	}
 	switch code := *a.Retcode; {
-	case code == 0 || code == 1:
-		return delivery.Outcome{Result: delivery.Unknown, Reason: "async"}
+	case code == 0: // neither ok nor async: not an answer the protocol gives
+		return delivery.Outcome{Result: delivery.Unknown, Reason: "bad_response"}
 	case code == 104:
 		return delivery.Outcome{Result: delivery.Failed, Reason: "logged_out", Unreachable: true}
 	case code == 404:

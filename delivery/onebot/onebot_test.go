@@ -244,7 +244,7 @@ func TestClassify(t *testing.T) {
 		})
 	}
 	// An HTTP 200 that is not a OneBot answer is never taken for success.
-	for _, raw := range []string{`{"status":"ok"}`, `NapCat4 Is Running`} {
+	for _, raw := range []string{`{"status":"ok"}`, `NapCat4 Is Running`, `{"status":"failed","retcode":0}`} {
 		if out := onebot.Classify(200, []byte(raw)); out.Result != delivery.Unknown {
 			t.Errorf("%s: %v", raw, out.Result)
 		}

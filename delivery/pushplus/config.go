@@ -42,7 +42,14 @@ func (c *Config) Check(ck section.Checker) {
 
 // NewSink implements delivery.SinkConfig.
 func (c *Config) NewSink(deps delivery.SinkDeps) (delivery.Sink, error) {
-	return New(Settings{Token: c.Token, Topic: c.Topic, BaseURL: c.BaseURL, DailyLimit: c.DailyLimit}, fromDeps(deps)...)
+	opts := fromDeps(deps)
+	if c.BaseURL != "" {
+		opts = append(opts, WithBaseURL(c.BaseURL))
+	}
+	if c.DailyLimit != 0 {
+		opts = append(opts, WithDailyLimit(c.DailyLimit))
+	}
+	return New(c.Token, append(opts, WithTopic(c.Topic))...)
 }
 
 // Secrets implements delivery.SinkConfig: the token, and the topic,

@@ -46,20 +46,11 @@ const (
 	TooFastWait = time.Minute
 )
 
-// Settings is whom a sink sends to and how.
-type Settings struct {
-	Token string
-	// Topic is a group's code: the message goes to the group's
-	// subscribers instead of the token's owner.
-	Topic      string
-	BaseURL    string // "" is DefaultBaseURL
-	DailyLimit int    // 0 is DefaultDailyLimit; < 0 counts nothing
-}
-
 // Sink posts deliveries to one PushPlus account or group.
 type Sink struct {
 	conn  *robot.Conn
-	set   Settings
+	token string
+	topic string
 	quota *quota
 }
 
@@ -71,6 +62,9 @@ type Option func(*options)
 type options struct {
 	robot   []robot.Option
 	buckets store.Buckets
+	base    string
+	topic   string
+	limit   int
 }
 
 // WithRobot adds options of the connection (egress, logger, clock).
@@ -82,29 +76,35 @@ func WithRobot(o ...robot.Option) Option {
 // not counted; the service's own refusal is still honoured).
 func WithBuckets(b store.Buckets) Option { return func(op *options) { op.buckets = b } }
 
-// New returns a sink for set; robot.ErrBadHook for a base URL that is not
-// http(s).
-func New(set Settings, opts ...Option) (*Sink, error) {
-	var op options
+// WithBaseURL sends to base instead of DefaultBaseURL: a self-hosted
+// gateway, a proxy, a test server.
+func WithBaseURL(base string) Option { return func(op *options) { op.base = base } }
+
+// WithTopic sends to the subscribers of the group whose code is topic
+// instead of the token's owner.
+func WithTopic(topic string) Option { return func(op *options) { op.topic = topic } }
+
+// WithDailyLimit counts at most n sends a service day (default
+// DefaultDailyLimit; n < 0 counts nothing).
+func WithDailyLimit(n int) Option { return func(op *options) { op.limit = n } }
+
+// New returns a sink sending with the account's token; robot.ErrBadHook
+// for a base URL that is not http(s).
+func New(token string, opts ...Option) (*Sink, error) {
+	op := options{base: DefaultBaseURL, limit: DefaultDailyLimit}
 	for _, o := range opts {
 		o(&op)
 	}
-	if set.BaseURL == "" {
-		set.BaseURL = DefaultBaseURL
-	}
-	if set.DailyLimit == 0 {
-		set.DailyLimit = DefaultDailyLimit
-	}
-	hook := strings.TrimRight(set.BaseURL, "/") + "/send"
-	c, err := robot.Dial(robot.Robot{Kind: Kind, Name: "pushplus", Hook: hook, Secret: set.Token}, op.robot...)
+	hook := strings.TrimRight(op.base, "/") + "/send"
+	c, err := robot.Dial(robot.Robot{Kind: Kind, Name: "pushplus", Hook: hook, Secret: token}, op.robot...)
 	if err != nil {
 		return nil, err
 	}
-	s := &Sink{conn: c, set: set}
+	s := &Sink{conn: c, token: token, topic: op.topic}
 	if op.buckets != nil {
 		// The quota is the account's: recipients on one token share it,
 		// whatever their topics.
-		s.quota = newQuota(op.buckets, Kind, set.Token, set.DailyLimit)
+		s.quota = newQuota(op.buckets, Kind, token, op.limit)
 	}
 	return s, nil
 }
@@ -197,7 +197,7 @@ func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
 		var body bytes.Buffer
 		enc := json.NewEncoder(&body)
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(request{Token: s.set.Token, Title: title, Content: content, Template: "html", Topic: s.set.Topic}); err != nil {
+		if err := enc.Encode(request{Token: s.token, Title: title, Content: content, Template: "html", Topic: s.topic}); err != nil {
 			return delivery.Outcome{Result: delivery.Failed, Reason: "render"}, nil
 		}
 		if out, ok := s.quota.take(ctx, s.conn.Now()); !ok {

@@ -108,7 +108,7 @@ func (f *fakePushPlus) Got() []map[string]any {
 func newSink(t *testing.T, f *fakePushPlus, tok string, opts ...pushplus.Option) *pushplus.Sink {
 	t.Helper()
 	opts = append([]pushplus.Option{pushplus.WithRobot(robot.WithEgress(egress.Options{AllowPrivate: true}), robot.WithClock(func() time.Time { return t0 }))}, opts...)
-	s, err := pushplus.New(pushplus.Settings{Token: tok, BaseURL: f.URL}, opts...)
+	s, err := pushplus.New(tok, append(opts, pushplus.WithBaseURL(f.URL))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestRender_TitleIsOneMarkupFreeLine(t *testing.T) {
 // get the message.
 func TestTopicGoesToTheGroup(t *testing.T) {
 	f := newService(t, nil)
-	s, err := pushplus.New(pushplus.Settings{Token: token, Topic: "class2026", BaseURL: f.URL + "/"}, pushplus.WithRobot(robot.WithEgress(egress.Options{AllowPrivate: true})))
+	s, err := pushplus.New(token, pushplus.WithTopic("class2026"), pushplus.WithBaseURL(f.URL+"/"), pushplus.WithRobot(robot.WithEgress(egress.Options{AllowPrivate: true})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestRate_DailyQuotaAcrossReplicas(t *testing.T) {
 	now := t0
 	clock := pushplus.WithRobot(robot.WithClock(func() time.Time { return now }))
 	mk := func() *pushplus.Sink {
-		s, err := pushplus.New(pushplus.Settings{Token: token, BaseURL: f.URL, DailyLimit: 3},
+		s, err := pushplus.New(token, pushplus.WithBaseURL(f.URL), pushplus.WithDailyLimit(3),
 			pushplus.WithRobot(robot.WithEgress(egress.Options{AllowPrivate: true})), clock, pushplus.WithBuckets(st.Buckets()))
 		if err != nil {
 			t.Fatal(err)
@@ -271,7 +271,7 @@ func TestRate_DailyQuotaAcrossReplicas(t *testing.T) {
 	}
 	// Another recipient on the same account, sending to a group, shares
 	// the account's quota.
-	group, err := pushplus.New(pushplus.Settings{Token: token, Topic: "class2026", BaseURL: f.URL, DailyLimit: 3},
+	group, err := pushplus.New(token, pushplus.WithTopic("class2026"), pushplus.WithBaseURL(f.URL), pushplus.WithDailyLimit(3),
 		pushplus.WithRobot(robot.WithEgress(egress.Options{AllowPrivate: true})), clock, pushplus.WithBuckets(st.Buckets()))
 	if err != nil {
 		t.Fatal(err)

@@ -50,7 +50,14 @@ func (c *Config) Check(ck section.Checker) {
 
 // NewSink implements delivery.SinkConfig.
 func (c *Config) NewSink(deps delivery.SinkDeps) (delivery.Sink, error) {
-	return New(Settings{SendKey: c.SendKey, BaseURL: c.BaseURL, DailyLimit: c.DailyLimit}, fromDeps(deps)...)
+	opts := fromDeps(deps)
+	if c.BaseURL != "" {
+		opts = append(opts, WithBaseURL(c.BaseURL))
+	}
+	if c.DailyLimit != 0 {
+		opts = append(opts, WithDailyLimit(c.DailyLimit))
+	}
+	return New(c.SendKey, opts...)
 }
 
 // Secrets implements delivery.SinkConfig.

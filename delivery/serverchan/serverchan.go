@@ -72,13 +72,6 @@ func Endpoint(base, sendkey string) (string, error) {
 	return TurboBaseURL + "/" + sendkey + ".send", nil
 }
 
-// Settings is the key a sink sends with and how.
-type Settings struct {
-	SendKey    string
-	BaseURL    string // "" is the service's own endpoint
-	DailyLimit int    // 0 is DefaultDailyLimit; < 0 counts nothing
-}
-
 // Sink posts deliveries to one ServerChan send key.
 type Sink struct {
 	conn  *robot.Conn
@@ -93,6 +86,8 @@ type Option func(*options)
 type options struct {
 	robot   []robot.Option
 	buckets store.Buckets
+	base    string
+	limit   int
 }
 
 // WithRobot adds options of the connection (egress, logger, clock).
@@ -104,27 +99,33 @@ func WithRobot(o ...robot.Option) Option {
 // not counted; the service's own refusal is still honoured).
 func WithBuckets(b store.Buckets) Option { return func(op *options) { op.buckets = b } }
 
-// New returns a sink for set; ErrBadKey or robot.ErrBadHook for a key or
-// base URL that cannot make an http(s) URL. Errors never carry the key.
-func New(set Settings, opts ...Option) (*Sink, error) {
-	var op options
+// WithBaseURL sends under base instead of the service's own endpoint,
+// in the key's path form (see Endpoint).
+func WithBaseURL(base string) Option { return func(op *options) { op.base = base } }
+
+// WithDailyLimit counts at most n sends a service day (default
+// DefaultDailyLimit; n < 0 counts nothing).
+func WithDailyLimit(n int) Option { return func(op *options) { op.limit = n } }
+
+// New returns a sink sending with sendkey; ErrBadKey or robot.ErrBadHook
+// for a key or base URL that cannot make an http(s) URL. Errors never
+// carry the key.
+func New(sendkey string, opts ...Option) (*Sink, error) {
+	op := options{limit: DefaultDailyLimit}
 	for _, o := range opts {
 		o(&op)
 	}
-	if set.DailyLimit == 0 {
-		set.DailyLimit = DefaultDailyLimit
-	}
-	hook, err := Endpoint(set.BaseURL, set.SendKey)
+	hook, err := Endpoint(op.base, sendkey)
 	if err != nil {
 		return nil, err
 	}
-	c, err := robot.Dial(robot.Robot{Kind: Kind, Name: "serverchan", Hook: hook, Secret: set.SendKey}, op.robot...)
+	c, err := robot.Dial(robot.Robot{Kind: Kind, Name: "serverchan", Hook: hook, Secret: sendkey}, op.robot...)
 	if err != nil {
 		return nil, err
 	}
 	s := &Sink{conn: c}
 	if op.buckets != nil {
-		s.quota = newQuota(op.buckets, Kind, set.SendKey, set.DailyLimit)
+		s.quota = newQuota(op.buckets, Kind, sendkey, op.limit)
 	}
 	return s, nil
 }

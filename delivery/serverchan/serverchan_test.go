@@ -112,7 +112,7 @@ func (f *fakeServerChan) Calls() []call {
 func newSink(t *testing.T, f *fakeServerChan, key string, opts ...serverchan.Option) *serverchan.Sink {
 	t.Helper()
 	opts = append([]serverchan.Option{serverchan.WithRobot(robot.WithEgress(egress.Options{AllowPrivate: true}), robot.WithClock(func() time.Time { return t0 }))}, opts...)
-	s, err := serverchan.New(serverchan.Settings{SendKey: key, BaseURL: f.URL}, opts...)
+	s, err := serverchan.New(key, append(opts, serverchan.WithBaseURL(f.URL))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +356,7 @@ func TestI10_SendKeyNeverInLogsErrorsOrMetrics(t *testing.T) {
 	refused := r.Queue(hostile())
 	r.Settled(refused, store.Failed)
 	// A dial that fails quotes the URL in Go's error.
-	dead, err := serverchan.New(serverchan.Settings{SendKey: turboKey, BaseURL: "http://127.0.0.1:1"},
+	dead, err := serverchan.New(turboKey, serverchan.WithBaseURL("http://127.0.0.1:1"),
 		serverchan.WithRobot(robot.WithEgress(egress.Options{AllowPrivate: true}), robot.WithLogger(log)))
 	if err != nil {
 		t.Fatal(err)

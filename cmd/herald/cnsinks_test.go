@@ -48,6 +48,22 @@ func newRecorder(t *testing.T, answer string) *recorder {
 	return rc
 }
 
+// request is what the recorder kept of one request.
+type request struct {
+	body map[string]any
+	raw  string
+	head http.Header
+	path string
+}
+
+// at returns request i, read under the lock: later requests append
+// while the test reads.
+func (rc *recorder) at(i int) request {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return request{body: rc.bodies[i], raw: rc.raws[i], head: rc.heads[i], path: rc.paths[i]}
+}
+
 func (rc *recorder) n() int {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -99,14 +115,15 @@ func TestCNSinks_HookArrivesOnceAtEach_SendTestWorks(t *testing.T) {
 	if qq.n() != 1 || pp.n() != 1 || sc.n() != 1 {
 		t.Fatalf("requests: onebot %d, pushplus %d, serverchan %d; want 1 each", qq.n(), pp.n(), sc.n())
 	}
+	q0, p0, s0 := qq.at(0), pp.at(0), sc.at(0)
 
 	// QQ: one literal text segment, the bearer token, send_group_msg.
-	if qq.paths[0] != "/send_group_msg" || qq.heads[0].Get("Authorization") != "Bearer "+oneBotToken {
-		t.Errorf("onebot call %s", qq.paths[0])
+	if q0.path != "/send_group_msg" || q0.head.Get("Authorization") != "Bearer "+oneBotToken {
+		t.Errorf("onebot call %s", q0.path)
 	}
-	segs, _ := qq.bodies[0]["message"].([]any)
+	segs, _ := q0.body["message"].([]any)
 	if len(segs) != 1 {
-		t.Fatalf("onebot message %s", qq.raws[0])
+		t.Fatalf("onebot message %s", q0.raw)
 	}
 	seg := segs[0].(map[string]any)
 	text, _ := seg["data"].(map[string]any)["text"].(string)
@@ -114,16 +131,16 @@ func TestCNSinks_HookArrivesOnceAtEach_SendTestWorks(t *testing.T) {
 		t.Errorf("onebot segment %v", seg)
 	}
 	// PushPlus: escaped HTML with the link.
-	content, _ := pp.bodies[0]["content"].(string)
-	if pp.paths[0] != "/send" || pp.bodies[0]["token"] != pushPlusToken || !strings.Contains(content, "构建 42 &amp; &lt;b&gt;通过&lt;/b&gt; [CQ:at,qq=all]") ||
+	content, _ := p0.body["content"].(string)
+	if p0.path != "/send" || p0.body["token"] != pushPlusToken || !strings.Contains(content, "构建 42 &amp; &lt;b&gt;通过&lt;/b&gt; [CQ:at,qq=all]") ||
 		!strings.Contains(content, `<a href="https://ci.example.com/42?a=1&amp;b=2">`) || strings.Contains(content, "<b>通过") {
-		t.Errorf("pushplus body %s", pp.raws[0])
+		t.Errorf("pushplus body %s", p0.raw)
 	}
 	// ServerChan: escaped Markdown with the link, the key in the path.
-	desp, _ := sc.bodies[0]["desp"].(string)
-	if sc.paths[0] != "/"+serverChanKey+".send" || !strings.Contains(desp, `构建 42 &amp; &lt;b&gt;通过&lt;/b&gt; \[CQ:at,qq=all\]`) ||
+	desp, _ := s0.body["desp"].(string)
+	if s0.path != "/"+serverChanKey+".send" || !strings.Contains(desp, `构建 42 &amp; &lt;b&gt;通过&lt;/b&gt; \[CQ:at,qq=all\]`) ||
 		!strings.Contains(desp, "(https://ci.example.com/42?a=1&b=2)") || strings.Contains(desp, "<b>") {
-		t.Errorf("serverchan body %s", sc.raws[0])
+		t.Errorf("serverchan body %s", s0.raw)
 	}
 
 	for _, name := range []string{"qq-class", "wechat-pp", "wechat-sc"} {

@@ -57,6 +57,7 @@ func commands() []command {
 	return []command{
 		{"serve", "[--config FILE] [--data-dir DIR]", "run the herald service", cmdServe},
 		{"check-config", "[--config FILE]", "check a config file; every problem as file:line", cmdCheckConfig},
+		{"init", "[--non-interactive] [--telegram-token T] [--feishu-app-id ID --feishu-app-secret S] [--admin P]... [--timezone TZ] [--language en|zh] [--data-dir DIR] [--config FILE] [--secrets FILE] [--force]", "first run: ask the questions, write herald.yaml and its 0600 secrets file, check them", cmdInit},
 		{"chat", "[--as NAME]", "talk to the running service as console:NAME", cmdChat},
 		{"status", "", "show the running service's state (owner, store, channels)", cmdStatus},
 		{"tasks", "list [--limit N] [--after ID] | show ID | pause ID | resume ID | delete ID | run ID [--no-wait] | rebaseline ID", "manage tasks", cmdTasks},

@@ -57,7 +57,6 @@ func commands() []command {
 	return []command{
 		{"serve", "[--config FILE] [--data-dir DIR]", "run the herald service", cmdServe},
 		{"check-config", "[--config FILE]", "check a config file; every problem as file:line", cmdCheckConfig},
-		{"init", "[--non-interactive] [--telegram-token T] [--feishu-app-id ID --feishu-app-secret S] [--admin P]... [--timezone TZ] [--language en|zh] [--data-dir DIR] [--config FILE] [--secrets FILE] [--force]", "first run: ask the questions, write herald.yaml and its 0600 secrets file, check them", cmdInit},
 		{"chat", "[--as NAME]", "talk to the running service as console:NAME", cmdChat},
 		{"status", "", "show the running service's state (owner, store, channels)", cmdStatus},
 		{"tasks", "list [--limit N] [--after ID] | show ID | pause ID | resume ID | delete ID | run ID [--no-wait] | rebaseline ID", "manage tasks", cmdTasks},
@@ -74,6 +73,7 @@ func commands() []command {
 		{"import", "FILE [--as PRINCIPAL] [--dry-run]", "import a bundle or an OPML file as requests; one state per task", cmdImport},
 		{"backup", "--out FILE", "write a consistent backup of the whole store (herald running or stopped)", cmdBackup},
 		{"restore", "FILE", "restore a backup into a new, empty data dir (herald must not be running on it)", cmdRestore},
+		{"init", "[--non-interactive] [--telegram-token T] [--feishu-app-id ID --feishu-app-secret S] [--admin P]... [--timezone TZ] [--language en|zh] [--secrets FILE] [--force]", "first run: ask the questions, write herald.yaml and its 0600 secrets file, check them", cmdInit},
 		{"version", "", "print the version, the commit and the Go version (also --version)", cmdVersion},
 	}
 }

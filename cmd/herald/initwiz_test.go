@@ -441,3 +441,19 @@ func TestInitInteractiveWaitForStartIsCancellable(t *testing.T) {
 		term.send("555")
 	}, "telegram:555")
 }
+
+func TestI10_InitBotErrorsHoldNoToken(t *testing.T) {
+	bot := newFakeBotAPI(t, "another:token")
+	client := newInitBot(bot.srv.URL, initTGToken)
+	client.client = bot.srv.Client()
+	_, err := client.me(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "refused") || strings.Contains(err.Error(), initTGToken) {
+		t.Errorf("a refused token: %v", err)
+	}
+	addr := bot.srv.Listener.Addr().String()
+	bot.srv.Close()
+	_, err = newInitBot("https://"+addr, initTGToken).me(t.Context())
+	if err == nil || strings.Contains(err.Error(), initTGToken) || strings.Contains(err.Error(), "/bot") {
+		t.Errorf("an unreachable API: %v", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 )
@@ -22,8 +23,12 @@ const (
 	exitNotRunning = 3
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
+// version and commit are set at build time with
+// -ldflags "-X main.version=… -X main.commit=…".
+var (
+	version = "dev"
+	commit  = "unknown"
+)
 
 type command struct {
 	name    string
@@ -68,7 +73,8 @@ func commands() []command {
 		{"import", "FILE [--as PRINCIPAL] [--dry-run]", "import a bundle or an OPML file as requests; one state per task", cmdImport},
 		{"backup", "--out FILE", "write a consistent backup of the whole store (herald running or stopped)", cmdBackup},
 		{"restore", "FILE", "restore a backup into a new, empty data dir (herald must not be running on it)", cmdRestore},
-		{"version", "", "print the version", cmdVersion},
+		{"init", "[--non-interactive] [--telegram-token T] [--feishu-app-id ID --feishu-app-secret S] [--admin P]... [--timezone TZ] [--language en|zh] [--secrets FILE] [--force]", "first run: ask the questions, write herald.yaml and its 0600 secrets file, check them", cmdInit},
+		{"version", "", "print the version, the commit and the Go version (also --version)", cmdVersion},
 	}
 }
 
@@ -88,6 +94,9 @@ func runCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		return exitOK
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = append([]string{"version"}, args[1:]...)
 	}
 	global, args, bad := hoistGlobal(args)
 	if bad != "" {
@@ -143,10 +152,10 @@ func cmdVersion(e *env, args []string) int {
 		return code
 	}
 	if e.json {
-		e.printJSON(map[string]string{"version": version})
+		e.printJSON(map[string]string{"version": version, "commit": buildCommit(), "go": runtime.Version()})
 		return exitOK
 	}
-	fmt.Fprintln(e.stdout, "herald", version)
+	fmt.Fprintln(e.stdout, versionLine())
 	return exitOK
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -77,10 +76,9 @@ func cmdChat(e *env, args []string) int {
 // script answers each line in order, then collects what waits in the
 // outbox once and exits.
 func (s *chatSession) script(in io.Reader) int {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc := newChatLines(in)
 	for sc.Scan() {
-		if err := s.send(sc.Text()); err != nil {
+		if err := s.sendLine(sc); err != nil {
 			return s.e.fail(err)
 		}
 	}
@@ -125,8 +123,7 @@ func (s *chatSession) interactive(in io.Reader) int {
 			s.mu.Unlock()
 		}
 	}()
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc := newChatLines(in)
 	code := exitOK
 	for {
 		s.mu.Lock()
@@ -135,7 +132,7 @@ func (s *chatSession) interactive(in io.Reader) int {
 		if !sc.Scan() {
 			break
 		}
-		if err := s.send(sc.Text()); err != nil {
+		if err := s.sendLine(sc); err != nil {
 			code = s.e.fail(err)
 			break
 		}
@@ -151,6 +148,18 @@ func (s *chatSession) interactive(in io.Reader) int {
 		}
 	}
 	return code
+}
+
+// sendLine sends the line read, or answers a line too long to send
+// without ending the session.
+func (s *chatSession) sendLine(l *chatLines) error {
+	if msg := l.TooLong(); msg != "" {
+		s.mu.Lock()
+		s.print([]console.Reply{{Text: msg}})
+		s.mu.Unlock()
+		return nil
+	}
+	return s.send(l.Text())
 }
 
 func (s *chatSession) send(line string) error {

@@ -84,6 +84,9 @@ func main() {
 
 // runCLI runs one command line and returns its exit code.
 func runCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 2 && args[0] == "help" {
+		return helpFor(args[1], stdin, stdout, stderr)
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		w := stdout
 		if len(args) == 0 {
@@ -116,7 +119,7 @@ func runCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	for _, c := range commands() {
 		names = append(names, c.name)
 	}
-	msg := fmt.Sprintf("unknown command %q; the commands are %s", args[0], strings.Join(names, ", "))
+	msg := fmt.Sprintf("unknown command %q%s; the commands are %s", args[0], didYouMean(args[0]), strings.Join(names, ", "))
 	if slices.Contains(global, "--json") || slices.Contains(global, "-json") {
 		(&env{stderr: stderr}).printError("usage", "herald: "+msg)
 		return exitUsage

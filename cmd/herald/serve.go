@@ -212,7 +212,7 @@ func serve(e *env, log zerolog.Logger) error {
 	limitMemory()
 
 	if err := s.server.Listen(); err != nil {
-		return err
+		return listenError(err, cfg.Server.Listen, e.config)
 	}
 	token := datadir.NewToken()
 	s.mountAdmin(token, coord)

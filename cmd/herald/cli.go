@@ -217,7 +217,7 @@ func cmdRequests(e *env, args []string) int {
 		e.printJSON(t)
 		return exitOK
 	}
-	fmt.Fprintf(e.stdout, "%s is now %s\n", t.ID, t.State)
+	fmt.Fprintln(e.stdout, decidedLine(pos[0], pos[1], t))
 	return exitOK
 }
 

@@ -44,6 +44,10 @@ func (e *env) taskState(sub, id string) int {
 		e.printJSON(t)
 		return exitOK
 	}
+	if sub == "rebaseline" {
+		fmt.Fprintf(e.stdout, "%s rebaselined: what its source lists now is its new baseline, pushed to no one; it stays %s\n", t.ID, t.State)
+		return exitOK
+	}
 	fmt.Fprintf(e.stdout, "%s is now %s\n", t.ID, t.State)
 	return exitOK
 }

@@ -126,9 +126,9 @@ func cmdTasks(e *env, args []string) int {
 		}
 		rows := make([][]string, 0, len(list))
 		for _, t := range list {
-			rows = append(rows, []string{t.ID, dash(t.Name), t.State, t.Owner, t.Schedule, when(t.NextRun), dash(t.LastOutcome)})
+			rows = append(rows, []string{t.ID, dash(t.Name), t.State, t.Owner, t.Where.String(), t.Schedule, when(t.NextRun), dash(t.LastOutcome)})
 		}
-		table(e.stdout, "ID\tNAME\tSTATE\tOWNER\tSCHEDULE\tNEXT RUN\tLAST", rows)
+		table(e.stdout, "ID\tNAME\tSTATE\tOWNER\tSOURCE\tSCHEDULE\tNEXT RUN\tLAST", rows)
 		if n := len(list); n > 0 && n >= min(*limit, tasks.MaxPage) {
 			fmt.Fprintf(e.stderr, "more may follow: herald tasks list --after %s\n", list[n-1].ID)
 		}

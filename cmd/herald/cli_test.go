@@ -266,7 +266,7 @@ func TestCLI_JSONOutputHasTheDocumentedShape(t *testing.T) {
 			t.Fatalf("want the declared task and the request, got %s", out)
 		}
 		for i, r := range rows {
-			requireKeys(t, fmt.Sprintf("tasks list[%d]", i), r, "id", "name", "state", "owner", "schedule", "next_run", "last_outcome")
+			requireKeys(t, fmt.Sprintf("tasks list[%d]", i), r, "id", "name", "state", "owner", "schedule", "next_run", "last_outcome", "source")
 		}
 		got := listTasks(t, dataDir)
 		if n := got["news"]; n.Name != "Omni news" || n.State != "active" || n.Owner != "console:admin" || n.Schedule != "every 30m" || n.NextRun == nil || n.LastOutcome != "baseline" {

@@ -618,6 +618,10 @@ type taskRow struct {
 	NextRun     *time.Time `json:"next_run"`
 	LastOutcome string     `json:"last_outcome"`
 	Class       string     `json:"class"` // beside a failed last_outcome
+	Source      struct {
+		Kind string `json:"kind"`
+		Host string `json:"host"`
+	} `json:"source"`
 }
 
 // effectRow is the documented `ledger show --json` element.

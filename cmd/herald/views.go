@@ -21,10 +21,13 @@ type taskView struct {
 	// Class says why the last run failed (auth, schema, transient, …);
 	// absent unless last_outcome is failed.
 	Class string `json:"class,omitempty"`
+	// Where is what the task watches: its source's kind and host.
+	Where sourceView `json:"source"`
 }
 
 func viewTask(t *tasks.Task) taskView {
-	v := taskView{ID: t.ID, Name: t.Name, State: string(t.State), Owner: t.Owner, Schedule: t.Schedule, LastOutcome: t.LastOutcome}
+	v := taskView{ID: t.ID, Name: t.Name, State: string(t.State), Owner: t.Owner, Schedule: t.Schedule, LastOutcome: t.LastOutcome,
+		Where: viewSource(t.Source.Kind, t.Source.URL)}
 	if !t.NextRun.IsZero() && t.State == tasks.Active {
 		n := t.NextRun.UTC()
 		v.NextRun = &n

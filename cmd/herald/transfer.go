@@ -29,6 +29,9 @@ import (
 
 type exportIn struct {
 	Tasks string `json:"tasks"` // "all" or a principal
+	// Feeds: the export is for OPML, so the kind of a task watched
+	// without one is detected again (exportkind.go).
+	Feeds bool `json:"feeds,omitempty"`
 }
 
 // exportTasks answers the bundle of the tasks asked for, secrets and
@@ -42,11 +45,16 @@ func (o *adminOps) exportTasks(ctx context.Context, in exportIn) (any, error) {
 		return nil, err
 	}
 	b := bundle.Bundle{Format: bundle.Format, Created: time.Now().UTC().Truncate(time.Second), Herald: version, Tasks: []bundle.Task{}}
+	var kept []*tasks.Task
 	for _, t := range list {
 		if t.State == tasks.Rejected || (in.Tasks != "" && in.Tasks != "all" && t.Owner != in.Tasks) {
 			continue
 		}
 		b.Tasks = append(b.Tasks, bundle.FromTask(t))
+		kept = append(kept, t)
+	}
+	if in.Feeds {
+		o.resolveDetected(ctx, kept, b.Tasks)
 	}
 	return b, nil
 }
@@ -200,7 +208,7 @@ func cmdExport(e *env, args []string) int {
 		return code
 	}
 	var b bundle.Bundle
-	if code := e.do("export", exportIn{Tasks: *which}, &b, time.Minute); code != exitOK {
+	if code := e.do("export", exportIn{Tasks: *which, Feeds: *asOPML}, &b, time.Minute); code != exitOK {
 		return code
 	}
 	n := len(b.Tasks)

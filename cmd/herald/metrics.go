@@ -47,7 +47,7 @@ func newServiceMetrics(reg prometheus.Registerer) *serviceMetrics {
 		inboxDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_inbox_dropped_total",
 			Help: "Inbox items dropped by policy.limits.inbox_items, by whether they had been read."}, []string{"read"}),
 	}
-	reg.MustRegister(m.runs, m.runSeconds, m.fetches, m.fetchBytes, m.inbound, m.effects, m.inboxDropped)
+	reg.MustRegister(m.runs, m.runSeconds, m.fetches, m.fetchBytes, m.inbound, m.effects, m.inboxDropped, buildInfo())
 	return m
 }
 

@@ -4,7 +4,10 @@
 GO        ?= go
 BIN       := bin/herald
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -X main.version=$(VERSION) -X github.com/herald-bridge/herald/delivery/egress.Version=$(VERSION)
+COMMIT    ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X github.com/herald-bridge/herald/delivery/egress.Version=$(VERSION)
+# The packager, run as a Go tool through the module proxy at this version.
+NFPM      ?= github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.48.0
 CONFIG    ?= configs/herald.example.yaml
 DATA_DIR  ?= ./data
 FUZZTIME  ?= 5s
@@ -19,7 +22,7 @@ export HERALD_TEST_REDIS_URL := redis://127.0.0.1:6379/0
 endif
 endif
 
-.PHONY: all build run test vet fmt-check unit bench scale fuzz-smoke clean
+.PHONY: all build run test vet fmt-check unit bench scale fuzz-smoke dist package clean
 
 all: build
 
@@ -66,5 +69,15 @@ fuzz-smoke:
 	  done; \
 	done
 
+# Static release binaries for linux/amd64, linux/arm64 and darwin/arm64 (not
+# Windows yet: the store locks use flock), an archive each and SHA256SUMS in dist/.
+dist:
+	GO=$(GO) VERSION=$(VERSION) COMMIT=$(COMMIT) configs/packaging/dist.sh
+
+# The .deb and .rpm (ARCH=amd64 or arm64) in dist/; .ci/package-test installs
+# the .deb for real.
+package:
+	GO=$(GO) VERSION=$(VERSION) COMMIT=$(COMMIT) NFPM=$(NFPM) configs/packaging/package.sh
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

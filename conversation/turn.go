@@ -106,6 +106,8 @@ func (t *turn) run() []Reply {
 		return courseSites{t}.token(cmd)
 	case "downloads":
 		return t.downloads(cmd.ID)
+	case "whoami":
+		return t.whoami()
 	case "cancel":
 		if had {
 			return t.reply("turn.cancelled")
@@ -113,6 +115,17 @@ func (t *turn) run() []Reply {
 		return t.reply("turn.nothing_to_cancel")
 	}
 	return t.reply("turn.send_help_to_see")
+}
+
+// whoami names the asker's principal and this chat's address (and the
+// forum topic's), as the config's admins, requesters and recipients name
+// them.
+func (t *turn) whoami() []Reply {
+	s := t.tr("turn.whoami", t.m.Principal, t.m.Chat)
+	if t.m.Topic != "" {
+		s += t.tr("turn.whoami_topic", t.m.Topic)
+	}
+	return []Reply{{Text: s}}
 }
 
 // ---------------------------------------------------------------- plain text and dialogs

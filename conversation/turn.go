@@ -35,6 +35,15 @@ func (t *turn) zh() bool { return t.lang == "zh" }
 // args filled in.
 func (t *turn) tr(key string, args ...any) string { return text.Format(t.lang, key, args...) }
 
+// trCount is tr of key+".one" when n is 1 and the language words it
+// apart ("1 item"), else of key.
+func (t *turn) trCount(key string, n int, args ...any) string {
+	if n == 1 && text.Of(t.lang).Has(key+".one") {
+		key += ".one"
+	}
+	return t.tr(key, args...)
+}
+
 // reply is a one-message answer worded by key.
 func (t *turn) reply(key string, args ...any) []Reply { return []Reply{{Text: t.tr(key, args...)}} }
 

@@ -202,6 +202,8 @@ func (v *validator) outbound(path, raw string) {
 	switch {
 	case errors.As(err, &be) && be.Kind == egress.KindPort:
 		v.errf(path, "port %d is refused for outbound requests (only 80 and 443 unless policy.allow_private_networks: true)", be.Port)
+	case errors.As(err, &be) && be.Kind == egress.KindMetadata:
+		v.errf(path, "a cloud metadata address is refused for outbound requests, whatever policy.allow_private_networks says")
 	case errors.As(err, &be):
 		v.errf(path, "a %s address is refused for outbound requests (set policy.allow_private_networks: true for a local recipient)", be.Kind)
 	default:

@@ -76,7 +76,7 @@ func (p *argParser) parse() error {
 	switch c.Name {
 	case "help":
 		return nil // topics are free text
-	case "tasks", "cancel", "forget":
+	case "tasks", "cancel", "forget", "whoami":
 		return p.none()
 	case "inbox":
 		if len(p.toks) == 0 {

@@ -22,7 +22,8 @@ var ErrNotCommand = errors.New("conversation: not a command")
 type Command struct {
 	// Name is one of "help", "watch", "remind", "tasks", "task", "pause",
 	// "resume", "delete", "run", "approve", "reject", "inbox", "read",
-	// "mute", "quiet", "lang", "cancel", "history", "forget", "downloads".
+	// "mute", "quiet", "lang", "cancel", "history", "forget", "downloads",
+	// "whoami".
 	Name     string
 	URL      string // watch, remind
 	Schedule string // canonical schedule text; "" if not given
@@ -89,7 +90,7 @@ var kindChoice = strings.Join(source.Names(), "|")
 
 // commands are the command names; usage.<name> in the catalogue is each
 // one's usage line.
-var commands = []string{"help", "watch", "remind", "tasks", "task", "pause", "resume", "delete", "run", "approve", "reject", "inbox", "read", "lang", "mute", "quiet", "cancel", "history", "forget", "token", "downloads"}
+var commands = []string{"help", "watch", "remind", "tasks", "task", "pause", "resume", "delete", "run", "approve", "reject", "inbox", "read", "lang", "mute", "quiet", "cancel", "history", "forget", "token", "downloads", "whoami"}
 
 // usageLine is the usage of command name in lang.
 func usageLine(lang, name string) string {

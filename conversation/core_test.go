@@ -620,7 +620,8 @@ func TestChatOf(t *testing.T) {
 
 // FuzzRedact: whatever the text, a URL query and token shapes never survive.
 func FuzzRedact(f *testing.F) {
-	for _, s := range []string{"GET https://a.example/x?token=abc: 401", "https://u:p@h/x", "hin_0123456789abcdef", "Bearer x", ""} {
+	for _, s := range []string{"GET https://a.example/x?token=abc: 401", "https://u:p@h/x", "hin_0123456789abcdef", "Bearer x", "",
+		"https://a.example/x?token=abc\uFF08\u622A\u6B62\uFF09"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -64,7 +64,9 @@ func sentence(s string) string {
 }
 
 var (
-	reURL    = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
+	// A URL ends at CJK or full-width punctuation too (as in history's
+	// redactor, conversation/memory).
+	reURL    = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>\x{3000}-\x{303F}\x{FF00}-\x{FFEF}]+`)
 	reSecret = regexp.MustCompile(`(?i)\b(hin_[0-9a-f]{8,}|whsec_[A-Za-z0-9+/=]{8,}|bearer\s+\S+|bot\d+:[A-Za-z0-9_-]{20,})`)
 )
 

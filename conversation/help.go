@@ -39,6 +39,7 @@ var helpLines = []string{
 	"help.forget",
 	"help.downloads",
 	"help.cancel",
+	"help.whoami",
 }
 
 // help lists every form, one example each, in the turn's language.

@@ -187,3 +187,19 @@ func TestHistory_OffSaysSo(t *testing.T) {
 	contains(t, r.say(alice, "/history exam"), "not kept here")
 	contains(t, r.say(alice, "/forget"), "not kept here")
 }
+
+// TestHistory_ChineseAfterALinkIsKept: a link followed at once by a
+// full-width parenthesis loses its query in history, not the Chinese
+// words after it, and those words are found again.
+func TestHistory_ChineseAfterALinkIsKept(t *testing.T) {
+	r := newHistoryRig(t)
+	r.sayZh(alice, "\u89C1 https://a.example/x?token=abc\uFF08\u622A\u6B62\u5468\u4E94\uFF09\u8BF7\u770B")
+	got := r.sayZh(alice, "/history \u622A\u6B62")
+	contains(t, got, "https://a.example/x", "\uFF08\u622A\u6B62\u5468\u4E94\uFF09\u8BF7\u770B")
+	excludes(t, got, "token=abc", "abc")
+	for _, tr := range r.stored(alice) {
+		if strings.Contains(tr.Text, "abc") {
+			t.Fatalf("history keeps the query: %q", tr.Text)
+		}
+	}
+}

@@ -14,9 +14,19 @@ import (
 	"github.com/herald-bridge/herald/tasks/source"
 )
 
+// sourceChecker judges a source's address before a request is made
+// (tasks.Manager.CheckSource).
+type sourceChecker interface{ CheckSource(rawURL string) error }
+
 func (t *turn) request(cmd Command) []Reply {
 	if cmd.Name == "remind" && len(cmd.Before) == 0 {
 		cmd.Before = defaultBefore
+	}
+	// A source the address guard refuses is refused before any question.
+	if c, ok := t.c.o.Tasks.(sourceChecker); ok {
+		if err := c.CheckSource(cmd.URL); err != nil {
+			return t.failed(err)
+		}
 	}
 	if takesToken(cmd) {
 		if r, asked := (courseSites{t}).needToken(cmd); asked {

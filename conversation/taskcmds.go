@@ -110,7 +110,7 @@ func (t *turn) show(id string) []Reply {
 		for _, r := range runs {
 			fmt.Fprintf(&b, "  %s  %s", t.when(r.Start), t.outcome(r.Outcome))
 			if r.Items > 0 || r.New > 0 || r.Changed > 0 {
-				fmt.Fprintf(&b, t.tr("taskcmds.items_new_changed"), r.Items, r.New, r.Changed)
+				b.WriteString(t.trCount("taskcmds.items_new_changed", r.Items, r.Items, r.New, r.Changed))
 			}
 			if r.Downloads > 0 {
 				fmt.Fprintf(&b, t.tr("taskcmds.file_to_download"), r.Downloads)
@@ -177,7 +177,7 @@ func (t *turn) runNow(id string) []Reply {
 	if err != nil {
 		return t.failed(err)
 	}
-	s := t.tr("taskcmds.checked", rec.TaskID, t.outcome(rec.Outcome), rec.Items)
+	s := t.trCount("taskcmds.checked", rec.Items, rec.TaskID, t.outcome(rec.Outcome), rec.Items)
 	if rec.New+rec.Changed+rec.Removed > 0 {
 		s += t.tr("taskcmds.checked_counts", rec.New, rec.Changed, rec.Removed)
 	}

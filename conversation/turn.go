@@ -35,6 +35,15 @@ func (t *turn) zh() bool { return t.lang == "zh" }
 // args filled in.
 func (t *turn) tr(key string, args ...any) string { return text.Format(t.lang, key, args...) }
 
+// trCount is tr of key+".one" when n is 1 and the language words it
+// apart ("1 item"), else of key.
+func (t *turn) trCount(key string, n int, args ...any) string {
+	if n == 1 && text.Of(t.lang).Has(key+".one") {
+		key += ".one"
+	}
+	return t.tr(key, args...)
+}
+
 // reply is a one-message answer worded by key.
 func (t *turn) reply(key string, args ...any) []Reply { return []Reply{{Text: t.tr(key, args...)}} }
 
@@ -106,6 +115,8 @@ func (t *turn) run() []Reply {
 		return courseSites{t}.token(cmd)
 	case "downloads":
 		return t.downloads(cmd.ID)
+	case "whoami":
+		return t.whoami()
 	case "cancel":
 		if had {
 			return t.reply("turn.cancelled")
@@ -113,6 +124,17 @@ func (t *turn) run() []Reply {
 		return t.reply("turn.nothing_to_cancel")
 	}
 	return t.reply("turn.send_help_to_see")
+}
+
+// whoami names the asker's principal and this chat's address (and the
+// forum topic's), as the config's admins, requesters and recipients name
+// them.
+func (t *turn) whoami() []Reply {
+	s := t.tr("turn.whoami", t.m.Principal, t.m.Chat)
+	if t.m.Topic != "" {
+		s += t.tr("turn.whoami_topic", t.m.Topic)
+	}
+	return []Reply{{Text: s}}
 }
 
 // ---------------------------------------------------------------- plain text and dialogs

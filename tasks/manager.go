@@ -63,6 +63,9 @@ type Options struct {
 	Holder string
 	// WakeDelivery is called after effects were queued.
 	WakeDelivery func()
+	// Resolve looks a source's host name up when a request is judged
+	// (nil: the system resolver); the guard judges what it answers.
+	Resolve source.Resolver
 }
 
 func (o *Options) validate() error {
@@ -301,6 +304,9 @@ func (m *Manager) build(p Policy, s Submission) (*Task, error) {
 	}
 	if u.User != nil {
 		return nil, userErr(ErrInvalid, "credentials_in_url", "please leave credentials out of the URL")
+	}
+	if err := m.destination(u, p.AllowPrivate); err != nil {
+		return nil, err
 	}
 	if !source.Valid(s.Kind) {
 		return nil, userErr(ErrInvalid, "unknown_kind", "unknown kind %q: use %s", s.Kind, kindChoices{})

@@ -211,6 +211,9 @@ func userErr(kind error, code, en string, args ...any) error {
 // the manager's calls in step.
 func ErrorCodes() []string {
 	return []string{
+		"address_metadata",
+		"address_not_public",
+		"address_port",
 		"already_deleted",
 		"approve_admin_only",
 		"bad_address",

@@ -2,7 +2,6 @@ package tasks
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/delivery/chatprefs"
@@ -39,8 +38,14 @@ var noticeNames = map[Notice]string{
 
 // Say returns a notice's title and text in the owner's language.
 func Say(ctx context.Context, st store.Store, t *Task, n Notice, args ...any) (title, text string) {
-	title, format := NoticeText(n, OwnerLang(ctx, st, t))
-	return title, fmt.Sprintf(format, args...)
+	return NoticeIn(n, OwnerLang(ctx, st, t), args...)
+}
+
+// NoticeIn is a notice's title and text in lang over args (English for a
+// language herald does not speak), worded for a count of one where the
+// language says so ("1 item").
+func NoticeIn(n Notice, lang string, args ...any) (title, text string) {
+	return render.FormatNotice(lang, noticeNames[n], args...)
 }
 
 // NoticeText is a notice's title and format in lang (English for a

@@ -173,6 +173,7 @@ func TestWholeConversation(t *testing.T) {
 		Admins:       []string{"telegram:" + adminID},
 		Requesters:   []string{"telegram:*"},
 		AllowedHosts: []string{"*.example.edu"},
+		AllowPrivate: true, // the feed is served on 127.0.0.1
 		Named:        map[string]bool{},
 	}, func(*bolt.Store) tasks.SourceOpener {
 		return tasks.SourceOpenerFunc(func(spec watch.Spec, zone *time.Location) (tasks.Source, error) {

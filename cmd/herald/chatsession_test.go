@@ -103,18 +103,17 @@ func TestChat_SessionSurvivesAServiceRestart(t *testing.T) {
 }
 
 // TestChat_LocalSourceRefusalIsExplained: with private networks off, a
-// watch of a local feed fails with what was refused and the setting that
-// allows it — in English, and in Chinese for a Chinese message.
+// watch of a local feed is refused when asked, with what was refused and
+// the setting that allows it — in English, and in Chinese for a Chinese
+// message — and no task is made to fail later.
 func TestChat_LocalSourceRefusalIsExplained(t *testing.T) {
 	f := newFeed(t)
 	cfg := strings.Replace(adjustExample(t, freeAddr(t), nil), "allow_private_networks: true", "allow_private_networks: false", 1)
 	_, dataDir := startServe(t, cfg)
-	out, errOut, code := chatCLI(t, dataDir, "admin", "/watch "+f.url()+" every 1h\n")
-	tid := reTaskID.FindString(out)
-	if code != 0 || tid == "" {
-		t.Fatalf("watch: exit %d\n%s%s", code, out, errOut)
+	out, errOut, code := chatCLI(t, dataDir, "admin", "/watch "+f.url()+" every 1h\n/订阅 "+f.url()+" every 1h\n")
+	if tid := reTaskID.FindString(out); code != 0 || tid != "" {
+		t.Fatalf("watch: exit %d, task %q\n%s%s", code, tid, out, errOut)
 	}
-	out, _, _ = chatCLI(t, dataDir, "admin", "/run "+tid+"\n/运行 "+tid+"\n")
 	for _, want := range []string{"127.0.0.1 is a loopback address; set policy.allow_private_networks for local sources",
 		"127.0.0.1 是回环地址；本地来源需要设置 policy.allow_private_networks"} {
 		if !strings.Contains(out, want) {

@@ -190,7 +190,11 @@ func cmdTasks(e *env, args []string) int {
 			fmt.Fprintf(e.stdout, "check of %s started\n", id)
 			return exitOK
 		}
-		fmt.Fprintf(e.stdout, "%s: %s — %d items, %d new, %d changed, %d removed, %d pushes queued (%s)\n", id, r.Outcome, r.Items, r.New, r.Changed, r.Removed, r.Effects, r.Duration.Round(time.Millisecond))
+		items := "items"
+		if r.Items == 1 {
+			items = "item"
+		}
+		fmt.Fprintf(e.stdout, "%s: %s — %d %s, %d new, %d changed, %d removed, %d pushes queued (%s)\n", id, r.Outcome, r.Items, items, r.New, r.Changed, r.Removed, r.Effects, r.Duration.Round(time.Millisecond))
 		if r.Outcome == "failed" {
 			fmt.Fprintf(e.stdout, "error class: %s\n", r.Class)
 			return exitFailure

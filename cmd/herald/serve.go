@@ -430,6 +430,7 @@ func (s *service) routes() {
 	srv.Handle("/api/v1/inbox", inboxAPI.ServeHTTP)
 	webhook.MountInboxPage(srv) // GET /inbox: the browser page over the API above
 	s.mountConsole()            // GET /console: the admins' page (console.go)
+	webhook.MountIndex(srv)     // GET /: links to the two pages
 }
 
 // readyz reports whether this replica can take traffic: its store answers.

@@ -257,3 +257,17 @@ func TestRestartKeepsHistory(t *testing.T) {
 		t.Fatalf("after restart → %q", got)
 	}
 }
+
+// TestRedactEndsAURLAtFullWidthPunctuation: CJK and full-width
+// punctuation right after a link ends the link; the text after it stays.
+func TestRedactEndsAURLAtFullWidthPunctuation(t *testing.T) {
+	for in, want := range map[string]string{
+		"\u89C1 https://a.example/x?token=abc\uFF08\u622A\u6B62\u5468\u4E94\uFF09": "\u89C1 https://a.example/x?[redacted]\uFF08\u622A\u6B62\u5468\u4E94\uFF09",
+		"https://a.example/x?k=v\uFF0C\u8C22\u8C22\u3002":                          "https://a.example/x?[redacted]\uFF0C\u8C22\u8C22\u3002",
+		"\u300Chttps://a.example/p\u300D":                                          "\u300Chttps://a.example/p\u300D",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -12,7 +12,11 @@ import (
 const Redacted = "[redacted]"
 
 var (
-	reURL = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
+	// A URL ends at a space, a quote or an angle bracket, and at CJK or
+	// full-width punctuation (U+3000–U+303F, U+FF00–U+FFEF: a full-width
+	// parenthesis, comma or full stop), which Chinese text puts right
+	// after a link.
+	reURL = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>\x{3000}-\x{303F}\x{FF00}-\x{FFEF}]+`)
 	// Secrets by their known shapes: herald's own inbox and webhook
 	// secrets, bearer headers, Telegram bot tokens, Canvas access tokens
 	// (<account>~<key>), API keys of model providers, Slack-style tokens.

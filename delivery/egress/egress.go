@@ -96,14 +96,17 @@ func Guard(allowPrivate bool, trusted ...netip.AddrPort) func(network, address s
 		if err != nil {
 			return fmt.Errorf("%w: unparseable destination", ErrBlocked)
 		}
-		if allowPrivate {
-			return nil
-		}
 		unmapped := netip.AddrPortFrom(ap.Addr().Unmap().WithZone(""), ap.Port())
 		for _, t := range trusted {
 			if t == unmapped {
 				return nil
 			}
+		}
+		if allowPrivate {
+			if IsMetadata(unmapped.Addr()) {
+				return &BlockedError{Kind: KindMetadata}
+			}
+			return nil
 		}
 		return checkAddr(network, ap)
 	}
@@ -144,7 +147,25 @@ const (
 	KindLinkLocal = "link-local"
 	KindNonPublic = "non-public"
 	KindPort      = "port"
+	// KindMetadata is a cloud instance-metadata address, refused even
+	// with private networks allowed: it hands out the host's credentials.
+	KindMetadata = "cloud metadata"
 )
+
+// metadataAddrs are the cloud instance-metadata endpoints (AWS, GCP, Azure
+// and others on 169.254.169.254; AWS's IPv6 one on fd00:ec2::254).
+var metadataAddrs = []netip.Addr{netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("fd00:ec2::254")}
+
+// IsMetadata reports whether ip is a cloud instance-metadata address.
+func IsMetadata(ip netip.Addr) bool {
+	ip = ip.Unmap().WithZone("")
+	for _, m := range metadataAddrs {
+		if ip == m {
+			return true
+		}
+	}
+	return false
+}
 
 // BlockedError says why the guard refused a destination: the kind of
 // address (KindLoopback, KindPrivate, KindLinkLocal, KindNonPublic), or
@@ -308,6 +329,9 @@ func CheckURL(raw string, allowPrivate bool) error {
 // checkHostPort refuses literal addresses and ports the dial guard would refuse.
 func checkHostPort(u *url.URL, allowPrivate bool) error {
 	if allowPrivate {
+		if ip, err := netip.ParseAddr(u.Hostname()); err == nil && IsMetadata(ip) {
+			return &BlockedError{Kind: KindMetadata}
+		}
 		return nil
 	}
 	port := u.Port()

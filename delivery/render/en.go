@@ -33,6 +33,10 @@ var en = words{
 	wasDue:         func(from string) string { return "was due " + from },
 	inboxFullTitle: "Your inbox is full",
 	inboxFull: func(limit int) string {
+		if limit == 1 {
+			return "Your inbox keeps 1 item. It is full of an unread one, so the oldest unread item is " +
+				"being removed to make room for a new one. Read it (/read all) to keep the newest."
+		}
 		return fmt.Sprintf("Your inbox keeps %d items. It is full of unread ones, so the oldest unread items are "+
 			"being removed to make room for new ones. Read them (/read all) to keep the newest.", limit)
 	},
@@ -44,5 +48,10 @@ var en = words{
 		NoticeFailing:     {"Watch failing", "%[1]s failed %[2]d checks in a row (%[3]s). herald keeps trying."},
 		NoticeRecovered:   {"Watch recovered", "%[1]s works again."},
 		NoticeUnreachable: {"A recipient is unreachable", "Pushes for %[1]s cannot reach one of its recipients (%[2]s). Check that the bot is still in that chat."},
+	},
+	noticeOne: map[string]string{
+		NoticeBaseline:     "Now watching %[1]s: %[2]d item. You will hear about changes only.",
+		NoticeWatchingMany: "Now watching %[1]s sources (%[2]s item in all). You will hear about changes only.",
+		NoticeFailing:      "%[1]s failed %[2]d check (%[3]s). herald keeps trying.",
 	},
 }

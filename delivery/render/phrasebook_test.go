@@ -1,9 +1,11 @@
 package render
 
 import (
+	"fmt"
 	"reflect"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/herald-bridge/herald/delivery"
@@ -60,5 +62,27 @@ func TestEveryOwnerNoticeHasEveryLanguage(t *testing.T) {
 	}
 	if !Speaks(LangEN) || !Speaks(LangZH) || Speaks("fr") || Speaks("") {
 		t.Error("Speaks does not follow the phrasebooks")
+	}
+}
+
+// TestOneIsSingularInEnglish: an inbox keeping one item says so, and the
+// notices with a count word one apart in English only.
+func TestOneIsSingularInEnglish(t *testing.T) {
+	if _, text := InboxFull(LangEN, 1); !strings.Contains(text, "keeps 1 item.") {
+		t.Errorf("inbox of one: %q", text)
+	}
+	if _, text := InboxFull(LangEN, 2); !strings.Contains(text, "keeps 2 items.") {
+		t.Errorf("inbox of two: %q", text)
+	}
+	if _, text := FormatNotice(LangEN, NoticeBaseline, "Feed", 1); !strings.Contains(text, "Feed: 1 item.") {
+		t.Errorf("baseline of one: %q", text)
+	}
+	if _, text := FormatNotice(LangEN, NoticeBaseline, "Feed", 11); !strings.Contains(text, "Feed: 11 items.") {
+		t.Errorf("baseline of eleven: %q", text)
+	}
+	_, zhOne := FormatNotice(LangZH, NoticeBaseline, "Feed", 1)
+	_, zhFmt := OwnerNotice(LangZH, NoticeBaseline)
+	if zhOne != fmt.Sprintf(zhFmt, "Feed", 1) {
+		t.Errorf("Chinese has no plural, got %q", zhOne)
 	}
 }

@@ -4,6 +4,7 @@
 package render
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -44,9 +45,16 @@ type words struct {
 	// arguments the sender gives (indexed verbs, so a language may put
 	// them in its own order).
 	notices map[string]notice
+	// noticeOne are the formats of notices whose count (countArg) is 1,
+	// in a language that words one apart ("1 item").
+	noticeOne map[string]string
 }
 
 type notice struct{ title, format string }
+
+// countArg is the index of each notice's count among its arguments (an
+// int, or grouped text), for notices that have one.
+var countArg = map[string]int{NoticeBaseline: 1, NoticeWatchingMany: 1, NoticeFailing: 1}
 
 // The notices herald sends a task's owner, and the arguments each one's
 // format takes.
@@ -67,6 +75,17 @@ var Notices = []string{NoticeBaseline, NoticeWatchingMany, NoticeSuspect, Notice
 func OwnerNotice(lang, name string) (title, format string) {
 	n := phrasebook(lang).notices[name]
 	return n.title, n.format
+}
+
+// FormatNotice is the title and text, in lang, of the owner notice name
+// over args, worded for a count of one where the language says so.
+func FormatNotice(lang, name string, args ...any) (title, text string) {
+	n := phrasebook(lang).notices[name]
+	format := n.format
+	if one, ok := phrasebook(lang).noticeOne[name]; ok && countArg[name] < len(args) && fmt.Sprint(args[countArg[name]]) == "1" {
+		format = one
+	}
+	return n.title, fmt.Sprintf(format, args...)
 }
 
 // phrasebooks are the languages a message renders in, one file each

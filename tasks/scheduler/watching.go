@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -148,11 +147,9 @@ func (s *Scheduler) sendWatching(ctx context.Context, notes map[string]watchNote
 		if n.sources == 0 {
 			continue
 		}
-		title, format := tasks.NoticeText(tasks.NoticeWatchingMany, n.lang)
-		text := fmt.Sprintf(format, grouped(n.sources), grouped(n.items))
+		title, text := tasks.NoticeIn(tasks.NoticeWatchingMany, n.lang, grouped(n.sources), grouped(n.items))
 		if n.sources == 1 {
-			title, format = tasks.NoticeText(tasks.NoticeBaseline, n.lang)
-			text = fmt.Sprintf(format, n.name, n.items)
+			title, text = tasks.NoticeIn(tasks.NoticeBaseline, n.lang, n.name, n.items)
 		}
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		_, err := s.o.Admit.Admit(actx, delivery.Admission{Source: WatchingSource, Identity: "watching|" + s.o.Holder + "|" + tasks.RandomID(8),

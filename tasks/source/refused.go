@@ -1,10 +1,13 @@
 package source
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
+	"strconv"
+	"strings"
 
 	"github.com/herald-bridge/herald/delivery/egress"
 )
@@ -37,6 +40,9 @@ func refused(u *url.URL, err error) error {
 	if !errors.As(err, &be) {
 		return &refusedError{msg: fmt.Sprintf("the address of %s is not allowed (%v)", host, err), err: err}
 	}
+	if be.Kind == egress.KindMetadata {
+		return &refusedError{err: err, msg: fmt.Sprintf("%s is a cloud metadata address, which herald never fetches", host)}
+	}
 	if be.Kind == egress.KindPort {
 		return &refusedError{err: err, msg: fmt.Sprintf(
 			"port %d of %s is not allowed: sources use ports 80 and 443 unless policy.allow_private_networks is set", be.Port, host)}
@@ -53,4 +59,45 @@ func refused(u *url.URL, err error) error {
 		what = "an address that is not public"
 	}
 	return &refusedError{err: err, msg: fmt.Sprintf("%s %s %s; set policy.allow_private_networks for local sources", host, verb, what)}
+}
+
+// Resolver answers the addresses of a name (net.Resolver.LookupNetIP's
+// shape, network "ip").
+type Resolver func(ctx context.Context, host string) ([]netip.Addr, error)
+
+// Refusal judges u's destination before any request is made, as the guard
+// judges a run's: a literal address or localhost as written, without DNS;
+// a name by the addresses resolve answers within ctx. It returns the
+// refusal a run would report, in the same words, or nil. A lookup that
+// fails or runs out of time is no refusal: the run reports it.
+func Refusal(ctx context.Context, u *url.URL, allowPrivate bool, resolve Resolver) error {
+	host := u.Hostname()
+	port := u.Port()
+	if port == "" {
+		port = "443"
+		if strings.EqualFold(u.Scheme, "http") {
+			port = "80"
+		}
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || host == "" {
+		return nil // not a URL a run could fetch; build says so
+	}
+	var addrs []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{ip}
+	} else if egress.IsLoopbackHost(host) {
+		addrs = []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1})}
+	} else if resolve != nil {
+		if addrs, err = resolve(ctx, host); err != nil {
+			return nil
+		}
+	}
+	guard := egress.Guard(allowPrivate)
+	for _, a := range addrs {
+		if err := guard("tcp", netip.AddrPortFrom(a, uint16(p)).String(), nil); err != nil {
+			return refused(u, err)
+		}
+	}
+	return nil
 }

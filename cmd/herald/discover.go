@@ -1,11 +1,9 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/herald-bridge/herald/store/datadir"
 )
@@ -99,14 +97,4 @@ func (e *env) findService() (datadir.AdminRecord, error) {
 		return rec, nil
 	}
 	return datadir.AdminRecord{}, datadir.ErrNotRunning
-}
-
-// alive reports whether pid may be a running process (unknown counts as
-// alive: the connection attempt decides).
-func alive(pid int) bool {
-	if pid <= 0 {
-		return true
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }

@@ -19,7 +19,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -350,9 +349,7 @@ func writeInitFile(path string, data []byte, mode os.FileMode) error {
 		return unwrapPath(err)
 	}
 	if fi, err := os.Stat(path); err == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			_ = f.Chown(int(st.Uid), int(st.Gid)) // as root: the service user keeps reading it
-		}
+		keepOwner(f, fi) // as root: the service user keeps reading it
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()

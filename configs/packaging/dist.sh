@@ -8,9 +8,7 @@ cd "$(dirname "$0")/../.."
 GO=${GO:-go}
 VERSION=${VERSION:-$(git describe --always --dirty 2>/dev/null || echo dev)}
 COMMIT=${COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
-# windows/amd64 is not in the default list: the data-dir and store file
-# locks use flock(2), which Windows lacks. PLATFORMS=windows/amd64 shows it.
-PLATFORMS=${PLATFORMS:-linux/amd64 linux/arm64 darwin/arm64}
+PLATFORMS=${PLATFORMS:-linux/amd64 linux/arm64 darwin/arm64 windows/amd64}
 LDFLAGS="-s -w -X main.version=$VERSION -X main.commit=$COMMIT -X github.com/herald-bridge/herald/delivery/egress.Version=$VERSION"
 
 # Archive entries carry the commit's time, not the build's.

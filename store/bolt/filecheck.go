@@ -10,10 +10,11 @@ import (
 	"os"
 	"runtime/debug"
 	"strconv"
-	"syscall"
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/herald-bridge/herald/store/flock"
 )
 
 // bbolt reads its file through a memory mapping and trusts what it finds:
@@ -177,11 +178,11 @@ func openGuarded(path string, opts *bbolt.Options) (*bbolt.DB, error) {
 func lockShared(f *os.File, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+		err := flock.Try(f, false)
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+		if !errors.Is(err, flock.ErrHeld) {
 			return fmt.Errorf("lock %s: %w", f.Name(), err)
 		}
 		if time.Now().After(deadline) {

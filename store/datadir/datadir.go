@@ -12,7 +12,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/herald-bridge/herald/store/flock"
 )
 
 // File names inside the data dir.
@@ -49,15 +50,9 @@ func Lock(dir string) (*DirLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("datadir: open lock file: %w", err)
 	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
+	if err = flock.Try(f, true); err != nil {
 		_ = f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if errors.Is(err, flock.ErrHeld) {
 			if rec, rerr := ReadAdmin(dir); rerr == nil && rec.PID > 0 {
 				return nil, fmt.Errorf("%w (pid %d): %s", ErrLocked, rec.PID, dir)
 			}
@@ -74,7 +69,7 @@ func (l *DirLock) Unlock() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
-	err := syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	err := flock.Unlock(l.f)
 	cerr := l.f.Close()
 	l.f = nil
 	if err != nil {

@@ -458,6 +458,29 @@ func TestI1_I3_I10_OneFeedReachesEverySinkOnce(t *testing.T) {
 		}
 	}
 
+	// send-test to a failing service reports its class honestly, after
+	// one request, and exits 1.
+	for _, name := range names {
+		want := "failed"
+		if after[name+" unknown"] == 1 {
+			want = "unknown"
+		}
+		out, errOut, code := run(t, "send-test", name, "--json", "--data-dir", dataDir)
+		var v sendTestView
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("send-test %s: %v\n%s\n%s", name, err, out, errOut)
+		}
+		if code != 1 || v.Outcome != want || v.State != want || v.Attempts != 1 {
+			t.Errorf("send-test %s to a failing service = exit %d, %+v; want %s after one attempt", name, code, v, want)
+		}
+	}
+	for name, n := range counts() {
+		if n != sent[name]+1 {
+			t.Errorf("send-test %s to a failing service: %d requests, want 1", name, n-sent[name])
+		}
+	}
+	sent = counts()
+
 	// Every service is healthy again; herald is killed and started again.
 	sl.set(slackOK, false)
 	nt.set(nil, false)

@@ -220,8 +220,9 @@ func mailParts(t *testing.T, data []byte) (subject, plain, html string) {
 // services fail as I3 sorts them (a 5xx or a connection dropped after
 // sending: unknown; a bad key, an unknown webhook, a closed topic:
 // failed); after a SIGKILL, a restart and a run nothing is sent twice and
-// no unknown or failed push turns completed. send-test sends exactly one
-// message to each, and no token, key, password, topic, webhook secret or
+// no unknown or failed push turns completed. send-test reports a failing
+// service's class after one request, and sends exactly one message to
+// each healthy one; no token, key, password, topic, webhook secret or
 // address appears in the serve log, the CLI's output, the ledger or
 // /metrics.
 func TestI1_I3_I10_OneFeedReachesEverySinkOnce(t *testing.T) {

@@ -424,8 +424,15 @@ func TestI1_I3_I10_OneFeedReachesEverySinkOnce(t *testing.T) {
 	// SMTP server drop the connection after reading the message (unknown:
 	// it may have arrived); Discord no longer knows the webhook, Bark the
 	// key, and the topic is closed (failed).
-	unknownAt := []string{"slack-ops", "my-phone", "mail-team"}
-	failedAt := []string{"discord-ops", "my-iphone", "course-topic"}
+	// ends is how each push of the next item ends: its state and reason.
+	ends := map[string][2]string{
+		"slack-ops":    {"unknown", "rollup_error"},
+		"my-phone":     {"unknown", "connection_lost"},
+		"mail-team":    {"unknown", "smtp_lost_after_data"},
+		"discord-ops":  {"failed", "unknown_webhook"},
+		"my-iphone":    {"failed", "bad_key"},
+		"course-topic": {"failed", "topic_closed"},
+	}
 	unreachable := []string{"discord-ops", "my-iphone", "course-topic"}
 	sl.set(func(accReq) (int, string) { return http.StatusInternalServerError, "rollup_error" }, false)
 	nt.set(nil, true)
@@ -447,11 +454,8 @@ func TestI1_I3_I10_OneFeedReachesEverySinkOnce(t *testing.T) {
 		t.Fatalf("the second run found %d new items and claimed %d pushes, want 1 and %d", r.New, r.Effects, len(names))
 	}
 	after := each("completed", 2)
-	for _, n := range unknownAt {
-		after[n+" unknown"] = 1
-	}
-	for _, n := range failedAt {
-		after[n+" failed"] = 1
+	for n, end := range ends {
+		after[n+" "+end[0]] = 1
 	}
 	// The refusals that mark their recipients unreachable tell the task's
 	// owner (the admin, for a declared task) once each, in the inbox.
@@ -464,25 +468,22 @@ func TestI1_I3_I10_OneFeedReachesEverySinkOnce(t *testing.T) {
 		}
 	}
 	for _, fx := range ledger() {
-		if fx.State != "completed" && fx.Attempts != 1 {
-			t.Errorf("%s ended %s after %d attempts, want 1", fx.Recipient, fx.State, fx.Attempts)
+		if end := ends[fx.Recipient]; fx.State != "completed" && (fx.Attempts != 1 || fx.State != end[0] || fx.Error != end[1]) {
+			t.Errorf("%s ended %s (%s) after %d attempts, want %s (%s) after 1", fx.Recipient, fx.State, fx.Error, fx.Attempts, end[0], end[1])
 		}
 	}
 
 	// send-test to a failing service reports its class honestly, after
 	// one request, and exits 1.
 	for _, name := range names {
-		want := "failed"
-		if after[name+" unknown"] == 1 {
-			want = "unknown"
-		}
+		want := ends[name][0]
 		out, errOut, code := run(t, "send-test", name, "--json", "--data-dir", dataDir)
 		var v sendTestView
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatalf("send-test %s: %v\n%s\n%s", name, err, out, errOut)
 		}
-		if code != 1 || v.Outcome != want || v.State != want || v.Attempts != 1 {
-			t.Errorf("send-test %s to a failing service = exit %d, %+v; want %s after one attempt", name, code, v, want)
+		if code != 1 || v.Outcome != want || v.State != want || v.Reason != ends[name][1] || v.Attempts != 1 {
+			t.Errorf("send-test %s to a failing service = exit %d, %+v; want %s (%s) after one attempt", name, code, v, want, ends[name][1])
 		}
 	}
 	for name, n := range counts() {

@@ -126,8 +126,8 @@ func TestLoad_ErrorsWithFileAndLine(t *testing.T) {
 		}},
 		{"feishu-bot-no-url.yaml", []want{{3, "recipients.team-alerts.feishu_bot: url is required"}}},
 		{"recipient-kinds.yaml", []want{
-			{2, "recipients.nothing: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, email, slack, discord, ntfy, bark and address"},
-			{4, "recipients.both: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, email, slack, discord, ntfy, bark and address"},
+			{2, "recipients.nothing: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, email, slack, discord, ntfy, bark, onebot, pushplus, serverchan and address"},
+			{4, "recipients.both: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, email, slack, discord, ntfy, bark, onebot, pushplus, serverchan and address"},
 		}},
 		{"inbound-format.yaml", []want{{5, `inbound.ci.format: unknown format "gitlab" (want standard or github)`}}},
 		{"inbound-no-secret.yaml", []want{{4, "inbound.ci: a secret is required"}}},
@@ -603,6 +603,8 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 			return "T0EXAMPLE/B0EXAMPLE/example", true
 		case "DISCORD_TOKEN":
 			return "t0ken-example", true
+		case "ONEBOT_TOKEN", "PUSHPLUS_TOKEN", "SERVERCHAN_KEY":
+			return "SCTexample", true
 		}
 		return specEnv(name)
 	}
@@ -616,7 +618,7 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 	if s := cfg.SMTP; s == nil || s.Host != "smtp.example.com" || s.Password != "smtp-example-password" || s.Mode() != "starttls" {
 		t.Errorf("smtp = %+v", s)
 	}
-	if len(cfg.Recipients) != 11 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 5 {
+	if len(cfg.Recipients) != 14 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 5 {
 		t.Errorf("recipients %d, inbound %d, tasks %d: an example block did not uncomment", len(cfg.Recipients), len(cfg.Inbound), len(cfg.Tasks))
 	}
 	if cs, _ := cfg.Task("cs101"); cs.Source.Download == nil || cs.Source.Download.Dir != "cs101" || cs.Source.Download.MaxPerRun != 100 {

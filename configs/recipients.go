@@ -15,6 +15,9 @@ import (
 	"github.com/herald-bridge/herald/delivery/email"
 	"github.com/herald-bridge/herald/delivery/feishubot"
 	"github.com/herald-bridge/herald/delivery/ntfy"
+	"github.com/herald-bridge/herald/delivery/onebot"
+	"github.com/herald-bridge/herald/delivery/pushplus"
+	"github.com/herald-bridge/herald/delivery/serverchan"
 	"github.com/herald-bridge/herald/delivery/slack"
 	"github.com/herald-bridge/herald/delivery/webhook"
 	"github.com/herald-bridge/herald/delivery/wecombot"
@@ -36,6 +39,9 @@ type Recipient struct {
 	Discord     *discord.Config     `yaml:"discord"`
 	Ntfy        *ntfy.Config        `yaml:"ntfy"`
 	Bark        *bark.Config        `yaml:"bark"`
+	OneBot      *onebot.Config      `yaml:"onebot"`
+	PushPlus    *pushplus.Config    `yaml:"pushplus"`
+	ServerChan  *serverchan.Config  `yaml:"serverchan"`
 
 	Address  string `yaml:"address"`
 	Language string `yaml:"language"`

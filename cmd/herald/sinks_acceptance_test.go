@@ -168,6 +168,35 @@ func barkOK(r accReq) (int, string) {
 	return http.StatusOK, fmt.Sprintf(`{"code":200,"message":"success","timestamp":%d}`, time.Now().Unix())
 }
 
+// accQQGroup is the QQ group the OneBot recipient posts to.
+const accQQGroup = "734291856"
+
+func oneBotOK(r accReq) (int, string) {
+	switch {
+	case r.Header.Get("Authorization") == "":
+		return http.StatusUnauthorized, ""
+	case r.Header.Get("Authorization") != "Bearer "+oneBotToken:
+		return http.StatusForbidden, ""
+	case r.Path != "/send_group_msg":
+		return http.StatusOK, `{"status":"failed","retcode":1404,"data":null,"message":"API not found"}`
+	}
+	return http.StatusOK, fmt.Sprintf(`{"status":"ok","retcode":0,"data":{"message_id":%d}}`, time.Now().Nanosecond()%100000)
+}
+
+func pushPlusOK(r accReq) (int, string) {
+	if r.Path != "/send" || r.Params["token"] != pushPlusToken {
+		return http.StatusOK, `{"code":903,"msg":"invalid token","data":null}`
+	}
+	return http.StatusOK, `{"code":200,"msg":"ok","data":"c2VyaWFsLTE"}`
+}
+
+func serverChanOK(r accReq) (int, string) {
+	if r.Path != "/"+serverChanKey+".send" {
+		return http.StatusNotFound, `{"code":40001,"message":"bad pushtoken"}`
+	}
+	return http.StatusOK, `{"code":0,"message":"","data":{"pushid":"1","readkey":"x","error":"SUCCESS","errno":0}}`
+}
+
 // telegramAPI answers the Bot API calls a polling bot makes; it keeps
 // only sendMessage calls.
 func telegramAPI(t *testing.T) *accFake {
@@ -212,14 +241,16 @@ func mailParts(t *testing.T, data []byte) (subject, plain, html string) {
 
 // TestI1_I3_I10_OneFeedReachesEverySinkOnce is the acceptance of the new
 // sinks against `herald serve`: one rss task notifies an e-mail
-// recipient, a Slack and a Discord webhook, an ntfy topic, a Bark device
-// and a Telegram forum topic. The baseline pushes no item (only the
+// recipient, a Slack and a Discord webhook, an ntfy topic, a Bark device,
+// a Telegram forum topic, a QQ group through OneBot, and WeChat through
+// PushPlus and ServerChan. The baseline pushes no item (only the
 // documented "now watching" notice); a new item whose title holds Chinese
 // text, &, <b> and a CQ code arrives once at each, escaped for that
 // service and with its link; an unchanged run sends nothing. Then the
 // services fail as I3 sorts them (a 5xx or a connection dropped after
-// sending: unknown; a bad key, an unknown webhook, a closed topic:
-// failed); after a SIGKILL, a restart and a run nothing is sent twice and
+// sending, an error code in an HTTP 200 that may follow a send: unknown;
+// a bad key or token, an unknown webhook, a closed topic, another error
+// code in an HTTP 200: failed); after a SIGKILL, a restart and a run nothing is sent twice and
 // no unknown or failed push turns completed. send-test reports a failing
 // service's class after one request, and sends exactly one message to
 // each healthy one; no token, key, password, topic, webhook secret or
@@ -233,11 +264,14 @@ func TestI1_I3_I10_OneFeedReachesEverySinkOnce(t *testing.T) {
 	nt := newAccFake(t, everyRequest, ntfyOK)
 	bk := newAccFake(t, everyRequest, barkOK)
 	mta := emailtest.New(t, emailtest.WithPassword(smtpPassword))
+	qq := newAccFake(t, everyRequest, oneBotOK)
+	pp := newAccFake(t, everyRequest, pushPlusOK)
+	sc := newAccFake(t, everyRequest, serverChanOK)
 	feed := newFeed(t)
 	discordToken := discordHookPath[strings.LastIndexByte(discordHookPath, '/')+1:]
 
 	// Each sink's recipient name, and the fake that counts its messages.
-	names := []string{"mail-team", "slack-ops", "discord-ops", "my-phone", "my-iphone", "course-topic"}
+	names := []string{"mail-team", "slack-ops", "discord-ops", "my-phone", "my-iphone", "course-topic", "qq-class", "wechat-pp", "wechat-sc"}
 	count := map[string]func() int{
 		"mail-team":    func() int { return len(mta.Messages()) },
 		"slack-ops":    func() int { return len(sl.msgs()) },
@@ -245,6 +279,9 @@ func TestI1_I3_I10_OneFeedReachesEverySinkOnce(t *testing.T) {
 		"my-phone":     func() int { return len(nt.msgs()) },
 		"my-iphone":    func() int { return len(bk.msgs()) },
 		"course-topic": func() int { return len(tg.msgs()) },
+		"qq-class":     func() int { return len(qq.msgs()) },
+		"wechat-pp":    func() int { return len(pp.msgs()) },
+		"wechat-sc":    func() int { return len(sc.msgs()) },
 	}
 	counts := func() map[string]int {
 		out := map[string]int{}
@@ -268,7 +305,12 @@ func TestI1_I3_I10_OneFeedReachesEverySinkOnce(t *testing.T) {
 		"  discord-ops:\n    discord: {url: \"" + dc.URL + strings.TrimSuffix(discordHookPath, discordToken) + "${" + discordTokenEnv + "}\"}\n" +
 		"  my-phone:\n    ntfy: {url: \"" + nt.URL + "/" + ntfyTopic + "\", token: \"${" + ntfyTokenEnv + "}\"}\n" +
 		"  my-iphone:\n    bark: {url: \"" + bk.URL + "/${" + barkKeyEnv + "}\"}\n" +
-		"  course-topic:\n    address: \"telegram:chat:" + accTGChat + ":topic:" + accTGThread + "\"\n"
+		"  course-topic:\n    address: \"telegram:chat:" + accTGChat + ":topic:" + accTGThread + "\"\n" +
+		"  qq-class:\n    onebot: {url: \"" + qq.URL + "\", access_token: \"${" + oneBotTokenEnv + "}\", group_id: " + accQQGroup + "}\n" +
+		"  wechat-pp:\n    pushplus: {token: \"" + pushPlusToken + "\", base_url: \"" + pp.URL + "\"}\n" +
+		// The default quota, 5 a day, is all this test sends to ServerChan;
+		// a higher one keeps the quota out of every outcome here.
+		"  wechat-sc:\n    serverchan: {sendkey: \"" + serverChanKey + "\", base_url: \"" + sc.URL + "\", daily_limit: 50}\n"
 	addr := freeAddr(t)
 	cfg := adjustExample(t, addr, map[string]string{
 		`api_url: ""`: `api_url: "` + tg.URL + `"`,
@@ -280,7 +322,8 @@ func TestI1_I3_I10_OneFeedReachesEverySinkOnce(t *testing.T) {
 		"TELEGRAM_BOT_TOKEN="+accTGToken,
 		accSlackEnv+"="+accSlackToken,
 		discordTokenEnv+"="+discordToken,
-		smtpPasswordEnv+"="+smtpPassword)
+		smtpPasswordEnv+"="+smtpPassword,
+		oneBotTokenEnv+"="+oneBotToken)
 	p, dataDir := startServe(t, cfg, env...)
 	logs := []*syncBuffer{p.log}
 
@@ -345,7 +388,7 @@ func TestI1_I3_I10_OneFeedReachesEverySinkOnce(t *testing.T) {
 		t.Fatalf("after the baseline the services got %v, want the one notice each", got)
 	}
 	var baseline []string
-	for _, f := range []*accFake{sl, dc, nt, bk, tg} {
+	for _, f := range []*accFake{sl, dc, nt, bk, tg, qq, pp, sc} {
 		for _, m := range f.msgs() {
 			baseline = append(baseline, string(m.Body)+fmt.Sprint(m.Params))
 		}
@@ -400,6 +443,28 @@ func TestI1_I3_I10_OneFeedReachesEverySinkOnce(t *testing.T) {
 		!strings.EqualFold(tm["parse_mode"], "HTML") || tm["message_thread_id"] != accTGThread || tm["chat_id"] != accTGChat {
 		t.Errorf("telegram sendMessage %v: want the title HTML-escaped, its link, in chat %s topic %s", tm, accTGChat, accTGThread)
 	}
+	q := qq.msgs()[1]
+	var qb struct {
+		GroupID json.Number `json:"group_id"`
+		Message []struct {
+			Type string `json:"type"`
+			Data struct {
+				Text string `json:"text"`
+			} `json:"data"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(q.Body, &qb); err != nil || q.Path != "/send_group_msg" || qb.GroupID.String() != accQQGroup ||
+		len(qb.Message) != 1 || qb.Message[0].Type != "text" || !strings.Contains(qb.Message[0].Data.Text, title) || !strings.Contains(qb.Message[0].Data.Text, link) {
+		t.Errorf("onebot %s %s: want send_group_msg to the group with one text segment holding the title as written and its link (%v)", q.Path, q.Body, err)
+	}
+	if ppc := pp.msgs()[1].Params["content"]; !strings.Contains(ppc, exam+" &amp; &lt;b&gt;"+retry+"&lt;/b&gt; [CQ:at,qq=all]") ||
+		!strings.Contains(ppc, `<a href="`+link+`">`) || strings.Contains(ppc, "<b>"+retry) {
+		t.Errorf("pushplus content %q: want the title HTML-escaped, never markup, and linked", ppc)
+	}
+	if desp := sc.msgs()[1].Params["desp"]; !strings.Contains(desp, exam+" &amp; &lt;b&gt;"+retry+`&lt;/b&gt; \[CQ:at,qq=all\]`) ||
+		!strings.Contains(desp, "("+link+")") || strings.Contains(desp, "<b>") {
+		t.Errorf("serverchan desp %q: want the title escaped for Markdown and linked", desp)
+	}
 	msg := mta.Messages()[1]
 	subject, plain, html := mailParts(t, msg.Data)
 	if len(msg.To) != 1 || msg.To[0] != mailAddress {
@@ -436,8 +501,19 @@ func TestI1_I3_I10_OneFeedReachesEverySinkOnce(t *testing.T) {
 		"discord-ops":  {"failed", "unknown_webhook"},
 		"my-iphone":    {"failed", "bad_key"},
 		"course-topic": {"failed", "topic_closed"},
+		// OneBot's handler failed, maybe mid-send (retcode 200 in an HTTP
+		// 200); PushPlus refuses the token (code 903 in an HTTP 200);
+		// ServerChan answers an undocumented code, which marks nothing.
+		"qq-class":  {"unknown", "code_200"},
+		"wechat-pp": {"failed", "bad_token"},
+		"wechat-sc": {"failed", "code_40001"},
 	}
-	unreachable := []string{"discord-ops", "my-iphone", "course-topic"}
+	unreachable := []string{"discord-ops", "my-iphone", "course-topic", "wechat-pp"}
+	qq.set(func(accReq) (int, string) {
+		return http.StatusOK, `{"status":"failed","retcode":200,"data":null,"message":"handler exception"}`
+	}, false)
+	pp.set(func(accReq) (int, string) { return http.StatusOK, `{"code":903,"msg":"invalid token","data":null}` }, false)
+	sc.set(func(accReq) (int, string) { return http.StatusOK, `{"code":40001,"message":"bad pushtoken"}` }, false)
 	sl.set(func(accReq) (int, string) { return http.StatusInternalServerError, "rollup_error" }, false)
 	nt.set(nil, true)
 	mta.DropAfterData(true)
@@ -504,6 +580,9 @@ func TestI1_I3_I10_OneFeedReachesEverySinkOnce(t *testing.T) {
 	dc.set(discordOK, false)
 	bk.set(barkOK, false)
 	tg.set(telegramOK, false)
+	qq.set(oneBotOK, false)
+	pp.set(pushPlusOK, false)
+	sc.set(serverChanOK, false)
 	if code := p.signal(syscall.SIGKILL); code != 128+int(syscall.SIGKILL) {
 		t.Fatalf("serve exited %d after SIGKILL", code)
 	}
@@ -550,6 +629,7 @@ func TestI1_I3_I10_OneFeedReachesEverySinkOnce(t *testing.T) {
 		"discord webhook token": discordToken,
 		"ntfy topic":            ntfyTopic, "ntfy token": ntfyToken,
 		"bark key": barkKey, "telegram chat": accTGChat,
+		"onebot token": oneBotToken, "qq group": accQQGroup, "pushplus token": pushPlusToken, "serverchan key": serverChanKey,
 		"smtp password": smtpPassword, "mail address": mailAddress,
 	}
 	for where, text := range places {

@@ -381,7 +381,7 @@ func TestI1_I3_I10_OneFeedReachesEverySinkOnce(t *testing.T) {
 	}
 
 	// Baseline: at most the "now watching" notice the docs promise to the
-	// task's recipients (SPEC I2), never an item.
+	// task's recipients (docs/scale.md), never an item.
 	waitBaseline(t, dataDir, "news")
 	states("the baseline settles", each("completed", 1))
 	if got := counts(); !maps.Equal(got, allAt(1)) {

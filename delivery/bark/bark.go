@@ -21,6 +21,7 @@ import (
 
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/egress"
+	"github.com/herald-bridge/herald/delivery/render"
 )
 
 // Kind names the sink in metrics, logs and redacted addresses.
@@ -121,15 +122,15 @@ func (s *Sink) Compose(d delivery.Delivery) Push {
 	if at.IsZero() {
 		at = s.now()
 	}
-	title, text, link := plain(d.Message, d.Lang, d.Zone, at)
-	p := Push{DeviceKey: s.key, Title: cutBytes(title, MaxTitle), URL: link, Group: cmp.Or(s.t.Group, d.Message.TaskName, d.Message.TaskID)}
-	p.Group = cutBytes(p.Group, MaxTitle)
+	title, text, link := render.Plain(d.Message, d.Lang, d.Zone, at)
+	p := Push{DeviceKey: s.key, Title: render.CutBytes(title, MaxTitle), URL: link, Group: cmp.Or(s.t.Group, d.Message.TaskName, d.Message.TaskID)}
+	p.Group = render.CutBytes(p.Group, MaxTitle)
 	// Measured as bark-server encodes them (with <, > and & escaped);
 	// the link and group travel twice.
 	fixed := jsonSize(p.Title) + 2*jsonSize(p.URL) + 2*jsonSize(p.Group)
 	limit := MaxPayload - payloadOverhead - fixed
 	for {
-		p.Body = cutText(text, max(limit, 0))
+		p.Body = render.CutText(text, max(limit, 0))
 		over := jsonSize(p.Body) + fixed - (MaxPayload - payloadOverhead)
 		if over <= 0 || limit <= 0 {
 			return p

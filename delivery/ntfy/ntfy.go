@@ -23,6 +23,7 @@ import (
 
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/egress"
+	"github.com/herald-bridge/herald/delivery/render"
 	"github.com/herald-bridge/herald/store"
 )
 
@@ -159,11 +160,11 @@ func (s *Sink) Compose(d delivery.Delivery) ([]byte, error) {
 	if at.IsZero() {
 		at = s.now()
 	}
-	title, text, link := plain(d.Message, d.Lang, d.Zone, at)
-	p := Publish{Topic: s.topic, Title: cutBytes(title, MaxTitle), Click: link, Tags: s.t.Tags, Priority: s.t.Priority}
+	title, text, link := render.Plain(d.Message, d.Lang, d.Zone, at)
+	p := Publish{Topic: s.topic, Title: render.CutBytes(title, MaxTitle), Click: link, Tags: s.t.Tags, Priority: s.t.Priority}
 	limit := MaxMessage
 	for {
-		p.Message = cutText(text, limit)
+		p.Message = render.CutText(text, limit)
 		b, err := encode(p)
 		if err != nil || len(b) <= MaxBody || limit == 0 {
 			return b, err

@@ -51,7 +51,7 @@ type Sink struct {
 	conn  *robot.Conn
 	token string
 	topic string
-	quota *quota
+	quota *robot.DailyQuota
 }
 
 var _ delivery.Sink = (*Sink)(nil)
@@ -104,7 +104,7 @@ func New(token string, opts ...Option) (*Sink, error) {
 	if op.buckets != nil {
 		// The quota is the account's: recipients on one token share it,
 		// whatever their topics.
-		s.quota = newQuota(op.buckets, Kind, token, op.limit)
+		s.quota = robot.NewDailyQuota(op.buckets, Kind, token, op.limit)
 	}
 	return s, nil
 }
@@ -200,7 +200,7 @@ func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
 		if err := enc.Encode(request{Token: s.token, Title: title, Content: content, Template: "html", Topic: s.topic}); err != nil {
 			return delivery.Outcome{Result: delivery.Failed, Reason: "render"}, nil
 		}
-		if out, ok := s.quota.take(ctx, s.conn.Now()); !ok {
+		if out, ok := s.quota.Take(ctx, s.conn.Now()); !ok {
 			return out, nil
 		}
 		now := s.conn.Now()
@@ -259,7 +259,7 @@ func Classify(status int, raw []byte, now time.Time) delivery.Outcome {
 	case 905:
 		return delivery.Outcome{Result: delivery.Failed, Reason: "not_verified", Unreachable: true}
 	case 900:
-		return delivery.Outcome{Result: delivery.RetryAfter, After: nextDay(now), Reason: "account_restricted"}
+		return delivery.Outcome{Result: delivery.RetryAfter, After: robot.NextDay(now), Reason: "account_restricted"}
 	case 500:
 		return delivery.Outcome{Result: delivery.Unknown, Reason: "code_500"}
 	}

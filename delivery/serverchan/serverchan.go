@@ -75,7 +75,7 @@ func Endpoint(base, sendkey string) (string, error) {
 // Sink posts deliveries to one ServerChan send key.
 type Sink struct {
 	conn  *robot.Conn
-	quota *quota
+	quota *robot.DailyQuota
 }
 
 var _ delivery.Sink = (*Sink)(nil)
@@ -125,7 +125,7 @@ func New(sendkey string, opts ...Option) (*Sink, error) {
 	}
 	s := &Sink{conn: c}
 	if op.buckets != nil {
-		s.quota = newQuota(op.buckets, Kind, sendkey, op.limit)
+		s.quota = robot.NewDailyQuota(op.buckets, Kind, sendkey, op.limit)
 	}
 	return s, nil
 }
@@ -247,7 +247,7 @@ func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
 		if err := enc.Encode(request{Title: title, Desp: desp}); err != nil {
 			return delivery.Outcome{Result: delivery.Failed, Reason: "render"}, nil
 		}
-		if out, ok := s.quota.take(ctx, s.conn.Now()); !ok {
+		if out, ok := s.quota.Take(ctx, s.conn.Now()); !ok {
 			return out, nil
 		}
 		return s.conn.Post(ctx, body.Bytes(), s.conn.Hook, Classify)

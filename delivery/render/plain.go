@@ -1,4 +1,4 @@
-package bark
+package render
 
 import (
 	"strings"
@@ -7,16 +7,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/herald-bridge/herald/delivery"
-	"github.com/herald-bridge/herald/delivery/render"
 )
 
-// plain renders m as a phone notification: the headline, the rest as
+// Plain renders m as a phone notification (ntfy, Bark): the headline, the rest as
 // plain text, and the link the notification opens: the first item's, or
 // for a message without linked items (an inbound hook's summary) the
 // first link in its text.
 // Nothing is markup: an HTML-looking title stays the characters it is.
-func plain(m delivery.Message, lang string, zone *time.Location, at time.Time) (title, text, link string) {
-	title, rest, _ := strings.Cut(render.Text(m, lang, zone, at), "\n")
+func Plain(m delivery.Message, lang string, zone *time.Location, at time.Time) (title, text, link string) {
+	title, rest, _ := strings.Cut(Text(m, lang, zone, at), "\n")
 	text = strings.TrimSpace(rest)
 	if text == "" {
 		text = title
@@ -55,9 +54,9 @@ func isLink(s string) bool {
 	return (strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://")) && !strings.ContainsFunc(s, unicode.IsSpace)
 }
 
-// cutBytes cuts s to at most n UTF-8 bytes between characters, ending a
+// CutBytes cuts s to at most n UTF-8 bytes between characters, ending a
 // cut one in "…".
-func cutBytes(s string, n int) string {
+func CutBytes(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
@@ -72,11 +71,11 @@ func cutBytes(s string, n int) string {
 	return strings.TrimRight(s[:i], " ") + ell
 }
 
-// cutText cuts text to at most n UTF-8 bytes: after the last whole line
+// CutText cuts text to at most n UTF-8 bytes: after the last whole line
 // that fits when a cut line would lose most of itself, else between
 // characters; never inside a link, which is dropped whole rather than
 // sent broken. A cut text ends in "…".
-func cutText(text string, n int) string {
+func CutText(text string, n int) string {
 	if len(text) <= n {
 		return text
 	}

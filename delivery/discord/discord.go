@@ -99,7 +99,7 @@ func New(hook string, opts ...Option) (*Sink, error) {
 	q := u.Query()
 	q.Set("wait", "true")
 	u.RawQuery = q.Encode()
-	s := &Sink{hook: u.String(), secrets: append(secrets(hook), u.String()), log: zerolog.Nop(), now: time.Now}
+	s := &Sink{hook: u.String(), secrets: append(robot.PathSecrets(hook), u.String()), log: zerolog.Nop(), now: time.Now}
 	for _, o := range opts {
 		o(s)
 	}

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
@@ -195,6 +196,22 @@ func Secrets(hook string, more ...string) []string {
 		}
 	}
 	return append(out, more...)
+}
+
+// PathSecrets lists what must never be shown of a webhook URL whose path
+// holds the credential (Slack, Discord): the URL, its path, and its last
+// path segment (the token) on its own.
+func PathSecrets(hook string) []string {
+	out := []string{hook}
+	if u, err := url.Parse(hook); err == nil {
+		if p := strings.Trim(u.Path, "/"); p != "" {
+			out = append(out, u.Path)
+			if tok := p[strings.LastIndexByte(p, '/')+1:]; len(tok) >= 4 {
+				out = append(out, tok)
+			}
+		}
+	}
+	return out
 }
 
 // Redact renders err for a log line without any of secrets, and without

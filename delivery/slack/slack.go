@@ -87,7 +87,7 @@ func New(hook string, opts ...Option) (*Sink, error) {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, ErrBadURL
 	}
-	s := &Sink{hook: hook, secrets: secrets(hook), log: zerolog.Nop(), now: time.Now}
+	s := &Sink{hook: hook, secrets: robot.PathSecrets(hook), log: zerolog.Nop(), now: time.Now}
 	for _, o := range opts {
 		o(s)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/herald-bridge/herald/configs/section"
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/robot"
 )
 
 // Pacing limits a recipient may set.
@@ -60,19 +61,4 @@ func (c *Config) NewSink(deps delivery.SinkDeps) (delivery.Sink, error) {
 }
 
 // Secrets implements delivery.SinkConfig.
-func (c *Config) Secrets() []string { return secrets(c.URL) }
-
-// secrets lists what must never be shown of a webhook URL: the URL, its
-// path, and its last path segment (the token) on its own.
-func secrets(hook string) []string {
-	out := []string{hook}
-	if u, err := url.Parse(hook); err == nil {
-		if p := strings.Trim(u.Path, "/"); p != "" {
-			out = append(out, u.Path)
-			if tok := p[strings.LastIndexByte(p, '/')+1:]; len(tok) >= 4 {
-				out = append(out, tok)
-			}
-		}
-	}
-	return out
-}
+func (c *Config) Secrets() []string { return robot.PathSecrets(c.URL) }

@@ -129,7 +129,14 @@ func (c *Conn) Post(ctx context.Context, body []byte, hook func() string, classi
 // robot's kind and name one of n parts; send posts that part. The outcome
 // is logged without the robot's secrets (I10).
 func (c *Conn) Send(d delivery.Delivery, n int, send func() (delivery.Outcome, error)) delivery.Outcome {
-	if d.To.Kind != c.kind {
+	return Send(c.log, c.kind, c.name, c.secrets, d, n, send)
+}
+
+// Send is the frame of a hook sink's Send: d must be addressed to kind
+// and name one of n parts; send posts that part. The outcome is logged
+// as "<name> send" without any of secrets (I10).
+func Send(log zerolog.Logger, kind delivery.AddressKind, name string, secrets []string, d delivery.Delivery, n int, send func() (delivery.Outcome, error)) delivery.Outcome {
+	if d.To.Kind != kind {
 		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_address"}
 	}
 	if d.Part < 0 || d.Part >= n {
@@ -137,14 +144,14 @@ func (c *Conn) Send(d delivery.Delivery, n int, send func() (delivery.Outcome, e
 	}
 	out, err := send()
 	out.Parts = n
-	ev := c.log.Debug()
+	ev := log.Debug()
 	if out.Result != delivery.Completed {
-		ev = c.log.Warn()
+		ev = log.Warn()
 	}
 	if err != nil {
-		ev = ev.Str("error", Redact(err, c.secrets))
+		ev = ev.Str("error", Redact(err, secrets))
 	}
-	ev.Str("recipient_kind", string(c.kind)).Str("recipient", d.To.Redacted()).Int("part", d.Part).Int("parts", n).
-		Stringer("result", out.Result).Str("reason", out.Reason).Msg(c.name + " send")
+	ev.Str("recipient_kind", string(kind)).Str("recipient", d.To.Redacted()).Int("part", d.Part).Int("parts", n).
+		Stringer("result", out.Result).Str("reason", out.Reason).Msg(name + " send")
 	return out
 }

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
@@ -93,9 +94,19 @@ func (cs Codes) Classify(status int, raw []byte) delivery.Outcome { return Class
 // post sends body to hook and classifies the answer. The error, for
 // logging only, still needs Redact.
 func post(ctx context.Context, client *http.Client, hook string, body []byte, classify func(status int, raw []byte) delivery.Outcome) (delivery.Outcome, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hook, bytes.NewReader(body))
+	return Exchange(ctx, client, hook, body, "bad_hook", func(status int, _ http.Header, raw []byte) delivery.Outcome {
+		return classify(status, raw)
+	})
+}
+
+// Exchange POSTs body as JSON to u and hands the answer (at most 64 KiB
+// of it) to read; badURL is the reason when u makes no request. A guarded
+// destination fails, a lost round trip or answer is classified as the
+// transport's. The error, for logging only, still needs Redact.
+func Exchange(ctx context.Context, client *http.Client, u string, body []byte, badURL string, read func(status int, h http.Header, raw []byte) delivery.Outcome) (delivery.Outcome, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
-		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_hook"}, err
+		return delivery.Outcome{Result: delivery.Failed, Reason: badURL}, err
 	}
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
 	resp, err := client.Do(req)
@@ -108,7 +119,7 @@ func post(ctx context.Context, client *http.Client, hook string, body []byte, cl
 		// The request was answered; only the answer was lost.
 		return delivery.Outcome{Result: delivery.Unknown, Reason: delivery.ReasonConnLost}, err
 	}
-	return classify(resp.StatusCode, raw), nil
+	return read(resp.StatusCode, resp.Header, raw), nil
 }
 
 // classifyTransport classifies a failed round trip. A destination the
@@ -126,14 +137,22 @@ func classifyTransport(err error) delivery.Outcome {
 type Pacer struct {
 	buckets store.Buckets
 	name    string
+	every   time.Duration
+	burst   int
 	now     func() time.Time
 }
 
 // NewPacer paces the robot at hook (kind names the platform). The bucket
 // is named by a hash of the hook: never the URL, whose query is a secret.
 func NewPacer(b store.Buckets, kind delivery.AddressKind, hook string, now func() time.Time) *Pacer {
+	return NewPacerRate(b, kind, hook, now, Every, Burst)
+}
+
+// NewPacerRate is NewPacer at another pace: burst sends at once, then
+// one every `every`.
+func NewPacerRate(b store.Buckets, kind delivery.AddressKind, hook string, now func() time.Time, every time.Duration, burst int) *Pacer {
 	sum := sha256.Sum256([]byte(hook))
-	return &Pacer{buckets: b, name: string(kind) + ":" + hex.EncodeToString(sum[:16]), now: now}
+	return &Pacer{buckets: b, name: string(kind) + ":" + hex.EncodeToString(sum[:16]), every: every, burst: burst, now: now}
 }
 
 // Wait takes a token, waiting up to a second for one. When it returns
@@ -143,7 +162,7 @@ func (p *Pacer) Wait(ctx context.Context) (out delivery.Outcome, ok bool) {
 		return delivery.Outcome{}, true
 	}
 	for try := 0; ; try++ {
-		wait, err := p.buckets.Take(ctx, p.name, Every, Burst, p.now())
+		wait, err := p.buckets.Take(ctx, p.name, p.every, p.burst, p.now())
 		switch {
 		case err != nil:
 			return delivery.Outcome{Result: delivery.RetryAfter, After: delivery.NotSentWait, Reason: "store_unavailable"}, false
@@ -177,6 +196,22 @@ func Secrets(hook string, more ...string) []string {
 		}
 	}
 	return append(out, more...)
+}
+
+// PathSecrets lists what must never be shown of a webhook URL whose path
+// holds the credential (Slack, Discord): the URL, its path, and its last
+// path segment (the token) on its own.
+func PathSecrets(hook string) []string {
+	out := []string{hook}
+	if u, err := url.Parse(hook); err == nil {
+		if p := strings.Trim(u.Path, "/"); p != "" {
+			out = append(out, u.Path)
+			if tok := p[strings.LastIndexByte(p, '/')+1:]; len(tok) >= 4 {
+				out = append(out, tok)
+			}
+		}
+	}
+	return out
 }
 
 // Redact renders err for a log line without any of secrets, and without

@@ -1,11 +1,8 @@
 package slack
 
 import (
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/render"
@@ -16,16 +13,8 @@ import (
 // escaped source (UTF-16 code units), never shorter than what Slack shows.
 const MaxText = 40000
 
-// Marks around a link's placeholder in the plain rendering; private-use
-// characters, removed from user text first, so a title cannot forge one.
-const (
-	markOpen  = "\uE000"
-	markClose = "\uE001"
-)
-
 var (
 	escaper   = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
-	unmarker  = strings.NewReplacer(markOpen, "", markClose, "")
 	urlQuoter = strings.NewReplacer("&", "&amp;", "<", "%3C", ">", "%3E", "|", "%7C")
 )
 
@@ -34,11 +23,14 @@ var (
 // can never open a link, a mention (<!channel>) or markup.
 func Escape(s string) string { return escaper.Replace(s) }
 
-// line is one rendered line: its mrkdwn, and the same content without
-// links for the rare line too long to fit a message on its own.
-type line struct{ markup, plain string }
-
-type link struct{ url, title string }
+// style is Slack's mrkdwn for render.Chat.
+var style = render.ChatStyle{
+	Limit:  MaxText,
+	Escape: Escape,
+	Bold:   func(head string) string { return "*" + head + "*" },
+	Link:   func(url, title string) string { return "<" + urlQuoter.Replace(url) + "|" + Escape(title) + ">" },
+	Unit:   entity,
+}
 
 // Render renders m as Slack mrkdwn, split into parts of at most MaxText.
 // The headline is bold; each item's title links to its URL as
@@ -46,160 +38,14 @@ type link struct{ url, title string }
 // longer than the limit is cut, link-free, between characters and never
 // inside an entity.
 func Render(m delivery.Message, lang string, zone *time.Location, now time.Time) []string {
-	return pack(lines(m, lang, zone, now), MaxText)
+	return render.Chat(m, lang, zone, now, style)
 }
 
-func lines(m delivery.Message, lang string, zone *time.Location, now time.Time) []line {
-	head := Escape(oneLine(render.Title(m, lang, now)))
-	out := []line{{"*" + head + "*", head}}
-
-	// The items' titles become placeholders for their links; the rest is
-	// rendered in the recipient's language, then escaped line by line.
-	m.Title, m.Text, m.TaskName, m.TaskID = unmarker.Replace(m.Title), unmarker.Replace(m.Text), unmarker.Replace(m.TaskName), unmarker.Replace(m.TaskID)
-	items := make([]delivery.Item, len(m.Items))
-	var links []link
-	for i, it := range m.Items {
-		it.ID, it.Title, it.WasTitle = unmarker.Replace(it.ID), unmarker.Replace(it.Title), unmarker.Replace(it.WasTitle)
-		if linkable(it.URL) {
-			t := oneLine(it.Title)
-			if t == "" {
-				t = oneLine(it.ID)
-			}
-			if oneLine(it.WasTitle) == t {
-				it.WasTitle = ""
-			}
-			it.Title = markOpen + strconv.Itoa(len(links)) + markClose
-			links = append(links, link{it.URL, t})
-			it.URL = ""
-		}
-		items[i] = it
+// entity is the byte length of the entity ("&amp;") s starts with, which
+// a cut may not part; 0 when s starts with none.
+func entity(s string) int {
+	if j := strings.IndexByte(s, ';'); s != "" && s[0] == '&' && j > 0 && j <= 4 { // &lt; &gt; &amp;
+		return j + 1
 	}
-	m.Items = items
-	body := strings.Split(strings.TrimRight(render.Text(m, lang, zone, now), "\n"), "\n")[1:]
-	for _, l := range body {
-		e := Escape(strings.TrimRight(l, " \t\r"))
-		out = append(out, line{
-			markup: expand(e, links, func(k link) string { return "<" + urlQuoter.Replace(k.url) + "|" + Escape(k.title) + ">" }),
-			plain:  expand(e, links, func(k link) string { return Escape(k.title) }),
-		})
-	}
-	for i := range out {
-		out[i].markup = strings.ToValidUTF8(out[i].markup, "\uFFFD")
-		out[i].plain = strings.ToValidUTF8(out[i].plain, "\uFFFD")
-	}
-	return out
-}
-
-// expand replaces each placeholder in s by its link as show renders it.
-func expand(s string, links []link, show func(link) string) string {
-	var b strings.Builder
-	for {
-		i := strings.Index(s, markOpen)
-		if i < 0 {
-			b.WriteString(s)
-			return b.String()
-		}
-		b.WriteString(s[:i])
-		rest := s[i+len(markOpen):]
-		j := strings.Index(rest, markClose)
-		n, err := strconv.Atoi(rest[:max(j, 0)])
-		if j < 0 || err != nil || n < 0 || n >= len(links) {
-			s = rest
-			continue
-		}
-		b.WriteString(show(links[n]))
-		s = rest[j+len(markClose):]
-	}
-}
-
-// linkable reports whether u is an absolute http(s) URL that can stand
-// in a link.
-func linkable(u string) bool {
-	p, err := url.Parse(u)
-	return err == nil && (p.Scheme == "http" || p.Scheme == "https") && p.Host != "" && !strings.ContainsAny(u, " \t\r\n")
-}
-
-// oneLine folds line breaks and runs of spaces.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// pack joins lines with "\n" into parts of at most limit characters (as
-// render.Length counts). A line too long for any part is cut, link-free,
-// across as many parts as it needs, starting in the room left in the
-// current one.
-func pack(lines []line, limit int) []string {
-	var parts []string
-	var cur strings.Builder
-	n := 0
-	flush := func() {
-		if s := strings.TrimRight(cur.String(), "\n"); s != "" {
-			parts = append(parts, s)
-		}
-		cur.Reset()
-		n = 0
-	}
-	for _, l := range lines {
-		sep := 0
-		if n > 0 {
-			sep = 1
-		}
-		ln := render.Length(l.markup)
-		if ln > limit {
-			rest := l.plain
-			if room := limit - n - sep; room > 0 {
-				if head := rest[:cut(rest, room)]; head != "" {
-					if sep > 0 {
-						cur.WriteString("\n")
-					}
-					cur.WriteString(head)
-					rest = rest[len(head):]
-				}
-			}
-			for rest != "" {
-				flush()
-				head := rest[:cut(rest, limit)]
-				if head == "" {
-					return []string{""}
-				}
-				cur.WriteString(head)
-				n = render.Length(head)
-				rest = rest[len(head):]
-			}
-			continue
-		}
-		if n+sep+ln > limit {
-			flush()
-			sep = 0
-		}
-		if sep > 0 {
-			cur.WriteString("\n")
-		}
-		cur.WriteString(l.markup)
-		n += sep + ln
-	}
-	flush()
-	if len(parts) == 0 {
-		return []string{""}
-	}
-	return parts
-}
-
-// cut returns the byte length of the longest prefix of s (escaped,
-// valid UTF-8) that fits in limit characters without ending inside an
-// entity ("&amp;").
-func cut(s string, limit int) int {
-	n := 0
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		unit := s[i : i+size]
-		if j := strings.IndexByte(s[i:], ';'); r == '&' && j > 0 && j <= 4 { // &lt; &gt; &amp;
-			unit = s[i : i+j+1]
-		}
-		w := render.Length(unit)
-		if n+w > limit {
-			return i
-		}
-		n += w
-		i += len(unit)
-	}
-	return len(s)
+	return 0
 }

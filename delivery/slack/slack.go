@@ -9,11 +9,8 @@ package slack
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -25,6 +22,7 @@ import (
 
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/egress"
+	"github.com/herald-bridge/herald/delivery/robot"
 	"github.com/herald-bridge/herald/store"
 )
 
@@ -39,11 +37,6 @@ const (
 	DefaultBurst = 1
 	// DefaultRetryAfter is the wait after a 429 without a usable Retry-After.
 	DefaultRetryAfter = 30 * time.Second
-	// maxPaceWait is the longest a send waits for a token inside a
-	// worker; a longer wait goes back to the ledger as retry_after.
-	maxPaceWait = time.Second
-	// maxAnswer caps how much of an answer is read.
-	maxAnswer = 64 << 10
 )
 
 // ErrBadURL is returned for a webhook URL that is not http(s).
@@ -58,7 +51,7 @@ type Sink struct {
 	buckets store.Buckets
 	every   time.Duration
 	burst   int
-	bucket  string
+	pacer   *robot.Pacer
 	log     zerolog.Logger
 	now     func() time.Time
 }
@@ -94,7 +87,7 @@ func New(hook string, opts ...Option) (*Sink, error) {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, ErrBadURL
 	}
-	s := &Sink{hook: hook, secrets: secrets(hook), log: zerolog.Nop(), now: time.Now}
+	s := &Sink{hook: hook, secrets: robot.PathSecrets(hook), log: zerolog.Nop(), now: time.Now}
 	for _, o := range opts {
 		o(s)
 	}
@@ -108,8 +101,9 @@ func New(hook string, opts ...Option) (*Sink, error) {
 	if s.burst < 1 {
 		s.burst = DefaultBurst
 	}
-	sum := sha256.Sum256([]byte(hook)) // never the URL: it is the credential
-	s.bucket = string(Kind) + ":" + hex.EncodeToString(sum[:16])
+	if s.buckets != nil { // the bucket is named by a hash of hook, never the URL: it is the credential
+		s.pacer = robot.NewPacerRate(s.buckets, Kind, hook, s.now, s.every, s.burst)
+	}
 	return s, nil
 }
 
@@ -126,25 +120,10 @@ func (s *Sink) Parts(d delivery.Delivery) []string {
 // after the request went out is unknown: the webhook takes no
 // idempotency key, so it is never sent again automatically.
 func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
-	if d.To.Kind != Kind {
-		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_address"}
-	}
 	parts := s.Parts(d)
-	if d.Part < 0 || d.Part >= len(parts) {
-		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_part", Parts: len(parts)}
-	}
-	out, err := s.send(ctx, parts[d.Part])
-	out.Parts = len(parts)
-	ev := s.log.Debug()
-	if out.Result != delivery.Completed {
-		ev = s.log.Warn()
-	}
-	if err != nil {
-		ev = ev.Str("error", delivery.Redact(egress.Redact(err).Error(), s.secrets))
-	}
-	ev.Str("recipient_kind", string(Kind)).Str("recipient", d.To.Redacted()).Int("part", d.Part).Int("parts", len(parts)).
-		Stringer("result", out.Result).Str("reason", out.Reason).Msg("slack send")
-	return out
+	return robot.Send(s.log, Kind, "slack", s.secrets, d, len(parts), func() (delivery.Outcome, error) {
+		return s.send(ctx, parts[d.Part])
+	})
 }
 
 func (s *Sink) send(ctx context.Context, text string) (delivery.Outcome, error) {
@@ -156,55 +135,12 @@ func (s *Sink) send(ctx context.Context, text string) (delivery.Outcome, error) 
 	}{text}); err != nil {
 		return delivery.Outcome{Result: delivery.Failed, Reason: "render"}, nil
 	}
-	if out, ok := s.pace(ctx); !ok {
+	if out, ok := s.pacer.Wait(ctx); !ok {
 		return out, nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.hook, &body)
-	if err != nil {
-		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_url"}, err
-	}
-	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		if errors.Is(err, egress.ErrBlocked) || errors.Is(err, egress.ErrBadURL) {
-			return delivery.Outcome{Result: delivery.Failed, Reason: "blocked_destination"}, err
-		}
-		return delivery.ClassifyTransport(err), err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	if err != nil {
-		// The request was answered; only the answer was lost.
-		return delivery.Outcome{Result: delivery.Unknown, Reason: delivery.ReasonConnLost}, err
-	}
-	return Classify(resp.StatusCode, resp.Header, raw, s.now()), nil
-}
-
-// pace takes a token from the webhook's bucket, waiting up to a second
-// for one. When it returns false, nothing was sent and out says when to
-// try again.
-func (s *Sink) pace(ctx context.Context) (out delivery.Outcome, ok bool) {
-	if s.buckets == nil {
-		return delivery.Outcome{}, true
-	}
-	for try := 0; ; try++ {
-		wait, err := s.buckets.Take(ctx, s.bucket, s.every, s.burst, s.now())
-		switch {
-		case err != nil:
-			return delivery.Outcome{Result: delivery.RetryAfter, After: delivery.NotSentWait, Reason: "store_unavailable"}, false
-		case wait == 0:
-			return delivery.Outcome{}, true
-		case wait > maxPaceWait || try > 0:
-			return delivery.Outcome{Result: delivery.RetryAfter, After: max(wait, time.Second), Reason: "paced"}, false
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return delivery.Outcome{Result: delivery.RetryAfter, After: time.Second, Reason: delivery.ReasonCanceled}, false
-		}
-	}
+	return robot.Exchange(ctx, s.client, s.hook, body.Bytes(), "bad_url", func(status int, h http.Header, raw []byte) delivery.Outcome {
+		return Classify(status, h, raw, s.now())
+	})
 }
 
 // answer is what one of Slack's plain-text error answers means.

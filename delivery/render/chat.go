@@ -150,6 +150,7 @@ func (st ChatStyle) pack(lines []line) []string {
 						cur.WriteString("\n")
 					}
 					cur.WriteString(head)
+					n += sep + Length(head)
 					rest = rest[len(head):]
 				}
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/delivery/render"
+	"github.com/herald-bridge/herald/delivery/robot"
 )
 
 // Kind names the sink in metrics, logs and redacted addresses.
@@ -158,24 +159,7 @@ func jsonSize(s string) int {
 //     out: unknown. bark-server takes no key to drop a repeated push by,
 //     so these are never sent again automatically.
 func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
-	if d.To.Kind != Kind {
-		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_address"}
-	}
-	if d.Part != 0 {
-		return delivery.Outcome{Result: delivery.Failed, Reason: "bad_part", Parts: 1}
-	}
-	out, err := s.send(ctx, d)
-	out.Parts = 1
-	ev := s.log.Debug()
-	if out.Result != delivery.Completed {
-		ev = s.log.Warn()
-	}
-	if err != nil {
-		ev = ev.Str("error", delivery.Redact(egress.Redact(err).Error(), s.secrets))
-	}
-	ev.Str("recipient_kind", string(Kind)).Str("recipient", d.To.Redacted()).
-		Stringer("result", out.Result).Str("reason", out.Reason).Msg("bark send")
-	return out
+	return robot.Send(s.log, Kind, "bark", s.secrets, d, 1, func() (delivery.Outcome, error) { return s.send(ctx, d) })
 }
 
 func (s *Sink) send(ctx context.Context, d delivery.Delivery) (delivery.Outcome, error) {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -164,7 +165,11 @@ func (s *Source) follow(ctx, parent context.Context, r kind.Request, cond watch.
 				}
 			}
 			drain(resp)
-			return nil, watch.Errorf(class, "%s %s: HTTP %d", r.Method, redact(cur), resp.StatusCode)
+			err := &watch.Error{Class: class, Err: fmt.Errorf("%s %s: HTTP %d", r.Method, redact(cur), resp.StatusCode)}
+			if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+				err.Wait = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+			}
+			return nil, err
 		}
 	}
 }
@@ -238,6 +243,24 @@ func isRedirect(code int) bool {
 
 func validators(resp *http.Response) watch.Conditional {
 	return watch.Conditional{ETag: resp.Header.Get("ETag"), LastModified: resp.Header.Get("Last-Modified")}
+}
+
+// MaxRetryAfter bounds how long a source's Retry-After holds its host
+// back: a server asking for a week is checked again after a day.
+const MaxRetryAfter = 24 * time.Hour
+
+// retryAfter reads a Retry-After value (delay seconds, or an HTTP date
+// measured from now) as the wait a 429 or 503 asks for; zero when the
+// value is missing, unreadable or already past.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	var d time.Duration
+	if secs, err := strconv.ParseUint(v, 10, 32); err == nil {
+		d = time.Duration(secs) * time.Second
+	} else if at, err := http.ParseTime(v); err == nil {
+		d = at.Sub(now)
+	}
+	return min(max(d, 0), MaxRetryAfter)
 }
 
 func statusClass(code int) watch.Class {

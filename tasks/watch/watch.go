@@ -118,6 +118,9 @@ func (c Class) Retryable() bool { return c == Transient }
 type Error struct {
 	Class Class
 	Err   error
+	// Wait is how long the source asked to be left alone (a 429 or 503
+	// with Retry-After); zero when it asked nothing (SPEC §18).
+	Wait time.Duration
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %v", e.Class, e.Err) }
@@ -138,6 +141,16 @@ func Classify(c Class, err error) error {
 		return err
 	}
 	return &Error{Class: c, Err: err}
+}
+
+// WaitOf is how long the source behind err asked to be left alone (its
+// Retry-After); zero when it asked nothing.
+func WaitOf(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Wait
+	}
+	return 0
 }
 
 // ClassOf returns err's class; unclassified errors count as Transient.

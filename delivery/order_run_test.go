@@ -158,6 +158,8 @@ func (o *jobOwner) Enter(context.Context, *tasks.Task) (func(), error) {
 func (o *jobOwner) Baselines() scheduler.Baselines               { return o }
 func (o *jobOwner) Collapsed(string) bool                        { return false }
 func (o *jobOwner) Done(context.Context, *tasks.Task, bool, int) {}
+func (o *jobOwner) Hold(string, time.Time)                       {}
+func (o *jobOwner) HostHeld(string) (time.Time, bool)            { return time.Time{}, false }
 
 // postTypes lists each task notice POST the receiver got (not the task
 // state notices) as its type and its items' changes.

@@ -70,6 +70,16 @@ type Task struct {
 	FailingRun  string    `json:"failing_run,omitempty"` // first run of the failing streak that was notified
 	Suspect     bool      `json:"suspect,omitempty"`     // a mass change awaits the owner's confirmation
 	Unreachable []string  `json:"unreachable,omitempty"` // recipients the provider reported unreachable
+	// LastReason is the last failed run's error in words ("HTTP 503",
+	// "no such host"), shown wherever the failure is (LastError is its
+	// class).
+	LastReason string `json:"last_reason,omitempty"`
+	// Postponed says why NextRun is later than the schedule
+	// (NextByRetryAfter, NextByBackoff); it holds while NextRun is still
+	// PostponedTo, and HeldBy names the host that asked to wait.
+	Postponed   string    `json:"postponed,omitempty"`
+	PostponedTo time.Time `json:"postponed_to,omitzero"`
+	HeldBy      string    `json:"held_by,omitempty"`
 	// NextRemind is the next reminder instant of the stored snapshot (the
 	// zero time: none), kept with the task so that planning needs no
 	// snapshot; nil when not known (the snapshot is read then).
@@ -149,6 +159,9 @@ const (
 	OutcomeRejected    = "rejected" // commit refused: task changed or owner epoch stale (I5)
 	OutcomeCancelled   = "cancelled"
 	OutcomeInterrupted = "interrupted"
+	// OutcomePostponed: the source's host asked to be left alone for now
+	// (Retry-After); the check waits until then (SPEC §18).
+	OutcomePostponed = "postponed"
 )
 
 func encodeTask(t *Task) ([]byte, error) { return json.Marshal(t) }

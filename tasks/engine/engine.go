@@ -43,6 +43,9 @@ type Options struct {
 	// may be sent again under its key (its recipient deduplicates by it);
 	// nil: never (I3).
 	Replay func(fx store.Effect) bool
+	// StartSpread is the most the checks owed at a start are spread over
+	// (scheduler.Options.StartSpread; default 3 min, negative: none).
+	StartSpread time.Duration
 	// RetryWaits are the waits between source attempts (I6); default 1 s, 2 s.
 	RetryWaits []time.Duration
 	// Direct, when set, lets an admission for one recipient claim its push
@@ -85,7 +88,7 @@ func New(o Options) (*Engine, error) {
 	ad := &delivery.Admitter{Ledger: o.Store.Ledger(), Now: o.Clock.Now, Wake: o.WakeDelivery, Direct: o.Direct}
 	sch, err := scheduler.New(scheduler.Options{Store: o.Store, Catalog: cat, Runner: run, Admit: ad, Clock: o.Clock,
 		Zone: o.Zone, Log: o.Log, Holder: o.Holder, LeaseTTL: o.LeaseTTL, Shards: o.Shards, WakeDelivery: o.WakeDelivery,
-		Alive: o.Alive, Replay: o.Replay})
+		Alive: o.Alive, Replay: o.Replay, StartSpread: o.StartSpread})
 	if err != nil {
 		return nil, err
 	}

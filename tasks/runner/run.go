@@ -89,6 +89,12 @@ type job struct {
 	// remindAt is the committed snapshot's next reminder instant, for
 	// the task record (Task.NextRemind); nil when nothing was committed.
 	remindAt *time.Time
+	// heldUntil is when the source's host allows the next check (its
+	// Retry-After); zero when it asked nothing (SPEC §18).
+	heldUntil time.Time
+	// fresh: the task has no baseline yet, so a failure is its first
+	// impression and its owner hears of it at once.
+	fresh bool
 }
 
 // Run performs one run: fetch (with I6 retries), diff, and one atomic
@@ -123,6 +129,14 @@ func (r *Runner) run(ctx context.Context, j *job) tasks.RunRecord {
 		return rec
 	}
 
+	if until, held := j.Owner.HostHeld(t.Source.URL); held && kind == scheduler.Check {
+		// The host asked to be left alone (Retry-After): not even a
+		// person's "run now" reads it before then (SPEC §18).
+		j.heldUntil = until
+		rec.Outcome = tasks.OutcomePostponed
+		rec.Reason = fmt.Sprintf("%s asked herald to wait until %s", tasks.SourceHost(t.Source.URL), until.UTC().Format(time.RFC3339))
+		return r.finish(ctx, j, t, rec)
+	}
 	leave, err := j.Owner.Enter(ctx, t)
 	if err != nil {
 		rec.Outcome, rec.Class = tasks.OutcomeCancelled, watch.Cancelled
@@ -142,6 +156,7 @@ func (r *Runner) run(ctx context.Context, j *job) tasks.RunRecord {
 		return r.finish(ctx, j, t, rec)
 	}
 
+	j.fresh = prev == nil
 	if kind == scheduler.Remind && prev == nil {
 		kind = scheduler.Check // nothing to remind from: read the source
 	}
@@ -154,6 +169,10 @@ func (r *Runner) run(ctx context.Context, j *job) tasks.RunRecord {
 	} else {
 		res, attempts, err := r.fetch(ctx, t, prev)
 		rec.Attempts = attempts
+		if wait := watch.WaitOf(err); wait > 0 {
+			j.heldUntil = r.clock.Now().Add(wait)
+			j.Owner.Hold(t.Source.URL, j.heldUntil)
+		}
 		if err != nil {
 			rec.Outcome, rec.Class, rec.Error = tasks.OutcomeFailed, watch.ClassOf(err), err.Error()
 			return r.finish(ctx, j, t, rec) // cancelled, if that is why
@@ -296,6 +315,11 @@ func (r *Runner) fetch(ctx context.Context, t *tasks.Task, prev *watch.Snapshot)
 		if !watch.ClassOf(err).Retryable() || attempts > len(r.o.RetryWaits) {
 			return res, attempts, err
 		}
+		if watch.WaitOf(err) > r.o.RetryWaits[attempts-1] {
+			// The source asked for a longer rest than the retry's
+			// wait: the run ends, and the host is left alone (SPEC §18).
+			return res, attempts, err
+		}
 		select {
 		case <-ctx.Done():
 			return res, attempts, watch.Classify(watch.Cancelled, ctx.Err())
@@ -328,7 +352,7 @@ func (r *Runner) finish(ctx context.Context, j *job, t *tasks.Task, rec tasks.Ru
 	failed := rec.Outcome == tasks.OutcomeFailed
 	// Only a check reads the source; a reminder wake says nothing about
 	// the source's health or a pending mass change.
-	checked := kind == scheduler.Check
+	checked := kind == scheduler.Check && rec.Outcome != tasks.OutcomePostponed
 	notify := false
 	updated, err := r.cat.Update(wctx, t.ID, func(cur *tasks.Task) error {
 		if cur.State == tasks.Deleted {
@@ -336,12 +360,12 @@ func (r *Runner) finish(ctx context.Context, j *job, t *tasks.Task, rec tasks.Ru
 		}
 		notify = false
 		cur.LastOutcome = rec.Outcome
-		cur.LastError = ""
+		cur.LastError, cur.LastReason = "", ""
 		if j.remindAt != nil {
 			cur.NextRemind = j.remindAt
 		}
 		if failed {
-			cur.LastError = string(rec.Class)
+			cur.LastError, cur.LastReason = string(rec.Class), rec.Error
 		}
 		if checked { // an every schedule counts from the end of the last check
 			cur.LastRunEnd = end
@@ -353,6 +377,10 @@ func (r *Runner) finish(ctx context.Context, j *job, t *tasks.Task, rec tasks.Ru
 		}
 		final := errors.Is(serr, schedule.ErrNoMore)
 		switch rec.Outcome {
+		case tasks.OutcomePostponed:
+			cur.LastOutcome, cur.LastError, cur.LastReason = t.LastOutcome, t.LastError, t.LastReason // nothing was read
+			postpone(cur, tasks.NextByRetryAfter, j.heldUntil)
+			return nil
 		case tasks.OutcomeRejected:
 			cur.NextRun = time.Time{} // not the owner: the owner plans from the schedule
 			if j.Owner.Owns(fence) {
@@ -380,7 +408,9 @@ func (r *Runner) finish(ctx context.Context, j *job, t *tasks.Task, rec tasks.Ru
 				cur.Failures++
 				// A rejected credential will not heal by waiting: the
 				// owner is told at once, and once per streak.
-				notify = (cur.Failures >= FailingAfter || rec.Class == watch.Auth) && cur.FailingRun == ""
+				// So is a task that has never read its source: the
+				// person who just asked for it is waiting to hear.
+				notify = (cur.Failures >= FailingAfter || rec.Class == watch.Auth || j.fresh) && cur.FailingRun == ""
 			} else {
 				cur.Failures, cur.FailingRun = 0, ""
 				cur.Suspect = rec.Outcome == tasks.OutcomeSuspect
@@ -395,6 +425,13 @@ func (r *Runner) finish(ctx context.Context, j *job, t *tasks.Task, rec tasks.Ru
 				cur.State = tasks.Done
 			case serr == nil:
 				cur.NextRun = next
+				cur.Postponed, cur.PostponedTo, cur.HeldBy = "", time.Time{}, ""
+				if at, later := tasks.Backoff(end, next, cur.Failures); failed && later {
+					postpone(cur, tasks.NextByBackoff, at)
+				}
+				if j.heldUntil.After(cur.NextRun) {
+					postpone(cur, tasks.NextByRetryAfter, j.heldUntil)
+				}
 				// Events left over by the per-run bound (I7) go out
 				// soon, not a whole interval later.
 				if soon := end.Add(time.Minute); rec.Deferred > 0 && soon.Before(next) {
@@ -416,9 +453,18 @@ func (r *Runner) finish(ctx context.Context, j *job, t *tasks.Task, rec tasks.Ru
 	}
 	ev := r.log.Info()
 	if failed {
-		ev = r.log.Warn().Str("class", string(rec.Class))
+		ev = r.log.Warn().Str("class", string(rec.Class)).Str("reason", rec.Error)
 	}
-	ev.Str("task", t.ID).Str("outcome", rec.Outcome).Int("items", rec.Items).Int("effects", rec.Effects).Dur("took", rec.Duration).Msg("run finished")
+	if rec.Reason != "" {
+		ev = ev.Str("note", rec.Reason)
+	}
+	if updated != nil && !updated.NextRun.IsZero() && updated.State == tasks.Active {
+		ev = ev.Time("next_check", updated.NextRun)
+		if updated.Postponed != "" && updated.PostponedTo.Equal(updated.NextRun) {
+			ev = ev.Str("next_why", updated.Postponed)
+		}
+	}
+	ev.Str("task", t.ID).Str("outcome", rec.Outcome).Int("items", rec.Items).Int("effects", rec.Effects).Str("took", rec.Duration.Round(time.Millisecond).String()).Msg("run finished")
 	r.cat.Signal(t.ID, "run")
 	return rec
 }
@@ -445,7 +491,11 @@ func (r *Runner) lapsed(ctx context.Context, j *job) bool {
 // notifyFailing claims the one "watch failing" notice of a streak under
 // the run's fence, and marks the streak notified only once it is claimed.
 func (r *Runner) notifyFailing(ctx context.Context, fence store.Fence, t *tasks.Task, rec tasks.RunRecord, now time.Time) {
-	title, text := tasks.Say(ctx, r.store, t, tasks.NoticeFailing, t.DisplayName(), t.Failures, rec.Class)
+	reason := rec.Error // the source's own words, class first
+	if reason == "" {
+		reason = string(rec.Class)
+	}
+	title, text := tasks.Say(ctx, r.store, t, tasks.NoticeFailing, t.DisplayName(), t.Failures, reason)
 	fx, err := tasks.NoticeEffect(t, "failing|"+rec.ID, title, text, now)
 	if err != nil {
 		return
@@ -489,4 +539,13 @@ func (r *Runner) Rebaseline(ctx context.Context, t *tasks.Task, fence store.Fenc
 		return fmt.Errorf("rebaseline: %w", err)
 	}
 	return nil
+}
+
+// postpone puts cur's next check at at, later than its schedule, and
+// says why (tasks.NextCheck).
+func postpone(cur *tasks.Task, why string, at time.Time) {
+	cur.NextRun, cur.Postponed, cur.PostponedTo, cur.HeldBy = at, why, at, ""
+	if why == tasks.NextByRetryAfter {
+		cur.HeldBy = tasks.SourceHost(cur.Source.URL)
+	}
 }

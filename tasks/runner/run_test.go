@@ -65,6 +65,8 @@ func (o *owner) Enter(context.Context, *tasks.Task) (func(), error) { return fun
 func (o *owner) Baselines() scheduler.Baselines                     { return o }
 func (o *owner) Collapsed(string) bool                              { return false }
 func (o *owner) Done(context.Context, *tasks.Task, bool, int)       {}
+func (o *owner) Hold(string, time.Time)                             {}
+func (o *owner) HostHeld(string) (time.Time, bool)                  { return time.Time{}, false }
 
 // A runner holds no scheduling state: what it may commit is the job's
 // fence. Under the fence of the lease in force it commits the baseline;

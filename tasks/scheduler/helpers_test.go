@@ -87,6 +87,7 @@ type rig struct {
 	sources swappedOpener
 	holder  string
 	retry   []time.Duration
+	spread  time.Duration // StartSpread; the rig's default is none
 	eng     *engine.Engine
 	m       *tasks.Manager       // the catalog
 	s       *scheduler.Scheduler // the scheduler
@@ -94,7 +95,7 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	r := &rig{t: t, path: filepath.Join(t.TempDir(), "herald.db"), clock: tasks.NewManualClock(t0), src: &scripted{}}
+	r := &rig{t: t, path: filepath.Join(t.TempDir(), "herald.db"), clock: tasks.NewManualClock(t0), src: &scripted{}, spread: -1}
 	r.sources.rig = r
 	r.open("replica-a")
 	return r
@@ -116,7 +117,7 @@ func (r *rig) open(holder string) {
 func (r *rig) build() {
 	r.t.Helper()
 	e, err := engine.New(engine.Options{
-		Store: r.view, Clock: r.clock, Holder: r.holder, Log: zerolog.Nop(), RetryWaits: r.retry,
+		Store: r.view, Clock: r.clock, Holder: r.holder, Log: zerolog.Nop(), RetryWaits: r.retry, StartSpread: r.spread,
 		Sources: &r.sources,
 		Policy: tasks.Policy{Admins: []string{"console:admin"}, Requesters: []string{"console:*", "telegram:*"},
 			AllowedHosts: []string{"*.example.edu"}, Named: map[string]bool{}},

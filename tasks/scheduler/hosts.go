@@ -2,9 +2,8 @@ package scheduler
 
 import (
 	"context"
-	"net/url"
-	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/time/rate"
 
@@ -19,6 +18,10 @@ import (
 type hostGate struct {
 	mu    sync.Mutex
 	hosts map[string]*hostSlot
+	// holds are the hosts that asked to be left alone (a 429 or 503 with
+	// Retry-After), until when: no check of any task on them starts
+	// before then (SPEC §18).
+	holds map[string]time.Time
 }
 
 type hostSlot struct {
@@ -26,7 +29,34 @@ type hostSlot struct {
 	rate *rate.Limiter
 }
 
-func newHostGate() *hostGate { return &hostGate{hosts: map[string]*hostSlot{}} }
+func newHostGate() *hostGate {
+	return &hostGate{hosts: map[string]*hostSlot{}, holds: map[string]time.Time{}}
+}
+
+// hostOf is the host a source URL is read from, as the gate keys it.
+func hostOf(rawURL string) string { return tasks.SourceHost(rawURL) }
+
+// hold keeps host's checks back until until (the later of two holds).
+func (g *hostGate) hold(host string, until time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if until.After(g.holds[host]) {
+		g.holds[host] = until
+	}
+}
+
+// heldUntil reports until when host's checks are held back at now; a
+// hold that has passed is forgotten.
+func (g *hostGate) heldUntil(host string, now time.Time) (time.Time, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	until, ok := g.holds[host]
+	if ok && !until.After(now) {
+		delete(g.holds, host)
+		return time.Time{}, false
+	}
+	return until, ok
+}
 
 // slot returns host's slot, sized by l (a reload resizes it).
 func (g *hostGate) slot(host string, l tasks.Limits) *hostSlot {
@@ -52,11 +82,7 @@ func (g *hostGate) slot(host string, l tasks.Limits) *hostSlot {
 // checks at once, then its turn under the rate. It returns the func that
 // gives the place back; on ctx's end it waits no longer (I9).
 func (g *hostGate) enter(ctx context.Context, rawURL string, l tasks.Limits) (func(), error) {
-	host := ""
-	if u, err := url.Parse(rawURL); err == nil {
-		host = strings.ToLower(u.Hostname())
-	}
-	h := g.slot(host, l)
+	h := g.slot(hostOf(rawURL), l)
 	if err := h.runs.acquire(ctx); err != nil {
 		return nil, err
 	}
@@ -67,4 +93,19 @@ func (g *hostGate) enter(ctx context.Context, rawURL string, l tasks.Limits) (fu
 		return nil, err
 	}
 	return h.runs.release, nil
+}
+
+// Hold keeps every check of rawURL's host back until until: the host
+// answered 429 or 503 with Retry-After (SPEC §18). Checks already
+// planned earlier are planned again when they come due.
+func (s *Scheduler) Hold(rawURL string, until time.Time) {
+	host := hostOf(rawURL)
+	s.hosts.hold(host, until)
+	s.log.Info().Str("host", host).Time("until", until).Str("wait", until.Sub(s.clock.Now()).Round(time.Second).String()).
+		Msg("source host asked to wait: its checks are held back")
+}
+
+// HostHeld reports until when the checks of rawURL's host are held back.
+func (s *Scheduler) HostHeld(rawURL string) (time.Time, bool) {
+	return s.hosts.heldUntil(hostOf(rawURL), s.clock.Now())
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks"
@@ -56,6 +57,10 @@ type Owner interface {
 	Enter(ctx context.Context, t *tasks.Task) (leave func(), err error)
 	// Baselines are the collapsed baseline confirmations of a start-up.
 	Baselines() Baselines
+	// Hold keeps every check of rawURL's host back until until (its
+	// Retry-After); HostHeld reports such a hold (SPEC §18).
+	Hold(rawURL string, until time.Time)
+	HostHeld(rawURL string) (time.Time, bool)
 }
 
 // Baselines collapses the baseline confirmations of the tasks owed their

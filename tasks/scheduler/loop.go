@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"hash/fnv"
 	"time"
 
 	"github.com/herald-bridge/herald/store"
@@ -60,6 +61,7 @@ func (s *Scheduler) recover(ctx context.Context) error {
 type wakeup struct {
 	at   time.Time
 	task string
+	host string // the host a check reads, for its holds ("" unknown)
 	due  Due
 	gen  uint64
 }
@@ -84,14 +86,17 @@ type planner struct {
 	gen map[string]uint64
 }
 
-func (p *planner) plan(task string, check, remind time.Time) {
+func (p *planner) plan(task string, check, remind time.Time) { p.planHost(task, "", check, remind) }
+
+// planHost plans task's wake-ups, its checks reading host.
+func (p *planner) planHost(task, host string, check, remind time.Time) {
 	p.gen[task]++
 	g := p.gen[task]
 	if !check.IsZero() {
-		heap.Push(&p.h, wakeup{at: check, task: task, due: Check, gen: g})
+		heap.Push(&p.h, wakeup{at: check, task: task, host: host, due: Check, gen: g})
 	}
 	if !remind.IsZero() && (check.IsZero() || remind.Before(check)) {
-		heap.Push(&p.h, wakeup{at: remind, task: task, due: Remind, gen: g})
+		heap.Push(&p.h, wakeup{at: remind, task: task, host: host, due: Remind, gen: g})
 	}
 }
 
@@ -154,19 +159,30 @@ func (s *Scheduler) loop(ctx context.Context) {
 			s.planTask(ctx, p, t)
 		}
 		now := s.clock.Now()
+		held := false
 		for _, w := range p.due(now, pool.room()) {
 			rctx := s.runContext(w.task)
 			if rctx == nil {
 				continue // no longer this replica's
 			}
+			if _, ok := s.hosts.heldUntil(w.host, now); ok && w.due == Check {
+				// Its host asked to be left alone since this was
+				// planned: plan it again, after the hold (SPEC §18).
+				s.dirty.add(w.task)
+				held = true
+				continue
+			}
 			if !s.enqueue(rctx, pool, w.task, w.due) {
 				// No room after all: still due.
 				if w.due == Remind {
-					p.plan(w.task, time.Time{}, w.at)
+					p.planHost(w.task, w.host, time.Time{}, w.at)
 				} else {
-					p.plan(w.task, w.at, time.Time{})
+					p.planHost(w.task, w.host, w.at, time.Time{})
 				}
 			}
+		}
+		if held {
+			s.poke()
 		}
 		// One timer for the next wake-up. While the queue is full the
 		// next wake-up may already be due: then the end of a run (which
@@ -195,9 +211,10 @@ func (s *Scheduler) planAll(ctx context.Context, p *planner) {
 		s.log.Error().Err(err).Msg("cannot read the task catalog")
 	}
 	var firsts []*tasks.Task
+	spread := s.startSpread(all)
 	for _, t := range all {
 		if !s.running.has(t.ID) {
-			s.planTask(ctx, p, t)
+			s.planTaskSpread(ctx, p, t, spread)
 		}
 		if t.State == tasks.Active && t.LastRunEnd.IsZero() && s.mine(t.ID) {
 			firsts = append(firsts, t)
@@ -209,6 +226,13 @@ func (s *Scheduler) planAll(ctx context.Context, p *planner) {
 // planTask computes a task's next check and reminder wake-ups. An overdue
 // check (herald was down) is planned once, now (I4).
 func (s *Scheduler) planTask(ctx context.Context, p *planner, t *tasks.Task) {
+	s.planTaskSpread(ctx, p, t, 0)
+}
+
+// planTaskSpread is planTask with an overdue check planned once within
+// the first spread of now rather than at now: at a start or takeover the
+// checks owed are spread out, each task at its own fixed offset.
+func (s *Scheduler) planTaskSpread(ctx context.Context, p *planner, t *tasks.Task, spread time.Duration) {
 	if t.State != tasks.Active || !s.mine(t.ID) {
 		p.drop(t.ID)
 		s.baselineDone(ctx, t, false, 0) // paused or gone before its first run
@@ -233,8 +257,12 @@ func (s *Scheduler) planTask(ctx context.Context, p *planner, t *tasks.Task) {
 		}
 		check = next
 	}
-	if check.Before(now) {
-		check = now
+	if !check.After(now) {
+		check = now.Add(spreadOffset(t.ID, spread))
+	}
+	host := hostOf(t.Source.URL)
+	if until, ok := s.hosts.heldUntil(host, now); ok && check.Before(until) {
+		check = until // the host asked to be left alone until then (SPEC §18)
 	}
 	var remind time.Time
 	switch {
@@ -250,5 +278,35 @@ func (s *Scheduler) planTask(ctx context.Context, p *planner, t *tasks.Task) {
 			}
 		}
 	}
-	p.plan(t.ID, check, remind)
+	p.planHost(t.ID, host, check, remind)
+}
+
+// startStep is how far apart the checks owed at a start are spread, on
+// average, until Options.StartSpread is filled.
+const startStep = time.Second
+
+// startSpread is how widely the checks owed now among all are spread
+// (SPEC §18): a second per check after the first, at most
+// Options.StartSpread, so one owed check runs at once and ten thousand
+// are spread over the first minutes.
+func (s *Scheduler) startSpread(all []*tasks.Task) time.Duration {
+	now := s.clock.Now()
+	owed := 0
+	for _, t := range all {
+		if t.State == tasks.Active && !t.NextRun.After(now) && s.mine(t.ID) {
+			owed++
+		}
+	}
+	return min(s.o.StartSpread, time.Duration(max(owed-1, 0))*startStep)
+}
+
+// spreadOffset is task id's fixed place within a spread: the same on
+// every start, so a task is not always first or always last by chance.
+func spreadOffset(id string, spread time.Duration) time.Duration {
+	if spread <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return time.Duration(h.Sum64() % uint64(spread))
 }

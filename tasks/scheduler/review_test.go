@@ -227,6 +227,8 @@ func TestI5_FailingNoticeAfterLostOwnershipIsRefused(t *testing.T) {
 	r.own()
 	ctx := context.Background()
 	tk := r.activeTask()
+	r.src.push(items("a", 1), nil) // an established task: its owner hears after FailingAfter failures
+	r.run(tk.ID)
 	for range runner.FailingAfter - 1 {
 		r.src.push(nil, watch.Errorf(watch.NotFound, "HTTP 404"))
 		r.run(tk.ID)

@@ -64,6 +64,10 @@ type Options struct {
 	// Alive reports whether a delivery worker is still running; in-flight
 	// attempts of dead workers become unknown on recovery (I3).
 	Alive func(worker string) bool
+	// StartSpread is the most the checks owed at a start or takeover are
+	// spread over, a second apart on average (SPEC §18; default 3 min,
+	// negative: none).
+	StartSpread time.Duration
 	// Replay reports whether an interrupted push that may have been sent
 	// may be sent again under its key (its recipient deduplicates by it);
 	// nil: never (I3).
@@ -82,6 +86,9 @@ func (o *Options) validate() error {
 	}
 	if o.Holder == "" {
 		o.Holder = "herald-" + tasks.RandomID(4)
+	}
+	if o.StartSpread == 0 {
+		o.StartSpread = 3 * time.Minute
 	}
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = 15 * time.Second

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/runner"
 	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
@@ -212,5 +213,50 @@ func TestBackoffDoublesTheScheduledWaitUpToSixHours(t *testing.T) {
 		if got.Sub(end) != c.want || later != c.later {
 			t.Errorf("%s: %v later=%v, want %v later=%v", c.name, got.Sub(end), later, c.want, c.later)
 		}
+	}
+}
+
+// A task that has never read its source tells its owner at its first
+// failure, in the source's words; an established task still waits for
+// runner.FailingAfter failures in a row, and its notice says why too.
+func TestWatchFailingNoticeAtFirstFailureOfANewTaskWithTheReason(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		established bool
+		notifiedAt  int
+	}{
+		{"new task", false, 1},
+		{"established task", true, runner.FailingAfter},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t)
+			r.own()
+			tk := r.activeTask()
+			if c.established {
+				r.src.push(items("a", 1), nil)
+				r.run(tk.ID)
+			}
+			for i := 1; i <= runner.FailingAfter; i++ {
+				r.src.push(nil, watch.Errorf(watch.NotFound, "GET https://news.example.edu: HTTP 404"))
+				r.run(tk.ID)
+				_, notices := r.effects(tk.ID)
+				failing := 0
+				for _, n := range notices {
+					if m := decodeMsg(t, n); m.Title == "Watch failing" {
+						failing++
+						if !strings.Contains(m.Text, "not_found: GET https://news.example.edu: HTTP 404") {
+							t.Fatalf("the notice does not say why: %q", m.Text)
+						}
+					}
+				}
+				if want := map[bool]int{true: 1, false: 0}[i >= c.notifiedAt]; failing != want {
+					t.Fatalf("after %d failures %d 'Watch failing' notices, want %d", i, failing, want)
+				}
+			}
+			cur, _ := r.m.Get(context.Background(), tk.ID)
+			if cur.LastReason != "not_found: GET https://news.example.edu: HTTP 404" {
+				t.Fatalf("the task keeps the reason %q", cur.LastReason)
+			}
+		})
 	}
 }

@@ -34,6 +34,8 @@ type Tasks interface {
 	List(ctx context.Context, who string) ([]*tasks.Task, error)
 	Get(ctx context.Context, id string) (*tasks.Task, error)
 	Runs(ctx context.Context, id string, limit int) ([]tasks.RunRecord, error)
+	// Next says when a task is checked next and why then (SPEC §18).
+	Next(t *tasks.Task) tasks.NextCheck
 	Subscribe() (<-chan tasks.Change, func())
 	Policy() tasks.Policy
 }

@@ -29,6 +29,25 @@ func TestCommandReplies(t *testing.T) {
 		}
 		return id, rid
 	}
+	// failing: the task failed 3 checks in a row, and its next check is
+	// pushed back, as the runner records it (SPEC §18).
+	failing := func(why string) setup {
+		return func(r *rig) (string, string) {
+			id, rid := active(r)
+			at := time.Date(2026, 11, 2, 13, 0, 0, 0, time.UTC)
+			if _, err := r.m.Update(context.Background(), id, func(t *tasks.Task) error {
+				t.Failures, t.LastError, t.LastReason = 3, "transient", "transient: GET https://news.example.edu: HTTP 503"
+				t.NextRun, t.Postponed, t.PostponedTo = at, why, at
+				if why == tasks.NextByRetryAfter {
+					t.HeldBy = "news.example.edu"
+				}
+				return nil
+			}); err != nil {
+				r.t.Fatal(err)
+			}
+			return id, rid
+		}
+	}
 	tests := []struct {
 		name   string
 		setup  setup
@@ -67,6 +86,10 @@ func TestCommandReplies(t *testing.T) {
 		{name: "task detail", setup: active, who: bob, text: "/task {id}",
 			want: []string{"{id} — news.example.edu/feed.xml [active]", "Source: https://news.example.edu/feed.xml (detected)",
 				"Schedule: every 1h", "Notify: this chat", "Owner: telegram:22; request {rid}", "Approved scope: watch on news.example.edu/, by telegram:22 (auto_approve)"}},
+		{name: "task detail backing off", setup: failing(tasks.NextByBackoff), who: bob, text: "/task {id}",
+			want: []string{"Next run: 2026-11-02 13:00", "(checked less often after 3 failures in a row)", "Failing 3 time(s) in a row: transient: GET https://news.example.edu: HTTP 503"}},
+		{name: "task detail held zh", setup: failing(tasks.NextByRetryAfter), who: bob, text: "/task {id}", zh: true,
+			want: []string{"news.example.edu 要求在此之前不要访问", "连续失败 3 次：transient: GET https://news.example.edu: HTTP 503"}},
 		{name: "task detail zh", setup: active, who: bob, text: "/task {id}", zh: true, want: []string{"来源：https://news.example.edu/feed.xml", "批准范围"}},
 		{name: "task by request id", setup: pending, who: alice, text: "/task {rid}", want: []string{"{id}", "[pending approval]"}},
 		{name: "task not found", who: alice, text: "/task t-000000", want: []string{"There is no task or request t-000000."}},

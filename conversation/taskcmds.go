@@ -1,6 +1,7 @@
 package conversation
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"strings"
@@ -98,11 +99,19 @@ func (t *turn) show(id string) []Reply {
 		}
 		b.WriteString("\n")
 	}
-	if tk.State == tasks.Active {
+	if n := t.c.o.Tasks.Next(tk); !n.At.IsZero() {
+		fmt.Fprintf(&b, t.tr("taskcmds.next_run"), t.when(n.At))
+		switch n.Why {
+		case tasks.NextByRetryAfter:
+			fmt.Fprintf(&b, t.tr("taskcmds.next_held"), n.Host)
+		case tasks.NextByBackoff:
+			fmt.Fprintf(&b, t.tr("taskcmds.next_backoff"), n.Failures)
+		}
+	} else if tk.State == tasks.Active {
 		fmt.Fprintf(&b, t.tr("taskcmds.next_run"), t.when(tk.NextRun))
 	}
-	if tk.LastError != "" && tk.Failures > 0 {
-		fmt.Fprintf(&b, t.tr("taskcmds.failing_time_in_row"), tk.Failures, t.runError(tk.LastError))
+	if reason := cmp.Or(tk.LastReason, tk.LastError); reason != "" && tk.Failures > 0 {
+		fmt.Fprintf(&b, t.tr("taskcmds.failing_time_in_row"), tk.Failures, t.runError(reason))
 	}
 	runs, err := t.c.o.Tasks.Runs(t.ctx, tk.ID, 5)
 	if err == nil && len(runs) > 0 {

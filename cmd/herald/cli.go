@@ -144,8 +144,8 @@ func cmdTasks(e *env, args []string) int {
 		if done {
 			return code
 		}
-		fmt.Fprintf(e.stdout, "%s  %s\nstate:     %s\nowner:     %s\nsource:    %s %s\nschedule:  %s (next %s)\nnotify:    %s\nrequest:   %s by %s at %s\n",
-			d.ID, dash(d.Name), d.State, d.Owner, dash(d.Kind), d.Source, d.Schedule, when(d.NextRun), strings.Join(d.Notify, ", "),
+		fmt.Fprintf(e.stdout, "%s  %s\nstate:     %s\nowner:     %s\nsource:    %s %s\nschedule:  %s\nnotify:    %s\nrequest:   %s by %s at %s\n",
+			d.ID, dash(d.Name), d.State, d.Owner, dash(d.Kind), d.Source, d.Schedule, strings.Join(d.Notify, ", "),
 			d.Request.ID, d.Request.By, d.Request.At.Local().Format("2006-01-02 15:04"))
 		if d.Decision != nil {
 			verb := "rejected"
@@ -157,12 +157,18 @@ func cmdTasks(e *env, args []string) int {
 		if d.Grant != nil {
 			fmt.Fprintf(e.stdout, "scope:     %s%s* → %s (%s)\n", d.Grant.Host, d.Grant.PathPrefix, strings.Join(d.Grant.Recipients, ", "), d.Grant.Basis)
 		}
+		if d.Next != nil {
+			fmt.Fprintf(e.stdout, "next:      %s (%s)\n", when(&d.Next.At), nextWhy(d.Next))
+		}
+		if d.LastReason != "" {
+			fmt.Fprintf(e.stdout, "last error: %s (%s in a row)\n", d.LastReason, plural(d.Failures, "failure", "failures"))
+		}
 		if len(d.Unreachable) > 0 {
 			fmt.Fprintf(e.stdout, "unreachable recipients: %s\n", strings.Join(d.Unreachable, ", "))
 		}
 		rows := [][]string{}
 		for _, r := range d.Runs {
-			rows = append(rows, []string{r.Start.Local().Format("01-02 15:04:05"), r.Outcome, fmt.Sprint(r.Items), fmt.Sprintf("%d/%d/%d", r.New, r.Changed, r.Removed), fmt.Sprint(r.Effects), r.Duration.Round(time.Millisecond).String(), dash(string(r.Class) + " " + r.Reason)})
+			rows = append(rows, []string{r.Start.Local().Format("01-02 15:04:05"), r.Outcome, fmt.Sprint(r.Items), fmt.Sprintf("%d/%d/%d", r.New, r.Changed, r.Removed), fmt.Sprint(r.Effects), r.Duration.Round(time.Millisecond).String(), dash(runNote(r))})
 		}
 		if len(rows) > 0 {
 			fmt.Fprintln(e.stdout)
@@ -195,8 +201,11 @@ func cmdTasks(e *env, args []string) int {
 			items = "item"
 		}
 		fmt.Fprintf(e.stdout, "%s: %s — %d %s, %d new, %d changed, %d removed, %d pushes queued (%s)\n", id, r.Outcome, r.Items, items, r.New, r.Changed, r.Removed, r.Effects, r.Duration.Round(time.Millisecond))
+		if r.Reason != "" {
+			fmt.Fprintf(e.stdout, "note: %s\n", r.Reason)
+		}
 		if r.Outcome == "failed" {
-			fmt.Fprintf(e.stdout, "error class: %s\n", r.Class)
+			fmt.Fprintf(e.stdout, "error class: %s\nerror: %s\n", r.Class, r.Error)
 			return exitFailure
 		}
 		return exitOK

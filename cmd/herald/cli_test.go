@@ -306,9 +306,11 @@ func TestCLI_JSONOutputHasTheDocumentedShape(t *testing.T) {
 			Notify   []string          `json:"notify"`
 			Failures int               `json:"failures"`
 			Runs     []tasks.RunRecord `json:"runs"`
+			Next     *tasks.NextCheck  `json:"next_check"`
 		}
 		cliJSON(t, dataDir, &d, "tasks", "show", "news")
-		if d.ID != "news" || d.Source != fx.feed.url() || d.Kind != "rss" || !slices.Equal(d.Notify, []string{"admin-inbox"}) || len(d.Runs) == 0 || d.Grant == nil {
+		if d.ID != "news" || d.Source != fx.feed.url() || d.Kind != "rss" || !slices.Equal(d.Notify, []string{"admin-inbox"}) || len(d.Runs) == 0 || d.Grant == nil ||
+			d.Next == nil || d.Next.Why != tasks.NextBySchedule {
 			t.Errorf("tasks show = %+v", d)
 		}
 		// Run first: resuming schedules a check at once, which would race

@@ -380,6 +380,8 @@ type feed struct {
 	gate  chan struct{} // non-nil: requests wait for it to close
 	hit   chan struct{} // a request arrived at the gate
 	count int
+	// busy: requests are answered 503 with Retry-After: 120.
+	busy bool
 }
 
 func newFeed(t *testing.T) *feed {
@@ -396,8 +398,13 @@ func newFeed(t *testing.T) *feed {
 		}
 		f.mu.Lock()
 		f.count++
-		gate, hit, doc := f.gate, f.hit, f.doc
+		gate, hit, doc, busy := f.gate, f.hit, f.doc, f.busy
 		f.mu.Unlock()
+		if busy {
+			w.Header().Set("Retry-After", "120")
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
 		if gate != nil {
 			select {
 			case hit <- struct{}{}:
@@ -436,6 +443,13 @@ func (f *feed) close() <-chan struct{} {
 	defer f.mu.Unlock()
 	f.gate, f.hit = make(chan struct{}), make(chan struct{}, 1)
 	return f.hit
+}
+
+// setBusy makes the feed answer 503 with Retry-After: 120, or not.
+func (f *feed) setBusy(busy bool) {
+	f.mu.Lock()
+	f.busy = busy
+	f.mu.Unlock()
 }
 
 // open releases waiting requests.
@@ -617,7 +631,8 @@ type taskRow struct {
 	Schedule    string     `json:"schedule"`
 	NextRun     *time.Time `json:"next_run"`
 	LastOutcome string     `json:"last_outcome"`
-	Class       string     `json:"class"` // beside a failed last_outcome
+	Class       string     `json:"class"`       // beside a failed last_outcome
+	LastReason  string     `json:"last_reason"` // beside a failed last_outcome
 	Source      struct {
 		Kind string `json:"kind"`
 		Host string `json:"host"`

@@ -143,8 +143,12 @@ func (o *adminOps) showTask(ctx context.Context, in idIn) (any, error) {
 		return nil, err
 	}
 	runs, _ := o.m.Runs(ctx, t.ID, 0)
-	return taskDetail{taskView: viewTask(t), Request: t.Request, Decision: t.Decision, Grant: t.Grant, Source: t.Source.URL,
-		Kind: t.Source.Kind, Notify: t.Notify, Unreachable: t.Unreachable, Failures: t.Failures, Runs: runs}, nil
+	d := taskDetail{taskView: viewTask(t), Request: t.Request, Decision: t.Decision, Grant: t.Grant, Source: t.Source.URL,
+		Kind: t.Source.Kind, Notify: t.Notify, Unreachable: t.Unreachable, Failures: t.Failures, Runs: runs}
+	if n := o.m.Next(t); !n.At.IsZero() {
+		d.Next = &n
+	}
+	return d, nil
 }
 
 // act is an operation that changes one task as the console admin and

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -23,6 +24,9 @@ type taskView struct {
 	Class string `json:"class,omitempty"`
 	// Where is what the task watches: its source's kind and host.
 	Where sourceView `json:"source"`
+	// LastReason is the last failed run's error in words; absent unless
+	// last_outcome is failed.
+	LastReason string `json:"last_reason,omitempty"`
 }
 
 func viewTask(t *tasks.Task) taskView {
@@ -34,6 +38,7 @@ func viewTask(t *tasks.Task) taskView {
 	}
 	if t.LastOutcome == tasks.OutcomeFailed {
 		v.Class = t.LastError // the failed run's class, recorded with the task
+		v.LastReason = t.LastReason
 	}
 	return v
 }
@@ -50,6 +55,31 @@ type taskDetail struct {
 	Unreachable []string          `json:"unreachable,omitempty"`
 	Failures    int               `json:"failures"`
 	Runs        []tasks.RunRecord `json:"runs"`
+	// Next says when the next check is and why then (absent when none
+	// is planned).
+	Next *tasks.NextCheck `json:"next_check,omitempty"`
+}
+
+// nextWhy says in words why a task's next check is when it is.
+func nextWhy(n *tasks.NextCheck) string {
+	switch {
+	case n == nil:
+		return ""
+	case n.Why == tasks.NextByRetryAfter:
+		return n.Host + " asked herald to wait until then"
+	case n.Why == tasks.NextByBackoff:
+		return fmt.Sprintf("backing off after %s in a row", plural(n.Failures, "failure", "failures"))
+	}
+	return "on schedule"
+}
+
+// runNote is what a run's row says beside its counts: its error in
+// words, else its class and reason.
+func runNote(r tasks.RunRecord) string {
+	if r.Error != "" {
+		return r.Error
+	}
+	return strings.TrimSpace(string(r.Class) + " " + r.Reason)
 }
 
 // effectView is the documented `herald ledger show --json` element.
@@ -124,4 +154,12 @@ type sendTestView struct {
 	Attempts   int     `json:"attempts"`
 	Error      string  `json:"error,omitempty"`
 	ProviderID string  `json:"provider_id,omitempty"`
+}
+
+// plural is n with its noun in English: "1 failure", "3 failures".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

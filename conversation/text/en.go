@@ -162,6 +162,8 @@ var English = Catalog{
 		"taskcmds.files_kept_in":               "Files kept in: %s\n",
 		"taskcmds.rejected_by":                 "Rejected by %s",
 		"taskcmds.next_run":                    "Next run: %s\n",
+		"taskcmds.next_held":                   "  (%s asked to be left alone until then)\n",
+		"taskcmds.next_backoff":                "  (checked less often after %d failures in a row)\n",
 		"taskcmds.failing_time_in_row":         "Failing %d time(s) in a row: %s\n",
 		"taskcmds.last_runs":                   "Last runs:\n",
 		"taskcmds.items_new_changed":           " — %d items, %d new, %d changed",

@@ -164,6 +164,8 @@ var Chinese = Catalog{
 		"taskcmds.files_kept_in":                                "文件保存在：%s\n",
 		"taskcmds.rejected_by":                                  "被 %s 拒绝",
 		"taskcmds.next_run":                                     "下次运行：%s\n",
+		"taskcmds.next_held":                                    "  （%s 要求在此之前不要访问）\n",
+		"taskcmds.next_backoff":                                 "  （已连续失败 %d 次，检查间隔已拉长）\n",
 		"taskcmds.failing_time_in_row":                          "连续失败 %d 次：%s\n",
 		"taskcmds.last_runs":                                    "最近运行：\n",
 		"taskcmds.items_new_changed":                            " —— %d 条，新增 %d，变更 %d",

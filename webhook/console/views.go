@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"github.com/herald-bridge/herald/delivery/address"
 	"net/http"
@@ -118,6 +119,9 @@ type taskItem struct {
 	NextRun     *time.Time `json:"next_run"`
 	LastOutcome string     `json:"last_outcome"`
 	Failures    int        `json:"failures"`
+	// LastError is why the last check failed, in the source's words;
+	// absent unless it failed.
+	LastError string `json:"last_error,omitempty"`
 }
 
 func itemOf(t *tasks.Task) taskItem {
@@ -130,8 +134,15 @@ func itemOf(t *tasks.Task) taskItem {
 	if t.State == tasks.Active {
 		v.NextRun = timePtr(t.NextRun)
 	}
+	if t.LastOutcome == tasks.OutcomeFailed {
+		v.LastError = lastError(t)
+	}
 	return v
 }
+
+// lastError is why t's last check failed: the source's words when the
+// run kept them, else the failure's class.
+func lastError(t *tasks.Task) string { return scrubText(cmp.Or(t.LastReason, t.LastError)) }
 
 // scanCache keeps the newest ledger entries of every source for a few
 // seconds, so the attention and delivery views read the ledger once
@@ -248,7 +259,7 @@ func (c *Console) attention(w http.ResponseWriter, r *http.Request, _ Session) e
 			out.Pending = append(out.Pending, pending{taskItem: itemOf(t), RequestedBy: t.Request.By, RequestedAt: t.Request.At.UTC(),
 				Recipients: c.recipients(t, t.Notify)})
 		case t.State == tasks.Errored || (t.Failures > 0 && t.State == tasks.Active):
-			f := failing{taskItem: itemOf(t), Streak: t.Failures, LastError: scrubText(t.LastError), LastRun: timePtr(t.LastRunEnd)}
+			f := failing{taskItem: itemOf(t), Streak: t.Failures, LastError: lastError(t), LastRun: timePtr(t.LastRunEnd)}
 			if runs, err := c.o.Manager.Runs(ctx, t.ID, 1); err == nil && len(runs) > 0 {
 				f.Class = string(runs[0].Class)
 				if f.LastError == "" {
@@ -354,7 +365,7 @@ func (c *Console) task(w http.ResponseWriter, r *http.Request, _ Session) error 
 		"ok": true, "task": itemOf(t), "scope": sc, "recipients": c.recipients(t, t.Notify),
 		"unreachable": c.recipients(t, t.Unreachable), "remind_before": remind,
 		"requested_by": t.Request.By, "requested_at": t.Request.At.UTC(), "decision": t.Decision,
-		"last_error": scrubText(t.LastError), "runs": rv,
+		"last_error": lastError(t), "runs": rv,
 	})
 }
 

@@ -470,6 +470,9 @@
       b.setAttribute("aria-controls", "detail");
       li.append(b, line(str(it.id), stateText(str(it.state)), str(it.owner), str(it.kind), str(it.schedule),
         it.next_run ? when(it.next_run) : "", str(it.last_outcome)));
+      if (it.last_error) {
+        li.append(node("p", "err", str(it.last_error)));
+      }
       list.append(li);
     }
     $("tasks-empty").hidden = list.childElementCount > 0;

@@ -92,6 +92,10 @@ func cmdStatus(e *env, args []string) int {
 	if sh := st.Shards; sh != nil && sh.Shards > 1 {
 		fmt.Fprintf(e.stdout, "shards:   %s\n", shardLine(sh))
 	}
+	if c := st.Conditional; c != nil {
+		fmt.Fprintf(e.stdout, "sources:  %s read, %d answered 304 Not Modified (%.0f%%)\n",
+			plural(int(c.Documents), "document", "documents"), c.NotModified, 100*c.Share)
+	}
 	names := make([]string, 0, len(st.Channels))
 	for name := range st.Channels {
 		names = append(names, name)

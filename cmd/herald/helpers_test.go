@@ -382,6 +382,9 @@ type feed struct {
 	count int
 	// busy: requests are answered 503 with Retry-After: 120.
 	busy bool
+	// etag: the document carries an ETag, and a request that sends it
+	// back is answered 304 Not Modified.
+	etag bool
 }
 
 func newFeed(t *testing.T) *feed {
@@ -398,7 +401,7 @@ func newFeed(t *testing.T) *feed {
 		}
 		f.mu.Lock()
 		f.count++
-		gate, hit, doc, busy := f.gate, f.hit, f.doc, f.busy
+		gate, hit, doc, busy, etag := f.gate, f.hit, f.doc, f.busy, f.etag
 		f.mu.Unlock()
 		if busy {
 			w.Header().Set("Retry-After", "120")
@@ -415,6 +418,14 @@ func newFeed(t *testing.T) *feed {
 			case <-r.Context().Done():
 				return
 			}
+		}
+		if etag {
+			tag := fmt.Sprintf(`"%x"`, sha256.Sum256(doc))
+			if r.Header.Get("If-None-Match") == tag {
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
+			w.Header().Set("ETag", tag)
 		}
 		w.Header().Set("Content-Type", "application/rss+xml")
 		_, _ = w.Write(doc)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,13 +22,18 @@ import (
 // reason, a ledger state — never a recipient, URL, token or task name
 // (I10).
 type serviceMetrics struct {
-	runs         *prometheus.CounterVec   // kind, outcome
-	runSeconds   *prometheus.HistogramVec // kind
-	fetches      *prometheus.CounterVec   // status class
-	fetchBytes   prometheus.Counter
-	inbound      *prometheus.CounterVec // result, reason
-	effects      *prometheus.CounterVec // state
-	inboxDropped *prometheus.CounterVec // read
+	runs       *prometheus.CounterVec   // kind, outcome
+	runSeconds *prometheus.HistogramVec // kind
+	fetches    *prometheus.CounterVec   // status class
+	fetchBytes prometheus.Counter
+	// documents: source documents asked for, by whether the source sent
+	// the document (full) or answered 304 Not Modified to the validators
+	// herald sent (not_modified); full and notModified count the same.
+	documents         *prometheus.CounterVec
+	full, notModified atomic.Uint64
+	inbound           *prometheus.CounterVec // result, reason
+	effects           *prometheus.CounterVec // state
+	inboxDropped      *prometheus.CounterVec // read
 }
 
 func newServiceMetrics(reg prometheus.Registerer) *serviceMetrics {
@@ -40,6 +46,8 @@ func newServiceMetrics(reg prometheus.Registerer) *serviceMetrics {
 			Help: "Source HTTP requests by status class (2xx, 3xx, 4xx, 5xx; error: no answer)."}, []string{"class"}),
 		fetchBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_fetch_bytes_total",
 			Help: "Bytes of source documents read (after decompression)."}),
+		documents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_fetch_documents_total",
+			Help: "Source documents answered, by answer: full (sent whole) or not_modified (304 to a conditional GET)."}, []string{"answer"}),
 		inbound: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_inbound_events_total",
 			Help: "Inbound webhook events: accepted, duplicate, or refused (by reason)."}, []string{"result", "reason"}),
 		effects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_ledger_effects_total",
@@ -48,6 +56,9 @@ func newServiceMetrics(reg prometheus.Registerer) *serviceMetrics {
 			Help: "Inbox items dropped by policy.limits.inbox_items, by whether they had been read."}, []string{"read"}),
 	}
 	reg.MustRegister(m.runs, m.runSeconds, m.fetches, m.fetchBytes, m.inbound, m.effects, m.inboxDropped, buildInfo())
+	reg.MustRegister(m.documents, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herald_fetch_not_modified_ratio",
+		Help: "Share of source documents answered 304 Not Modified since the start (0 to 1)."},
+		func() float64 { return m.conditional().Share }))
 	return m
 }
 
@@ -105,6 +116,31 @@ func (m *serviceMetrics) fetch(status int, bytes int) {
 	}
 	m.fetches.WithLabelValues(class).Inc()
 	m.fetchBytes.Add(float64(bytes))
+	switch {
+	case status == http.StatusNotModified:
+		m.notModified.Add(1)
+		m.documents.WithLabelValues("not_modified").Inc()
+	case status >= 200 && status < 300:
+		m.full.Add(1)
+		m.documents.WithLabelValues("full").Inc()
+	}
+}
+
+// conditionalView is what conditional GET saves, in `herald status`.
+type conditionalView struct {
+	Documents   uint64  `json:"documents"`    // source documents answered since the start
+	NotModified uint64  `json:"not_modified"` // of them, 304 Not Modified
+	Share       float64 `json:"not_modified_share"`
+}
+
+// conditional is the share of source documents answered 304.
+func (m *serviceMetrics) conditional() conditionalView {
+	full, nm := m.full.Load(), m.notModified.Load()
+	v := conditionalView{Documents: full + nm, NotModified: nm}
+	if v.Documents > 0 {
+		v.Share = float64(nm) / float64(v.Documents)
+	}
+	return v
 }
 
 // countingAdmitter counts inbound events accepted and duplicate.

@@ -101,6 +101,8 @@ func (o *adminOps) status(ctx context.Context, _ json.RawMessage) (any, error) {
 		StoreOK: s.store.Ping(ctx) == nil, Channels: s.channels.status(), Tasks: count, Listen: s.server.Addr()}
 	shards := o.s.engine.Scheduler.Shards()
 	st.Shards = &shards
+	cond := o.s.metrics.conditional()
+	st.Conditional = &cond
 	return st, nil
 }
 

@@ -56,3 +56,30 @@ func (f *feed) requests() int {
 	defer f.mu.Unlock()
 	return f.count
 }
+
+// Conditional GET: the share of source documents answered 304 Not
+// Modified is in /metrics and in `herald status`.
+func TestMetrics_ShareOf304sInMetricsAndStatus(t *testing.T) {
+	fx := newFixture(t)
+	p, dataDir := fx.start(t)
+	waitBaseline(t, dataDir, "news") // a full document, no validators yet
+	fx.feed.mu.Lock()
+	fx.feed.etag = true
+	fx.feed.mu.Unlock()
+	for range 3 { // full with an ETag, then 304, 304
+		cli(t, dataDir, "tasks", "run", "news")
+	}
+	got := scrape(t, p)
+	for _, want := range []string{
+		`herald_fetch_documents_total{answer="full"} 2`,
+		`herald_fetch_documents_total{answer="not_modified"} 2`,
+		`herald_fetch_not_modified_ratio 0.5`,
+	} {
+		if !strings.Contains(got, want+"\n") {
+			t.Errorf("/metrics lacks %s:\n%s", want, grepLines(got, "herald_fetch"))
+		}
+	}
+	if out := cli(t, dataDir, "status"); !strings.Contains(out, "sources:  4 documents read, 2 answered 304 Not Modified (50%)") {
+		t.Errorf("status does not report the 304 share:\n%s", out)
+	}
+}

@@ -136,6 +136,9 @@ type statusView struct {
 	Listen   string            `json:"listen"`
 	// Shards is this replica's share of scheduling (I5).
 	Shards *scheduler.ShardStatus `json:"shards,omitempty"`
+	// Conditional is how many source documents this replica was
+	// answered, and the share that came back 304 Not Modified.
+	Conditional *conditionalView `json:"conditional_get,omitempty"`
 }
 
 // sendTestView is `herald send-test --json`.

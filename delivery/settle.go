@@ -41,7 +41,7 @@ func settle(ctx context.Context, d *Dispatcher, b *batch) []*batch {
 			return store.Outcome{State: store.Completed, ProviderID: out.ProviderID, PartsSent: max(out.Parts, 1)}
 		})
 	case RetryAfter: // provably not sent: queue again, never block a worker
-		at := now.Add(max(out.After, time.Second))
+		at := now.Add(max(out.After, time.Second, unreachableWait(out.Reason, partAttempts(first, part))))
 		d.settleAll(ctx, b.fx, func(fx store.Effect) store.Outcome {
 			// A retry is never scheduled past the effect's expiry: it
 			// comes back at ExpiresAt and ends there, unsent.
@@ -108,6 +108,29 @@ func (d *Dispatcher) settleKey(ctx context.Context, key string, o store.Outcome)
 		}
 		wait = min(wait*2, 5*time.Second)
 	}
+}
+
+// maxUnreachableWait bounds the wait between attempts at a recipient
+// that cannot be reached.
+const maxUnreachableWait = 10 * time.Minute
+
+// unreachableWait is how long a push waits after its attempts-th
+// attempt in a row at a recipient whose name did not resolve or whose
+// host refused the connection: NotSentWait, doubling with each attempt
+// after the first, at most maxUnreachableWait — a recipient that is down
+// is tried less and less often, not every few seconds. Other reasons
+// wait as the sink asked.
+func unreachableWait(reason string, attempts int) time.Duration {
+	if reason != ReasonDNS && reason != ReasonConnectFailed {
+		return 0
+	}
+	d := NotSentWait
+	for range max(attempts-1, 0) {
+		if d *= 2; d >= maxUnreachableWait {
+			return maxUnreachableWait
+		}
+	}
+	return d
 }
 
 // backoff is how long an unknown attempt waits before its replay.

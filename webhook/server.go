@@ -275,7 +275,7 @@ func (s *Server) access(r *http.Request, rw *statusWriter, start time.Time) {
 	}
 	// The path only: queries may carry tokens (I10).
 	ev.Str("method", r.Method).Str("path", r.URL.Path).Int("status", rw.status).
-		Int64("bytes", rw.bytes).Dur("took", time.Since(start)).Msg("http")
+		Int64("bytes", rw.bytes).Str("took", time.Since(start).Round(time.Microsecond).String()).Msg("http")
 }
 
 type statusWriter struct {

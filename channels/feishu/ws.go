@@ -58,7 +58,7 @@ func (c *Channel) runWS(ctx context.Context) {
 				err = errors.New("long connection ended")
 			}
 			c.setStatus("error: long connection refused; retrying")
-			c.log.Warn().Str("error", c.scrub(err.Error())).Dur("retry_in", backoff).Msg("feishu long connection failed")
+			c.log.Warn().Str("error", c.scrub(err.Error())).Str("retry_in", backoff.String()).Msg("feishu long connection failed")
 		}
 		t := time.NewTimer(backoff)
 		select {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -10,7 +11,7 @@ import (
 // why, and a check asked for during the hold waits (SPEC §18).
 func TestCLI_TasksShowSaysNextCheckWhyAndTheFailure(t *testing.T) {
 	fx := newFixture(t)
-	_, dataDir := fx.start(t)
+	p, dataDir := fx.start(t)
 	waitBaseline(t, dataDir, "news")
 	out := cli(t, dataDir, "tasks", "show", "news")
 	if !strings.Contains(out, "(on schedule)") {
@@ -34,6 +35,17 @@ func TestCLI_TasksShowSaysNextCheckWhyAndTheFailure(t *testing.T) {
 	}
 	if strings.Count(out, "HTTP 503") < 2 {
 		t.Errorf("the run's row does not say why it failed:\n%s", out)
+	}
+	// The run's log line says why too, and its durations carry units.
+	log := p.log.String()
+	if !regexp.MustCompile(`"reason":"transient: GET http://127\.0\.0\.1:\d+: HTTP 503"[^\n]*"message":"run finished"`).MatchString(log) {
+		t.Errorf("the failed run's log line does not say why:\n%s", log)
+	}
+	if m := regexp.MustCompile(`"(took|wait|retry_in)":-?[0-9]`).FindString(log); m != "" {
+		t.Errorf("a duration without a unit in the log: %s\n%s", m, log)
+	}
+	if !strings.Contains(log, `"wait":"2m0s"`) {
+		t.Errorf("the host's hold is not logged with its wait:\n%s", log)
 	}
 
 	fx.feed.setBusy(false)

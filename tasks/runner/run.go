@@ -359,6 +359,10 @@ func (r *Runner) finish(ctx context.Context, j *job, t *tasks.Task, rec tasks.Ru
 			return tasks.ErrSkip
 		}
 		notify = false
+		if rec.Outcome == tasks.OutcomePostponed { // nothing was read: only the next check moves
+			postpone(cur, tasks.NextByRetryAfter, j.heldUntil)
+			return nil
+		}
 		cur.LastOutcome = rec.Outcome
 		cur.LastError, cur.LastReason = "", ""
 		if j.remindAt != nil {
@@ -377,10 +381,6 @@ func (r *Runner) finish(ctx context.Context, j *job, t *tasks.Task, rec tasks.Ru
 		}
 		final := errors.Is(serr, schedule.ErrNoMore)
 		switch rec.Outcome {
-		case tasks.OutcomePostponed:
-			cur.LastOutcome, cur.LastError, cur.LastReason = t.LastOutcome, t.LastError, t.LastReason // nothing was read
-			postpone(cur, tasks.NextByRetryAfter, j.heldUntil)
-			return nil
 		case tasks.OutcomeRejected:
 			cur.NextRun = time.Time{} // not the owner: the owner plans from the schedule
 			if j.Owner.Owns(fence) {
@@ -464,7 +464,7 @@ func (r *Runner) finish(ctx context.Context, j *job, t *tasks.Task, rec tasks.Ru
 			ev = ev.Str("next_why", updated.Postponed)
 		}
 	}
-	ev.Str("task", t.ID).Str("outcome", rec.Outcome).Int("items", rec.Items).Int("effects", rec.Effects).Str("took", rec.Duration.Round(time.Millisecond).String()).Msg("run finished")
+	ev.Str("task", t.ID).Str("outcome", rec.Outcome).Int("items", rec.Items).Int("effects", rec.Effects).Str("took", rec.Duration.Round(time.Microsecond).String()).Msg("run finished")
 	r.cat.Signal(t.ID, "run")
 	return rec
 }

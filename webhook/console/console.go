@@ -38,6 +38,8 @@ type Manager interface {
 	List(ctx context.Context, who string) ([]*tasks.Task, error)
 	Get(ctx context.Context, id string) (*tasks.Task, error)
 	Runs(ctx context.Context, id string, limit int) ([]tasks.RunRecord, error)
+	// Next says when a task is checked next and why then (SPEC §18).
+	Next(t *tasks.Task) tasks.NextCheck
 	Effects(ctx context.Context, source string, limit int) ([]store.Effect, error)
 	Approve(ctx context.Context, who, id string) (*tasks.Task, error)
 	Reject(ctx context.Context, who, id, reason string) (*tasks.Task, error)

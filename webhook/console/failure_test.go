@@ -5,12 +5,14 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/herald-bridge/herald/tasks"
 )
 
 // A failed check's reason, in the source's words, is in the console's
-// task list, its failing list and the task's detail, not only its class.
+// task list, its failing list and the task's detail, not only its class;
+// the detail says when the next check is and why (SPEC §18).
 func TestConsole_FailureReasonInTheTaskListFailingListAndDetail(t *testing.T) {
 	r := newRig(t, Options{})
 	ctx := context.Background()
@@ -22,6 +24,8 @@ func TestConsole_FailureReasonInTheTaskListFailingListAndDetail(t *testing.T) {
 	if _, err := r.manager.Update(ctx, tk.ID, func(t *tasks.Task) error {
 		t.LastOutcome, t.LastError, t.Failures = tasks.OutcomeFailed, "transient", 1
 		t.LastReason = "transient: GET https://news.example.edu: lookup news.example.edu: no such host"
+		t.NextRun = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+		t.Postponed, t.PostponedTo, t.Failures = tasks.NextByBackoff, t.NextRun, 3
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -34,6 +38,9 @@ func TestConsole_FailureReasonInTheTaskListFailingListAndDetail(t *testing.T) {
 		}
 		if !strings.Contains(body, `"last_error":"transient: GET https://news.example.edu: lookup news.example.edu: no such host"`) {
 			t.Errorf("%s does not say why the check failed:\n%s", path, body)
+		}
+		if strings.Contains(path, "task?") && !strings.Contains(body, `"next_check":{"at":"2026-12-01T12:00:00Z","why":"backoff","failures":3}`) {
+			t.Errorf("the task's detail does not say when and why it is checked next:\n%s", body)
 		}
 		if strings.Contains(body, "s3cret") {
 			t.Errorf("%s shows the source's query (I10):\n%s", path, body)

@@ -140,6 +140,15 @@ func itemOf(t *tasks.Task) taskItem {
 	return v
 }
 
+// nextCheck is a task's next check for the page; nil when none is planned.
+func nextCheck(n tasks.NextCheck) *tasks.NextCheck {
+	if n.At.IsZero() {
+		return nil
+	}
+	n.At = n.At.UTC()
+	return &n
+}
+
 // lastError is why t's last check failed: the source's words when the
 // run kept them, else the failure's class.
 func lastError(t *tasks.Task) string { return scrubText(cmp.Or(t.LastReason, t.LastError)) }
@@ -365,7 +374,7 @@ func (c *Console) task(w http.ResponseWriter, r *http.Request, _ Session) error 
 		"ok": true, "task": itemOf(t), "scope": sc, "recipients": c.recipients(t, t.Notify),
 		"unreachable": c.recipients(t, t.Unreachable), "remind_before": remind,
 		"requested_by": t.Request.By, "requested_at": t.Request.At.UTC(), "decision": t.Decision,
-		"last_error": lastError(t), "runs": rv,
+		"last_error": lastError(t), "runs": rv, "next_check": nextCheck(c.o.Manager.Next(t)),
 	})
 }
 

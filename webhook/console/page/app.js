@@ -31,6 +31,7 @@
       confirm_redeliver: "Send this push again?",
       confirm_redeliver_text: "{0} to {1}. It may already have arrived: herald could not learn whether it did. Check the recipient first.",
       requested_by: "requested by {0}", streak: "failed {0} times in a row", class: "class: {0}",
+      next_held: "{0} asked herald to wait until then", next_backoff: "backing off after {0} failures in a row",
       attempts: "{0} attempts", to: "to", next_run: "Next run", schedule: "Schedule", scope: "Approved scope",
       recipients: "Recipients", source: "Source", owner: "Owner", state: "State", none_short: "—",
       kind: "Kind", requested: "Requested", decision: "Decision", remind: "Reminders before due",
@@ -64,6 +65,7 @@
       confirm_redeliver: "再次发送这条推送？",
       confirm_redeliver_text: "{0}，发往{1}。它可能已经送达：herald 无法确认。请先确认接收方。",
       requested_by: "申请人 {0}", streak: "连续失败 {0} 次", class: "类别：{0}",
+      next_held: "{0} 要求在此之前不要访问", next_backoff: "已连续失败 {0} 次，检查间隔已拉长",
       attempts: "尝试 {0} 次", to: "发往", next_run: "下次检查", schedule: "计划", scope: "批准范围",
       recipients: "接收方", source: "来源", owner: "创建者", state: "状态", none_short: "—",
       kind: "类型", requested: "申请时间", decision: "决定", remind: "截止前提醒",
@@ -511,7 +513,17 @@
     fact(dl, "kind", str(tk.kind));
     fact(dl, "source", str(tk.source));
     fact(dl, "schedule", str(tk.schedule));
-    fact(dl, "next_run", tk.next_run ? when(tk.next_run) : t("none_short"));
+    const next = data.next_check;
+    let nextText = tk.next_run ? when(tk.next_run) : t("none_short");
+    if (next && next.at) {
+      nextText = when(next.at);
+      if (next.why === "retry_after") {
+        nextText += " — " + t("next_held", str(next.host));
+      } else if (next.why === "backoff") {
+        nextText += " — " + t("next_backoff", String(next.failures));
+      }
+    }
+    fact(dl, "next_run", nextText);
     fact(dl, "recipients", (data.recipients || []).map(recipientText).join(", "));
     if (data.remind_before && data.remind_before.length) {
       fact(dl, "remind", data.remind_before.join(", "));

@@ -92,8 +92,8 @@ type job struct {
 	// heldUntil is when the source's host allows the next check (its
 	// Retry-After); zero when it asked nothing (SPEC §18).
 	heldUntil time.Time
-	// fresh: the task has no baseline yet, so a failure is its first
-	// impression and its owner hears of it at once.
+	// fresh: a task someone asked for has no baseline yet, so a failure
+	// is its first impression and its owner hears of it at once.
 	fresh bool
 }
 
@@ -156,7 +156,9 @@ func (r *Runner) run(ctx context.Context, j *job) tasks.RunRecord {
 		return r.finish(ctx, j, t, rec)
 	}
 
-	j.fresh = prev == nil
+	// A config file's tasks are the admin's, who reads the log: at a
+	// start with many of them, one notice each would be a flood.
+	j.fresh = prev == nil && t.Origin != tasks.OriginConfig
 	if kind == scheduler.Remind && prev == nil {
 		kind = scheduler.Check // nothing to remind from: read the source
 	}

@@ -216,22 +216,31 @@ func TestBackoffDoublesTheScheduledWaitUpToSixHours(t *testing.T) {
 	}
 }
 
-// A task that has never read its source tells its owner at its first
-// failure, in the source's words; an established task still waits for
-// runner.FailingAfter failures in a row, and its notice says why too.
+// A task someone asked for that has never read its source tells its
+// owner at its first failure, in the source's words; an established task,
+// or one from the config file, still waits for runner.FailingAfter
+// failures in a row, and its notice says why too.
 func TestWatchFailingNoticeAtFirstFailureOfANewTaskWithTheReason(t *testing.T) {
 	for _, c := range []struct {
 		name        string
 		established bool
+		declared    bool // in the config file: its admin reads the log
 		notifiedAt  int
 	}{
-		{"new task", false, 1},
-		{"established task", true, runner.FailingAfter},
+		{"new task", false, false, 1},
+		{"established task", true, false, runner.FailingAfter},
+		{"new config task", false, true, runner.FailingAfter},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t)
 			r.own()
 			tk := r.activeTask()
+			if c.declared {
+				if err := r.m.SetDeclared(context.Background(), manyDeclared(1, "news.example.edu")); err != nil {
+					t.Fatal(err)
+				}
+				tk, _ = r.m.Get(context.Background(), "bulk-00000")
+			}
 			if c.established {
 				r.src.push(items("a", 1), nil)
 				r.run(tk.ID)

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +23,8 @@ type hostGate struct {
 	// Retry-After), until when: no check of any task on them starts
 	// before then (SPEC §18).
 	holds map[string]time.Time
+	// names are the host names the plan holds, one copy each.
+	names map[string]string
 }
 
 type hostSlot struct {
@@ -30,7 +33,20 @@ type hostSlot struct {
 }
 
 func newHostGate() *hostGate {
-	return &hostGate{hosts: map[string]*hostSlot{}, holds: map[string]time.Time{}}
+	return &hostGate{hosts: map[string]*hostSlot{}, holds: map[string]time.Time{}, names: map[string]string{}}
+}
+
+// name is host as one shared copy: a planned check keeps its host's
+// name, not the whole source URL it was cut from.
+func (g *hostGate) name(host string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if n, ok := g.names[host]; ok {
+		return n
+	}
+	n := strings.Clone(host)
+	g.names[n] = n
+	return n
 }
 
 // hostOf is the host a source URL is read from, as the gate keys it.

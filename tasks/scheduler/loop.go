@@ -260,7 +260,7 @@ func (s *Scheduler) planTaskSpread(ctx context.Context, p *planner, t *tasks.Tas
 	if !check.After(now) {
 		check = now.Add(spreadOffset(t.ID, spread))
 	}
-	host := hostOf(t.Source.URL)
+	host := s.hosts.name(hostOf(t.Source.URL))
 	if until, ok := s.hosts.heldUntil(host, now); ok && check.Before(until) {
 		check = until // the host asked to be left alone until then (SPEC §18)
 	}

@@ -301,7 +301,17 @@ type Limits struct {
 	// Chat bounds the chat messages one principal has answered: PerMinute
 	// on average, Burst at once (default 30 a minute, bursts of 10).
 	Chat ChatRate `yaml:"chat"`
+	// StartSpread is the most the checks owed at a start or a takeover of
+	// scheduling are spread over, about a second apart (default 3m, 1s to
+	// 1h; SPEC §18). A restart applies it.
+	StartSpread Duration `yaml:"start_spread"`
 }
+
+// The bounds of policy.limits.start_spread.
+const (
+	DefaultStartSpread = 3 * time.Minute
+	MaxStartSpread     = time.Hour
+)
 
 // ChatRate is a per-principal token bucket for chat messages.
 type ChatRate struct {
@@ -442,6 +452,9 @@ func (c *Config) applyDefaults() {
 	}
 	if l.InboxItems == 0 {
 		l.InboxItems = DefaultInboxItems
+	}
+	if l.StartSpread == 0 {
+		l.StartSpread = Duration(DefaultStartSpread)
 	}
 	for name, h := range c.Inbound {
 		if h.Format == "" {

@@ -277,6 +277,9 @@ func (v *validator) policy() {
 	v.limit("policy.limits.concurrent_runs", p.Limits.ConcurrentRuns, MaxConcurrentRuns)
 	// Storage, not work: it may be raised above the default, within reason.
 	v.limit("policy.limits.inbox_items", p.Limits.InboxItems, MaxInboxItems)
+	if d := time.Duration(p.Limits.StartSpread); d < time.Second || d > MaxStartSpread {
+		v.errf("policy.limits.start_spread", "must be between 1s and 1h")
+	}
 }
 
 // limit checks a bound: configurable down from its default, never

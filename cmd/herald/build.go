@@ -89,7 +89,7 @@ func (s *service) assemble(ctx context.Context) error {
 		Store: s.store, Sources: s.sourceOpener(), Policy: policyOf(cfg), Zone: cfg.Location,
 		Log: s.log.With().Str("component", "tasks").Logger(), Holder: s.holder, LeaseTTL: s.leaseTTL(), Shards: shards,
 		WakeDelivery: dispatch.Wake, Direct: dispatch, Alive: s.alive, Replay: dispatch.Replayable,
-		Observe: s.metrics.run,
+		Observe: s.metrics.run, StartSpread: time.Duration(cfg.Policy.Limits.StartSpread),
 	})
 	if err != nil {
 		return err

@@ -127,7 +127,14 @@ func (o *adminOps) listTasks(ctx context.Context, in pageIn) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return viewsOf(list, viewTask), nil
+	return viewsOf(list, func(t *tasks.Task) taskView {
+		v := viewTask(t)
+		if n := o.m.Next(t); !n.At.IsZero() { // a host's hold included (SPEC §18)
+			at := n.At.UTC()
+			v.NextRun = &at
+		}
+		return v
+	}), nil
 }
 
 // viewsOf renders each of list with view.

@@ -126,7 +126,7 @@ func (t *turn) summary(tk *tasks.Task) string {
 	if tk.Name != "" {
 		label += " (" + tk.Name + ")"
 	}
-	fmt.Fprintf(&b, t.tr("requests.request_host"), label, what, ShowURL(tk.Source.URL), host)
+	fmt.Fprintf(&b, t.tr("requests.request_host"), label, what, source.Shown(tk.Source), host)
 	fmt.Fprintf(&b, t.tr("requests.how_often"), t.schedule(tk.Schedule))
 	if len(tk.RemindBefore) > 0 {
 		fmt.Fprintf(&b, t.tr("requests.reminders_before_each_due"), durations(tk.RemindBefore))

@@ -47,6 +47,7 @@ var English = Catalog{
 		"args.at_most_10_reminder":             "At most 10 reminder offsets.",
 		"args.only_http_and_https":             "Only http:// and https:// addresses can be watched, not %s:.",
 		"args.write_full_address_starting":     "Write the full address, starting with https://.",
+		"args.bad_route":                       "An RSSHub route starts with / after rsshub:, as rsshub:/ustc/jwc/info.",
 		"args.unreadable_url":                  "That URL can't be read; check it and send it again.",
 		"args.password_in_url":                 "Don't put a password in the URL; an admin can configure credentials for this source.",
 		"args.give_css_selector_after":         "Give the CSS selector after selector, like selector ul.news > li.",

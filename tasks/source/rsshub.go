@@ -33,8 +33,8 @@ type Instance = kind.Instance
 // (all class Transient) moves on to the next; a 404 is the route's fault
 // and ends the run as NotFound, as does any other answer.
 var rsshubKind = kind.Kind{
-	Name:      KindRSSHub,
-	Instances: true,
+	Name:       KindRSSHub,
+	Instances:  true,
 	Accept:     feedAccept,
 	JSONObject: jsonFeedObject,
 	Run:        runRSSHub,
@@ -139,4 +139,15 @@ func CleanRoute(raw string) (string, error) {
 func IsRoute(raw string) bool {
 	r := strings.TrimSpace(raw)
 	return len(r) > len(RouteScheme) && strings.EqualFold(r[:len(RouteScheme)], RouteScheme)
+}
+
+// Shown is how a watch's source is shown to people: an rsshub watch as
+// its route, any other as ShowURL shows its URL.
+func Shown(spec watch.Spec) string {
+	if spec.Kind == KindRSSHub && spec.Route != "" {
+		if route, err := CleanRoute(spec.Route); err == nil {
+			return RouteScheme + route
+		}
+	}
+	return ShowURL(spec.URL)
 }

@@ -190,6 +190,11 @@ func (s *Source) Fetch(ctx context.Context, cond watch.Conditional) (watch.Resul
 	if err != nil {
 		return watch.Result{}, err
 	}
+	return s.read(doc)
+}
+
+// read makes the items of a fetched document.
+func (s *Source) read(doc *document) (watch.Result, error) {
 	res := watch.Result{Validators: doc.validators, Kind: s.spec.Kind}
 	if doc.notModified {
 		res.NotModified = true

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"net/url"
+
+	"github.com/herald-bridge/herald/configs"
+	"github.com/herald-bridge/herald/tasks/source"
+	"github.com/herald-bridge/herald/tasks/watch"
+)
+
+// rsshubInstances are the configured RSSHub instances, in order.
+func rsshubInstances(cfg *configs.Config) []source.Instance {
+	var out []source.Instance
+	for _, in := range cfg.Sources.RSSHub.Instances {
+		if u, err := url.Parse(in.URL); err == nil {
+			out = append(out, source.Instance{URL: u, Key: in.Key})
+		}
+	}
+	return out
+}
+
+// rsshubBases are the instances' base URLs, for the catalog's policy.
+func rsshubBases(cfg *configs.Config) []string {
+	out := make([]string, 0, len(cfg.Sources.RSSHub.Instances))
+	for _, in := range cfg.Sources.RSSHub.Instances {
+		out = append(out, in.URL)
+	}
+	return out
+}
+
+// withRouteURL gives a declared rsshub source the URL scope and host
+// limits judge: its route on the first instance.
+func withRouteURL(cfg *configs.Config, spec watch.Spec) watch.Spec {
+	insts := rsshubInstances(cfg)
+	if spec.Kind != source.KindRSSHub || spec.URL != "" || len(insts) == 0 {
+		return spec
+	}
+	if route, err := source.CleanRoute(spec.Route); err == nil {
+		spec.Route = route
+		spec.URL = source.RouteURL(insts[0].URL, route).String()
+	}
+	return spec
+}
+
+// currentConfig is the config in force (reload swaps it).
+func (s *service) currentConfig() *configs.Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
+}

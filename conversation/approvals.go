@@ -233,6 +233,8 @@ func (ap approvals) press(p Press) []Reply {
 		return ap.decide(p.Arg, p.Action == "approve", "", true)
 	case actionDraftSend, actionDraftDrop:
 		return plainTalk{ap.t}.pressDraft(p)
+	case actionFeed:
+		return feedOffer{ap.t}.press(p)
 	}
 	return []Reply{{Toast: ap.t.tr("button.no_longer_valid")}}
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"net/url"
 
 	"github.com/herald-bridge/herald/configs"
+	"github.com/herald-bridge/herald/conversation"
 	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
@@ -47,4 +49,19 @@ func (s *service) currentConfig() *configs.Config {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cfg
+}
+
+var _ conversation.Trier = sourceOpener{}
+
+// Try fetches a requested source once with the options its runs would
+// have, and with the RSSHub instances' Radar for a page without feeds.
+func (o sourceOpener) Try(ctx context.Context, spec watch.Spec) (source.Trial, error) {
+	cfg := o.s.currentConfig()
+	zone := cfg.Location
+	opts := o.options(spec, zone)
+	radar := o.options(watch.Spec{Kind: source.KindRSSHub}, zone)
+	if spec.Kind == source.KindRSSHub {
+		opts = radar
+	}
+	return source.TryRequest(ctx, spec, opts, radar)
 }

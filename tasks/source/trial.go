@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/url"
 	"strings"
 
@@ -111,4 +112,34 @@ func hasToken(list, tok string) bool {
 		}
 	}
 	return false
+}
+
+// ErrNotTried: a request's source was not tried (an RSSHub route with no
+// instance configured; the request's own refusal says so).
+var ErrNotTried = errors.New("source not tried")
+
+// TryRequest tries the source a request names with the options its runs
+// would have (o). An rsshub watch without a URL is placed on its first
+// instance. When the source is an HTML page that advertises no feed and
+// radar names RSSHub instances, the first instance's Radar rules that
+// match the page are offered as its feeds (fetched with radar's options).
+func TryRequest(ctx context.Context, spec watch.Spec, o, radar Options) (Trial, error) {
+	if spec.Kind == KindRSSHub && spec.URL == "" {
+		route, err := CleanRoute(spec.Route)
+		if err != nil || len(o.Instances) == 0 {
+			return Trial{}, ErrNotTried
+		}
+		spec.Route, spec.URL = route, RouteURL(o.Instances[0].URL, route).String()
+	}
+	s, err := New(spec, o)
+	if err != nil {
+		return Trial{}, ErrNotTried // the request's own checks word it
+	}
+	tr, err := s.Try(ctx)
+	if tr.Page && len(tr.Feeds) == 0 && len(radar.Instances) > 0 && spec.Kind == "" {
+		if rules, rerr := FetchRadar(ctx, radar.Instances[0], radar); rerr == nil {
+			tr.Feeds = MatchRadar(rules, s.u)
+		}
+	}
+	return tr, err
 }

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/herald-bridge/herald/tasks"
@@ -230,4 +231,16 @@ func TestRSSHub_WatchRouteInChat(t *testing.T) {
 	}
 	// Without an instance the request says so.
 	contains(t, trialRig(t).say(admin, "/watch rsshub:/ustc/jwc/info every 1h"), "No RSSHub instance is configured")
+}
+
+// One who may not request watches makes herald fetch nothing.
+func TestTrial_NotForThoseWhoMayNotRequest(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	t.Cleanup(srv.Close)
+	r := trialRig(t)
+	got := r.say("feishu:ou_stranger", "/watch "+srv.URL+"/feed.xml every 1h")
+	if hits.Load() != 0 || strings.Contains(got, "Tried") {
+		t.Fatalf("a stranger's request was fetched (%d requests): %s", hits.Load(), got)
+	}
 }

@@ -51,7 +51,7 @@ func runRSSHub(ctx context.Context, g kind.Getter, in kind.Input) ([]watch.Item,
 	if len(in.Instances) == 0 {
 		return nil, watch.Classify(watch.Schema, errNoInstance)
 	}
-	var errs []error
+	var failed []string
 	for i, inst := range in.Instances {
 		items, err := askInstance(ctx, g, inst, route, len(in.Instances)-i)
 		if err == nil {
@@ -60,9 +60,12 @@ func runRSSHub(ctx context.Context, g kind.Getter, in kind.Input) ([]watch.Item,
 		if ctx.Err() != nil || watch.ClassOf(err) != watch.Transient {
 			return nil, err
 		}
-		errs = append(errs, err)
+		if we := (*watch.Error)(nil); errors.As(err, &we) {
+			err = we.Err
+		}
+		failed = append(failed, err.Error())
 	}
-	return nil, watch.Classify(watch.Transient, fmt.Errorf("every RSSHub instance failed: %w", errors.Join(errs...)))
+	return nil, watch.Errorf(watch.Transient, "every RSSHub instance failed: %s", strings.Join(failed, "; "))
 }
 
 // askInstance fetches route from inst within its share of what is left

@@ -281,6 +281,8 @@ var English = Catalog{
 		"help.watch_name_text.example":                          "/watch https://news.example.edu/feed.xml name \"Campus news\"",
 		"help.watch_canvas_moodle_site_courses_12345_6":         "/watch canvas|moodle <site> [courses 12345,678] — your course site; I ask for your access token in a private chat",
 		"help.watch_canvas_moodle_site_courses_12345_6.example": "/watch canvas https://school.instructure.com courses 12345,678 every 1h",
+		"help.watch_rsshub_route":                               "/watch rsshub:/<route> — an RSSHub route, through the instances the admin configured",
+		"help.watch_rsshub_route.example":                       "/watch rsshub:/ustc/jwc/info every 1h",
 		"help.token_site":                                       "/token <site> — give a course site a new access token (private chat)",
 		"help.token_site.example":                               "/token https://school.instructure.com",
 		"help.token_site_off":                                   "/token <site> off — forget your stored token for a course site",

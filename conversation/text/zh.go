@@ -281,6 +281,8 @@ var Chinese = Catalog{
 		"help.watch_name_text.example":                          "/watch https://news.example.edu/feed.xml name 「校园新闻」",
 		"help.watch_canvas_moodle_site_courses_12345_6":         "/watch canvas|moodle <网站> [courses 12345,678] — 你的课程网站；我会在私聊中向你要访问令牌",
 		"help.watch_canvas_moodle_site_courses_12345_6.example": "/watch canvas https://school.instructure.com courses 12345,678 每 1 小时",
+		"help.watch_rsshub_route":                               "/watch rsshub:/<路由> — RSSHub 路由，经由管理员配置的实例读取",
+		"help.watch_rsshub_route.example":                       "/watch rsshub:/ustc/jwc/info 每 1 小时",
 		"help.token_site":                                       "/token <网站> — 为课程网站换一个新的访问令牌（私聊）",
 		"help.token_site.example":                               "/token https://school.instructure.com",
 		"help.token_site_off":                                   "/token <网站> off — 删除为课程网站保存的令牌",

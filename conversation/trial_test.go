@@ -13,23 +13,10 @@ import (
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/source/rsshubtest"
-	"github.com/herald-bridge/herald/tasks/watch"
+	"github.com/herald-bridge/herald/tasks/source/sourcetest"
 )
 
-// guardedTrier tries sources as serve does (source.TryRequest), on
-// loopback fakes.
-type guardedTrier struct{ instances []source.Instance }
-
-func (g guardedTrier) Try(ctx context.Context, spec watch.Spec) (source.Trial, error) {
-	o := source.Options{AllowPrivate: true}
-	radar := source.Options{AllowPrivate: true, Instances: g.instances}
-	if spec.Kind == source.KindRSSHub {
-		o = radar
-	}
-	return source.TryRequest(ctx, spec, o, radar)
-}
-
-var _ Trier = guardedTrier{}
+var _ Trier = sourcetest.Trier{}
 
 // site is a fake web site: each path answers its content type and body.
 func site(t *testing.T, pages map[string][2]string) *httptest.Server {
@@ -71,7 +58,7 @@ func trialRig(t *testing.T, instances ...source.Instance) *rig {
 		p.RSSHub = append(p.RSSHub, in.URL.String())
 	}
 	r := newRig(t, p)
-	r.core.o.Trier = guardedTrier{instances: instances}
+	r.core.o.Trier = sourcetest.Trier{Instances: instances}
 	return r
 }
 

@@ -23,8 +23,14 @@ func TestRSSHub_OnePushPerNewItemAndNothingOnAnInstanceMove(t *testing.T) {
 	a.Route(route, old...)
 	b.Route(route, old...)
 	cfg := localService(freeAddr(t)) + "sources:\n  rsshub:\n    instances:\n      - url: " + a.URL +
-		"\n      - url: " + b.URL + "\n        key: ${RSSHUB_KEY}\n"
+		"\n      - url: " + b.URL + "\n        key: ${RSSHUB_KEY}\n" +
+		"tasks:\n  - id: jwc\n    source: {kind: rsshub, route: \"" + route + "\"}\n    schedule: every 1h\n    notify: [\"inbox:console:ops\"]\n    owner: console:ops\n"
 	p, dataDir := startServe(t, cfg, "RSSHUB_KEY="+key)
+
+	waitBaseline(t, dataDir, "jwc") // the same route declared in the file
+	if got := listTasks(t, dataDir)["jwc"]; got.LastOutcome != "baseline" || got.Source.Kind != "rsshub" {
+		t.Fatalf("the declared rsshub task = %+v", got)
+	}
 
 	out, errOut, code := chatCLI(t, dataDir, "admin", "/watch rsshub:"+route+" every 1h\n")
 	tid := reTaskID.FindString(out)

@@ -17,7 +17,7 @@ import (
 const MaxFeeds = 8
 
 // Trial is what one fetch of a source found when it was requested, before
-// any task exists (docs/sources.md, Tried when asked).
+// any task exists (docs/chat.md, What a request is told).
 type Trial struct {
 	// Result is what a run would read; Items is empty when it failed.
 	Result watch.Result

@@ -55,7 +55,7 @@ func (t *turn) try(cmd Command) (note string, stop []Reply) {
 	if err != nil {
 		switch watch.ClassOf(err) {
 		case watch.Transient, watch.Cancelled:
-			return t.tr("trial.unreachable", t.runError(err.Error())), nil
+			return t.tr("trial.unreachable", t.trialReason(err)), nil
 		case watch.NotFound:
 			return "", t.reply("trial.not_found", shown)
 		case watch.Schema:
@@ -63,7 +63,7 @@ func (t *turn) try(cmd Command) (note string, stop []Reply) {
 				return "", t.reply("trial.no_list", shown)
 			}
 		}
-		return "", t.reply("trial.unreadable", t.runError(err.Error()))
+		return "", t.reply("trial.unreadable", t.trialReason(err))
 	}
 	items := res.Result.Items
 	if cmd.Name == "remind" {
@@ -88,6 +88,16 @@ func (t *turn) try(cmd Command) (note string, stop []Reply) {
 		return t.tr("trial.empty"), nil
 	}
 	return t.trCount("trial.items", len(items), len(items), clipName(items[0].Title)), nil
+}
+
+// trialReason is a trial's failure for the reply, without its class
+// (a refused address keeps it: runError words it in the reply's language).
+func (t *turn) trialReason(err error) string {
+	var we *watch.Error
+	if errors.As(err, &we) && we.Class != watch.BlockedAddress {
+		return t.runError(we.Err.Error())
+	}
+	return t.runError(err.Error())
 }
 
 // alreadyWatched answers a request for a source the same person already

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -25,6 +26,10 @@ func site(t *testing.T, pages map[string][2]string) *httptest.Server {
 		p, ok := pages[r.URL.Path]
 		if !ok {
 			http.NotFound(w, r)
+			return
+		}
+		if code, err := strconv.Atoi(p[0]); err == nil { // a status instead of a type
+			http.Error(w, p[1], code)
 			return
 		}
 		w.Header().Set("Content-Type", p[0])
@@ -83,6 +88,7 @@ func TestTrial_RequestSaysWhatItFound(t *testing.T) {
 		"/one.xml":   {rssType, rss("Only notice")},
 		"/empty.xml": {rssType, rss()},
 		"/page":      {htmlType, "<!doctype html><html><body><p>Welcome to the department.</p></body></html>"},
+		"/busy":      {"503", "upstream down"},
 		"/cal.ics":   {"text/calendar", "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:e1\r\nDTSTART:20261110T090000Z\r\nSUMMARY:Essay due\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"},
 	})
 	cases := []struct {
@@ -93,6 +99,7 @@ func TestTrial_RequestSaysWhatItFound(t *testing.T) {
 		{"items and the newest", "/watch " + srv.URL + "/feed.xml every 1h", []string{"Tried it: 3 items, the newest “Exam timetable out”.", "Approved"}, true},
 		{"one item", "/watch " + srv.URL + "/one.xml every 1h", []string{"Tried it: 1 item, “Only notice”."}, true},
 		{"nothing yet", "/watch " + srv.URL + "/empty.xml every 1h", []string{"it lists nothing yet"}, true},
+		{"not answering just now", "/watch " + srv.URL + "/busy every 1h", []string{"Tried it, but it did not answer just now (GET " + srv.URL + ": HTTP 503); its checks will keep trying.", "Approved"}, true},
 		{"404 said plainly", "/watch " + srv.URL + "/gone.xml every 1h", []string{"404 Not Found"}, false},
 		{"a page with no list", "/watch " + srv.URL + "/page every 1h", []string{"no repeated list", "selector"}, false},
 		{"a reminder on a feed", "/remind " + srv.URL + "/feed.xml", []string{"no dates here, so a reminder would never fire"}, false},

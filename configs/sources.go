@@ -87,7 +87,8 @@ func (v *validator) rsshubSource(sp string, s watch.Spec) {
 // Trusted are the exact addresses of instances named by a loopback or
 // literal IP address (a self-hosted RSSHub at 127.0.0.1:1200): the admin
 // named them, so rsshub watches reach them whatever
-// policy.allow_private_networks says, and nothing else opens.
+// policy.allow_private_networks says, and nothing else opens. Instances
+// named by a host name are resolved by serve when a check starts.
 func (r RSSHub) Trusted() []netip.AddrPort {
 	var out []netip.AddrPort
 	for _, in := range r.Instances {

@@ -359,7 +359,7 @@ func (o sourceOpener) options(spec watch.Spec, zone *time.Location) source.Optio
 		Token: tokenResolver(o.s.store.Channels(), spec), Observe: o.s.metrics.fetch}
 	if spec.Kind == source.KindRSSHub {
 		cfg := o.s.currentConfig()
-		opts.Instances, opts.Trusted = rsshubInstances(cfg), cfg.Sources.RSSHub.Trusted()
+		opts.Instances, opts.Trusted = rsshubInstances(cfg), rsshubTrusted(cfg)
 	}
 	return opts
 }

@@ -2,9 +2,15 @@ package main
 
 import (
 	"context"
+	"net"
+	"net/netip"
 	"net/url"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/herald-bridge/herald/configs"
+	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/conversation"
 	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
@@ -65,3 +71,42 @@ func (o sourceOpener) Try(ctx context.Context, spec watch.Spec) (source.Trial, e
 	}
 	return source.TryRequest(ctx, spec, opts, radar)
 }
+
+// rsshubTrusted are the exact addresses of the configured instances: a
+// literal or loopback one as written, a named one (a compose service
+// "rsshub:1200") as it resolves now, within lookupTimeout. The admin
+// named them, so rsshub watches reach them whatever
+// policy.allow_private_networks says; nothing else opens, and a name that
+// later resolves elsewhere is judged by the guard again.
+func rsshubTrusted(cfg *configs.Config) []netip.AddrPort {
+	out := cfg.Sources.RSSHub.Trusted()
+	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+	defer cancel()
+	for _, in := range rsshubInstances(cfg) {
+		host := in.URL.Hostname()
+		if _, err := netip.ParseAddr(host); err == nil || strings.EqualFold(host, "localhost") {
+			continue // Trusted has it
+		}
+		port := in.URL.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[in.URL.Scheme]
+		}
+		p, err := strconv.ParseUint(port, 10, 16)
+		if err != nil {
+			continue
+		}
+		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			continue // the fetch says why
+		}
+		for _, a := range addrs {
+			if !egress.IsMetadata(a.Unmap()) {
+				out = append(out, netip.AddrPortFrom(a.Unmap(), uint16(p)))
+			}
+		}
+	}
+	return out
+}
+
+// lookupTimeout bounds the lookup of the instances' names.
+const lookupTimeout = 2 * time.Second

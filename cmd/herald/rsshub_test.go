@@ -79,3 +79,25 @@ func TestRSSHub_OnePushPerNewItemAndNothingOnAnInstanceMove(t *testing.T) {
 		t.Error("the access key appears in the log or the chat (I10)")
 	}
 }
+
+// TestRSSHub_SelfHostedInstanceReachedWithPrivateNetworksOff: an instance
+// on 127.0.0.1 (a self-hosted RSSHub) is reached while private networks
+// stay closed to everything else, the same address watched directly
+// included.
+func TestRSSHub_SelfHostedInstanceReachedWithPrivateNetworksOff(t *testing.T) {
+	const route = "/ustc/jwc/info"
+	a := rsshubtest.New(t, "")
+	a.Route(route, rsshubtest.Item{Title: "选课通知", Link: "https://www.teach.ustc.edu.cn/notice/9.html"})
+	cfg := strings.Replace(localService(freeAddr(t)), "allow_private_networks: true", "allow_private_networks: false", 1) +
+		"sources:\n  rsshub:\n    instances:\n      - url: " + a.URL + "\n"
+	_, dataDir := startServe(t, cfg)
+	out, errOut, code := chatCLI(t, dataDir, "admin", "/watch rsshub:"+route+" every 1h\n/watch "+a.URL+route+" every 1h\n")
+	tid := reTaskID.FindString(out)
+	if code != 0 || tid == "" || !strings.Contains(out, "Tried it: 1 item") || !strings.Contains(out, "loopback") {
+		t.Fatalf("watch: exit %d\n%s%s", code, out, errOut)
+	}
+	waitBaseline(t, dataDir, tid)
+	if got := listTasks(t, dataDir); len(got) != 1 || got[tid].LastOutcome != "baseline" {
+		t.Fatalf("tasks = %+v, want the rsshub task alone, with its baseline", got)
+	}
+}

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/configs"
-	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/conversation"
+	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
 )

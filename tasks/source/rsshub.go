@@ -98,14 +98,17 @@ func askInstance(ctx context.Context, g kind.Getter, inst Instance, route string
 	return parseFeedAs(doc.Body, doc.ContentType, base, neutral)
 }
 
-// RouteURL is route on the instance at base (its path prefix kept).
+// RouteURL is route on the instance at base (its path prefix kept); the
+// route's own escaping ("/twitter/user/%E4%B8%AD") is kept as written.
 func RouteURL(base *url.URL, route string) *url.URL {
-	path, query, _ := strings.Cut(route, "?")
+	ref, err := url.Parse(route)
+	if err != nil {
+		ref = &url.URL{Path: route}
+	}
 	u := *base
-	u.Path = strings.TrimSuffix(u.Path, "/") + path
-	u.RawPath = ""
-	u.RawQuery = query
-	u.Fragment = ""
+	u.Path = strings.TrimSuffix(base.Path, "/") + ref.Path
+	u.RawPath = strings.TrimSuffix(base.EscapedPath(), "/") + ref.EscapedPath()
+	u.RawQuery, u.Fragment, u.RawFragment = ref.RawQuery, "", ""
 	return &u
 }
 

@@ -160,6 +160,17 @@ func TestRSSHub_RouteChecked(t *testing.T) {
 			t.Errorf("CleanRoute(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
+	for _, c := range []struct{ base, route, want string }{
+		{"https://rsshub.example.org", "/ustc/jwc/info", "https://rsshub.example.org/ustc/jwc/info"},
+		{"https://example.org/rsshub/", "/github/issue/a/b?limit=5", "https://example.org/rsshub/github/issue/a/b?limit=5"},
+		{"http://127.0.0.1:1200", "/twitter/user/%E4%B8%AD", "http://127.0.0.1:1200/twitter/user/%E4%B8%AD"},
+		{"http://127.0.0.1:1200", "/bilibili/user/中文", "http://127.0.0.1:1200/bilibili/user/%E4%B8%AD%E6%96%87"},
+	} {
+		b, _ := url.Parse(c.base)
+		if got := RouteURL(b, c.route).String(); got != c.want {
+			t.Errorf("RouteURL(%s, %s) = %s, want %s", c.base, c.route, got, c.want)
+		}
+	}
 	a := rsshubtest.New(t, "")
 	_, err := New(watch.Spec{Kind: KindRSSHub, URL: a.URL + "/x", Route: "x"}, Options{Instances: []Instance{instanceOf(t, a, "")}})
 	if err == nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/url"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -14,9 +16,49 @@ import (
 // routes it offers for pages of each site.
 const RadarPath = "/api/radar/rules"
 
+// RadarTTL is how long an instance's Radar rules are kept in memory: they
+// change only with the instance's release, and a full list is large.
+const RadarTTL = time.Hour
+
+// radarKept holds each instance's rules (by its base URL and key) for
+// RadarTTL, at most maxRadarKept instances.
+var radarKept = struct {
+	sync.Mutex
+	m map[string]radarRules
+}{m: map[string]radarRules{}}
+
+type radarRules struct {
+	body []byte
+	at   time.Time
+}
+
+const maxRadarKept = 8
+
 // FetchRadar reads inst's Radar rules through the guarded client o
-// describes (the access key sent as ?key=, never shown).
+// describes (the access key sent as ?key=, never shown), or returns the
+// copy read within RadarTTL.
 func FetchRadar(ctx context.Context, inst Instance, o Options) ([]byte, error) {
+	key := inst.URL.String() + "\x00" + inst.Key
+	radarKept.Lock()
+	kept, ok := radarKept.m[key]
+	radarKept.Unlock()
+	if ok && time.Since(kept.at) < RadarTTL {
+		return kept.body, nil
+	}
+	body, err := fetchRadar(ctx, inst, o)
+	if err != nil {
+		return nil, err
+	}
+	radarKept.Lock()
+	defer radarKept.Unlock()
+	if len(radarKept.m) >= maxRadarKept {
+		clear(radarKept.m)
+	}
+	radarKept.m[key] = radarRules{body: body, at: time.Now()}
+	return body, nil
+}
+
+func fetchRadar(ctx context.Context, inst Instance, o Options) ([]byte, error) {
 	u := RouteURL(inst.URL, RadarPath)
 	if inst.Key != "" {
 		u.RawQuery = url.Values{"key": {inst.Key}}.Encode()

@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/herald-bridge/herald/tasks/source/rsshubtest"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -79,5 +81,20 @@ func TestMatchRadar(t *testing.T) {
 		if got := MatchRadar(rules, u); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("MatchRadar(%s) = %+v, want %+v", c.page, got, c.want)
 		}
+	}
+}
+
+// Radar rules are read once per instance within RadarTTL.
+func TestFetchRadar_KeptForAWhile(t *testing.T) {
+	in := rsshubtest.New(t, "")
+	in.Radar(map[string]any{"example.edu": map[string]any{"_name": "E"}})
+	u, _ := url.Parse(in.URL)
+	for range 3 {
+		if b, err := FetchRadar(context.Background(), Instance{URL: u}, Options{AllowPrivate: true}); err != nil || !strings.Contains(string(b), "example.edu") {
+			t.Fatalf("FetchRadar = %s, %v", b, err)
+		}
+	}
+	if n := in.Hits(RadarPath); n != 1 {
+		t.Fatalf("the rules were fetched %d times, want once", n)
 	}
 }

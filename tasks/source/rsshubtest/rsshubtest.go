@@ -75,7 +75,7 @@ func (in *Instance) Radar(rules any) {
 	in.radar = string(b)
 }
 
-// Hits is how many requests asked for route.
+// Hits is how many requests asked for route (or any other path).
 func (in *Instance) Hits(route string) int {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -92,13 +92,13 @@ func (in *Instance) Keys() []string {
 func (in *Instance) serve(w http.ResponseWriter, r *http.Request) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	in.hits[r.URL.Path]++
 	if r.URL.Path == "/api/radar/rules" {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		fmt.Fprint(w, in.radar)
 		return
 	}
 	route := r.URL.Path
-	in.hits[route]++
 	in.keys = append(in.keys, r.URL.Query().Get("key"))
 	if in.key != "" && r.URL.Query().Get("key") != in.key {
 		errorPage(w, http.StatusForbidden, "Authentication failed. Access denied.")

@@ -163,7 +163,7 @@ func (t *turn) plain() []Reply {
 
 // dialog is a question waiting for its answer in one chat, from one person.
 type dialog struct {
-	Ask     string `json:"ask"` // schedule | confirm (an assistant's draft)
+	Ask     string `json:"ask"` // schedule | confirm (an assistant's draft) | token | feed (a page's feeds offered)
 	Command string `json:"command"`
 	URL     string `json:"url"`
 	Kind    string `json:"kind,omitempty"`

@@ -94,6 +94,8 @@ type Config struct {
 	History History `yaml:"history"`
 	// SMTP is the server e-mail recipients are sent through.
 	SMTP *email.SMTP `yaml:"smtp"`
+	// Sources holds source-kind settings (RSSHub instances).
+	Sources Sources `yaml:"sources"`
 
 	// Location is Timezone resolved.
 	Location *time.Location `yaml:"-"`

@@ -138,6 +138,16 @@ func TestLoad_ErrorsWithFileAndLine(t *testing.T) {
 		{"duplicate-key.yaml", []want{{3, `duplicate key "listen" in server (first at line 2)`}}},
 		{"duplicate-url-rss.yaml", []want{{5, `duplicate key "url" in tasks[0].source (first at line 5)`}}},
 		{"json-source-both.yaml", []want{{5, "tasks[0].source: the item URL field is given twice"}}},
+		{"rsshub-instances.yaml", []want{
+			{4, "sources.rsshub.instances[0].url: want an http or https URL"},
+			{5, "sources.rsshub.instances[1].url: want the instance's base URL, without a query or fragment"},
+			{6, "sources.rsshub.instances[2]: url is required"},
+			{8, "sources.rsshub.instances[4].url: the same instance as sources.rsshub.instances[3]"},
+			{13, "tasks[0].source.route: an RSSHub route starts with /"},
+			{17, "tasks[1].source.url: an rsshub source has a route, not a url"},
+			{21, "tasks[2].source: route is required for kind rsshub"},
+		}},
+		{"rsshub-no-instance.yaml", []want{{5, "tasks[0].source.kind: kind rsshub needs an instance in sources.rsshub.instances"}}},
 		{"syntax-error.yaml", []want{{3, "yaml: "}}},
 		{"unset-env.yaml", []want{{5, "inbound.ci.secret: uses ${CI_WEBHOOK_SECRET}, which is not set"}}},
 		{"channel-bad-mode.yaml", []want{{5, `channels.telegram.mode: unknown mode "longpoll"`}}},
@@ -585,6 +595,10 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 		t.Fatal("the reference config no longer shows the smtp section")
 	}
 	text = strings.Replace(text, "\n# smtp:\n", "\nsmtp:\n", 1)
+	if !strings.Contains(text, "\n# sources:\n") {
+		t.Fatal("the reference config no longer shows the sources section")
+	}
+	text = strings.Replace(text, "\n# sources:\n", "\nsources:\n", 1)
 	lookup := func(name string) (string, bool) {
 		switch name {
 		case "HERALD_ASSISTANT_KEY":
@@ -599,6 +613,8 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 			return "7~example", true
 		case "SMTP_PASSWORD":
 			return "smtp-example-password", true
+		case "RSSHUB_ACCESS_KEY":
+			return "rsshub-example-key", true
 		case "SLACK_WEBHOOK_PATH":
 			return "T0EXAMPLE/B0EXAMPLE/example", true
 		case "DISCORD_TOKEN":
@@ -618,7 +634,10 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 	if s := cfg.SMTP; s == nil || s.Host != "smtp.example.com" || s.Password != "smtp-example-password" || s.Mode() != "starttls" {
 		t.Errorf("smtp = %+v", s)
 	}
-	if len(cfg.Recipients) != 14 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 5 {
+	if in := cfg.Sources.RSSHub.Instances; len(in) != 2 || in[1].Key != "rsshub-example-key" {
+		t.Errorf("sources.rsshub.instances = %+v", in)
+	}
+	if len(cfg.Recipients) != 14 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 6 {
 		t.Errorf("recipients %d, inbound %d, tasks %d: an example block did not uncomment", len(cfg.Recipients), len(cfg.Inbound), len(cfg.Tasks))
 	}
 	if cs, _ := cfg.Task("cs101"); cs.Source.Download == nil || cs.Source.Download.Dir != "cs101" || cs.Source.Download.MaxPerRun != 100 {

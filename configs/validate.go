@@ -94,6 +94,7 @@ func (v *validator) validate() {
 	v.recipients()
 	v.inbound()
 	v.tasks()
+	v.rsshub()
 	v.assistant()
 	v.history()
 
@@ -427,6 +428,10 @@ func (v *validator) source(sp string, t TaskDecl) {
 	}
 	if !source.Valid(s.Kind) {
 		v.errf(sp+".kind", "unknown kind %s (want %s)", v.d.quote(sp+".kind", s.Kind), source.List("", "", ", ", " or "))
+	}
+	if s.Kind == source.KindRSSHub {
+		v.rsshubSource(sp, s)
+		return
 	}
 	up := sp + ".url"
 	switch {

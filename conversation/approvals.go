@@ -8,6 +8,7 @@ import (
 
 	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/source"
 )
 
 // Run follows the manager's changes until ctx ends: each new pending
@@ -109,7 +110,7 @@ func (ap approvals) promptText(tk *tasks.Task, p tasks.Policy) string {
 		from = tk.Request.Name + " (" + tk.Owner + ")"
 	}
 	fmt.Fprintf(&b, ap.t.tr("approvals.request_from_host"),
-		tk.Request.ID, from, what, ShowURL(tk.Source.URL), host, ap.t.schedule(tk.Schedule))
+		tk.Request.ID, from, what, source.Shown(tk.Source), host, ap.t.schedule(tk.Schedule))
 	fmt.Fprintf(&b, ap.t.tr("approvals.pushes_go_to"), ap.notifyKinds(tk))
 	courseSites{ap.t}.courseSite(&b, tk)
 	if host != "" && !p.HostAllowed(host) {
@@ -232,6 +233,8 @@ func (ap approvals) press(p Press) []Reply {
 		return ap.decide(p.Arg, p.Action == "approve", "", true)
 	case actionDraftSend, actionDraftDrop:
 		return plainTalk{ap.t}.pressDraft(p)
+	case actionFeed:
+		return feedOffer{ap.t}.press(p)
 	}
 	return []Reply{{Toast: ap.t.tr("button.no_longer_valid")}}
 }

@@ -320,6 +320,15 @@ func (p *argParser) watch() error {
 				i++
 				continue
 			}
+			if c.URL == "" && !t.quoted && (source.IsRoute(t.text) || c.Kind == source.KindRSSHub && strings.HasPrefix(t.text, "/")) {
+				route, err := source.CleanRoute(trimURL(t.text))
+				if err != nil {
+					return usageErr(c.Name, CodeBadURL, "args.bad_route")
+				}
+				c.URL, c.Kind = source.RouteScheme+route, source.KindRSSHub
+				i++
+				continue
+			}
 			if c.URL == "" && !t.quoted && looksLikeURL(t.text) {
 				u, err := checkURL(c.Name, t.text)
 				if err != nil {

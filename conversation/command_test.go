@@ -83,6 +83,13 @@ func TestParseCommands(t *testing.T) {
 		{in: "/watch https://dept.example.edu/notices at 2026-12-01T09:00:00+08:00", want: Command{Name: "watch", URL: "https://dept.example.edu/notices", Schedule: "at 2026-12-01T09:00:00+08:00"}},
 		{in: "/watch https://dept.example.edu/notices cron 0 9 * * 1-5", want: Command{Name: "watch", URL: "https://dept.example.edu/notices", Schedule: "cron 0 9 * * 1-5 Asia/Shanghai"}},
 		{in: "/watch https://lms.example.edu/cal.ics as ics", want: Command{Name: "watch", URL: "https://lms.example.edu/cal.ics", Kind: "ical"}},
+		// RSSHub routes (SPEC §18), in both languages and both orders.
+		{in: "/watch rsshub:/ustc/jwc/info every 1h", want: Command{Name: "watch", URL: "rsshub:/ustc/jwc/info", Kind: "rsshub", Schedule: "every 1h"}},
+		{in: "/watch RSSHub:/github/issue/DIYgod/RSSHub?limit=5", want: Command{Name: "watch", URL: "rsshub:/github/issue/DIYgod/RSSHub?limit=5", Kind: "rsshub"}},
+		{in: "/watch rsshub /ustc/jwc/info", want: Command{Name: "watch", URL: "rsshub:/ustc/jwc/info", Kind: "rsshub"}},
+		{in: "/关注 rsshub:/ustc/jwc/info 每 1 小时", want: Command{Name: "watch", URL: "rsshub:/ustc/jwc/info", Kind: "rsshub", Schedule: "every 1h"}},
+		{in: "/watch rsshub:ustc/jwc", code: CodeBadURL},
+		{in: "/watch rsshub:/a/../b", code: CodeBadURL},
 		{in: "/订阅 https://news.example.edu/feed.xml 每小时", want: Command{Name: "watch", URL: "https://news.example.edu/feed.xml", Schedule: "every 1h"}},
 		{in: "/watch every 30m https://news.example.edu/feed.xml", want: Command{Name: "watch", URL: "https://news.example.edu/feed.xml", Schedule: "every 30m"}},
 

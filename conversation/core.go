@@ -94,6 +94,10 @@ type Options struct {
 	// Importer imports the bundles and OPML files people send in a
 	// private chat; nil: such files get a plain "cannot" answer.
 	Importer Importer
+
+	// Trier fetches a requested source once before the request is made
+	// (docs/chat.md, What a request is told); nil: requests are not tried.
+	Trier Trier
 }
 
 func (o *Options) validate() error {

@@ -20,6 +20,7 @@ var helpLines = []string{
 	"help.watch_as_html_selector_css",
 	"help.watch_name_text",
 	"help.watch_canvas_moodle_site_courses_12345_6",
+	"help.watch_rsshub_route",
 	"help.token_site",
 	"help.token_site_off",
 	"help.remind_calendar_url_before_72h_24h_2h",

@@ -28,9 +28,18 @@ func (t *turn) request(cmd Command) []Reply {
 			return t.failed(err)
 		}
 	}
+	if r := t.alreadyWatched(cmd); r != nil {
+		return r
+	}
+	var note string
 	if takesToken(cmd) {
 		if r, asked := (courseSites{t}).needToken(cmd); asked {
 			return r
+		}
+	} else {
+		var stop []Reply
+		if note, stop = t.try(cmd); stop != nil {
+			return stop
 		}
 	}
 	if cmd.Schedule == "" && cmd.Name == "watch" {
@@ -38,9 +47,13 @@ func (t *turn) request(cmd Command) []Reply {
 		if err := (dialogs{t}).saveDialog(d); err != nil {
 			return t.failed(err)
 		}
-		return t.reply("requests.how_often_should_i")
+		return []Reply{{Text: note + t.tr("requests.how_often_should_i")}}
 	}
-	return t.submit(cmd)
+	out := t.submit(cmd)
+	if note != "" && len(out) > 0 {
+		out[0].Text = note + out[0].Text
+	}
+	return out
 }
 
 // clipName keeps a display name short and on one line.
@@ -126,7 +139,7 @@ func (t *turn) summary(tk *tasks.Task) string {
 	if tk.Name != "" {
 		label += " (" + tk.Name + ")"
 	}
-	fmt.Fprintf(&b, t.tr("requests.request_host"), label, what, ShowURL(tk.Source.URL), host)
+	fmt.Fprintf(&b, t.tr("requests.request_host"), label, what, source.Shown(tk.Source), host)
 	fmt.Fprintf(&b, t.tr("requests.how_often"), t.schedule(tk.Schedule))
 	if len(tk.RemindBefore) > 0 {
 		fmt.Fprintf(&b, t.tr("requests.reminders_before_each_due"), durations(tk.RemindBefore))

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/herald-bridge/herald/tasks"
+	"github.com/herald-bridge/herald/tasks/source"
 )
 
 func (t *turn) list() []Reply {
@@ -52,6 +53,9 @@ func (t *turn) list() []Reply {
 func name(tk *tasks.Task) string {
 	if tk.Name != "" {
 		return tk.Name
+	}
+	if tk.Source.Route != "" {
+		return source.Shown(tk.Source)
 	}
 	if u, err := url.Parse(tk.Source.URL); err == nil && u.Host != "" {
 		return u.Host + u.EscapedPath()

@@ -10,6 +10,7 @@ import (
 	"github.com/herald-bridge/herald/conversation/text"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks/schedule"
+	"github.com/herald-bridge/herald/tasks/source"
 )
 
 // DefaultSchedule is used when a request names none and the follow-up
@@ -162,7 +163,7 @@ func (t *turn) plain() []Reply {
 
 // dialog is a question waiting for its answer in one chat, from one person.
 type dialog struct {
-	Ask     string `json:"ask"` // schedule | confirm (an assistant's draft)
+	Ask     string `json:"ask"` // schedule | confirm (an assistant's draft) | token | feed (a page's feeds offered)
 	Command string `json:"command"`
 	URL     string `json:"url"`
 	Kind    string `json:"kind,omitempty"`
@@ -176,6 +177,9 @@ type dialog struct {
 	Schedule string    `json:"schedule,omitempty"`
 	Token    string    `json:"token,omitempty"`
 	Expires  time.Time `json:"expires"`
+	// Feeds are the feeds (or RSSHub routes) offered for a page, by
+	// number (Ask "feed").
+	Feeds []source.Feed `json:"feeds,omitempty"`
 }
 
 // dialogs keeps a turn's pending question (one per chat and person) in
@@ -240,6 +244,8 @@ func (t *turn) answer(d dialog, text string) []Reply {
 		return courseSites{t}.takeToken(d, text)
 	case "confirm":
 		return plainTalk{t}.answerDraft(d, text)
+	case "feed":
+		return feedOffer{t}.answer(d, text)
 	}
 	dialogs{t}.clearDialog()
 	return t.plain()

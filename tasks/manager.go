@@ -298,6 +298,10 @@ func (m *Manager) build(p Policy, s Submission) (*Task, error) {
 	if !p.MayRequest(s.Principal) {
 		return nil, userErr(ErrForbidden, "may_not_request", "you are not allowed to request watches; ask an admin")
 	}
+	route, err := p.rsshubRoute(&s)
+	if err != nil {
+		return nil, err
+	}
 	u, err := url.Parse(strings.TrimSpace(s.URL))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, userErr(ErrInvalid, "not_web_address", "that is not a web address I can watch (it must start with http:// or https://)")
@@ -305,8 +309,10 @@ func (m *Manager) build(p Policy, s Submission) (*Task, error) {
 	if u.User != nil {
 		return nil, userErr(ErrInvalid, "credentials_in_url", "please leave credentials out of the URL")
 	}
-	if err := m.destination(u, p.AllowPrivate); err != nil {
-		return nil, err
+	if route == "" { // an RSSHub instance is the admin's, not the requester's, choice
+		if err := m.destination(u, p.AllowPrivate); err != nil {
+			return nil, err
+		}
 	}
 	if !source.Valid(s.Kind) {
 		return nil, userErr(ErrInvalid, "unknown_kind", "unknown kind %q: use %s", s.Kind, kindChoices{})
@@ -338,7 +344,7 @@ func (m *Manager) build(p Policy, s Submission) (*Task, error) {
 		}
 	}
 	now := m.clock.Now()
-	spec := watch.Spec{Kind: s.Kind, URL: u.String(), Selector: strings.TrimSpace(s.Selector), Courses: s.Courses}
+	spec := watch.Spec{Kind: s.Kind, URL: u.String(), Route: route, Selector: strings.TrimSpace(s.Selector), Courses: s.Courses}
 	s.Fields.fill(&spec)
 	if s.StoredToken {
 		spec.TokenFrom = s.Principal // the requester's own credential, never another's

@@ -26,6 +26,9 @@ type Policy struct {
 	// may be redirected to (empty: download.DefaultHosts).
 	DownloadRoots []string
 	DownloadHosts []string
+	// RSSHub are the base URLs of sources.rsshub.instances, in order: an
+	// rsshub request's URL is its route on the first (SPEC §18).
+	RSSHub []string
 }
 
 // AutoApprove approves requests from Principals for Hosts without an admin.

@@ -105,8 +105,9 @@ type convRig struct {
 	ch    *Channel
 }
 
-// newConvRig starts a convRig whose sources come from open.
-func newConvRig(t *testing.T, open func(*bolt.Store) tasks.SourceOpener) *convRig {
+// newConvRig starts a convRig whose sources come from open; each with
+// adds to the core's options.
+func newConvRig(t *testing.T, open func(*bolt.Store) tasks.SourceOpener, with ...func(*conversation.Options)) *convRig {
 	t.Helper()
 	appID := newAppID()
 	r := &convRig{fake: newFake(t, appID), clock: tasks.NewManualClock(t0), logs: &syncBuffer{}}
@@ -155,8 +156,12 @@ func newConvRig(t *testing.T, open func(*bolt.Store) tasks.SourceOpener) *convRi
 	if err != nil {
 		t.Fatal(err)
 	}
-	core, err := conversation.New(conversation.Options{Tasks: m, Store: st, Lang: "en", Log: log, Now: r.clock.Now,
-		ChatPerMinute: 6000, ChatBurst: 1000})
+	co := conversation.Options{Tasks: m, Store: st, Lang: "en", Log: log, Now: r.clock.Now,
+		ChatPerMinute: 6000, ChatBurst: 1000}
+	for _, w := range with {
+		w(&co)
+	}
+	core, err := conversation.New(co)
 	if err != nil {
 		t.Fatal(err)
 	}

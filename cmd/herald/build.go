@@ -305,6 +305,7 @@ func policyOf(cfg *configs.Config) tasks.Policy {
 	for name := range cfg.Recipients {
 		p.Named[name] = true
 	}
+	p.RSSHub = rsshubBases(cfg)
 	return p
 }
 
@@ -321,7 +322,7 @@ func declared(cfg *configs.Config) []tasks.Declared {
 	}
 	out := make([]tasks.Declared, 0, len(cfg.Tasks))
 	for _, t := range cfg.Tasks {
-		d := tasks.Declared{ID: t.ID, Name: t.Name, Source: t.Source, Schedule: t.Schedule, Notify: t.Notify,
+		d := tasks.Declared{ID: t.ID, Name: t.Name, Source: withRouteURL(cfg, t.Source), Schedule: t.Schedule, Notify: t.Notify,
 			Include: t.Include, Exclude: t.Exclude, Owner: t.Owner}
 		if d.Owner == "" {
 			d.Owner = owner
@@ -354,8 +355,13 @@ func (s *service) sourceOpener() tasks.SourceOpener { return sourceOpener{s} }
 // options are the source options in force now; a course site's token
 // given in chat is asked of the credential store at each run.
 func (o sourceOpener) options(spec watch.Spec, zone *time.Location) source.Options {
-	return source.Options{AllowPrivate: o.s.manager.Policy().AllowPrivate, DefaultZone: zone,
+	opts := source.Options{AllowPrivate: o.s.manager.Policy().AllowPrivate, DefaultZone: zone,
 		Token: tokenResolver(o.s.store.Channels(), spec), Observe: o.s.metrics.fetch}
+	if spec.Kind == source.KindRSSHub {
+		cfg := o.s.currentConfig()
+		opts.Instances, opts.Trusted = rsshubInstances(cfg), rsshubTrusted(cfg)
+	}
+	return opts
 }
 
 // Open builds a source with redirects confined to the same host.

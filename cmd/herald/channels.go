@@ -48,6 +48,7 @@ func newChannelSet(ctx context.Context, s *service) (*channelSet, error) {
 		ChatBurst:        s.cfg.Policy.Limits.Chat.Burst,
 		Memory:           mem,
 		Importer:         transfer.Files{M: s.manager},
+		Trier:            sourceOpener{s},
 	})
 	if err != nil {
 		return nil, err

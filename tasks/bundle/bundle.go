@@ -26,6 +26,7 @@ import (
 	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/bundle/safezip"
+	"github.com/herald-bridge/herald/tasks/source"
 )
 
 // FileName is the bundle's one meaningful entry.
@@ -100,6 +101,10 @@ func FromTask(t *tasks.Task) Task {
 		out.RemindBefore = append(out.RemindBefore, shortDuration(d))
 	}
 	out.Source.URL, out.Needs = cleanURL(s.URL)
+	if s.Kind == source.KindRSSHub && s.Route != "" {
+		// A route travels as itself: the importer's instances serve it.
+		out.Source.URL, out.Needs = source.RouteScheme+s.Route, nil
+	}
 	if s.Token != "" || s.TokenFrom != "" {
 		out.Needs = append(out.Needs, "token")
 	}

@@ -270,3 +270,13 @@ func TestI10_ExportCarriesNoSecretOrAddress(t *testing.T) {
 		t.Errorf("feed = %+v", f)
 	}
 }
+
+// An rsshub task travels as its route, which the importer's own instances
+// serve; the exporter's instance is no part of it.
+func TestRSSHub_ExportCarriesTheRoute(t *testing.T) {
+	got := FromTask(&tasks.Task{Name: "jwc", Schedule: "every 1h",
+		Source: watch.Spec{Kind: "rsshub", URL: "https://rsshub.example.org/ustc/jwc/info", Route: "/ustc/jwc/info"}})
+	if got.Source.URL != "rsshub:/ustc/jwc/info" || got.Source.Kind != "rsshub" || len(got.Needs) != 0 {
+		t.Fatalf("exported source = %+v, needs %v", got.Source, got.Needs)
+	}
+}

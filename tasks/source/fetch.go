@@ -124,7 +124,7 @@ func (s *Source) follow(ctx, parent context.Context, r kind.Request, cond watch.
 			if loc == "" || err != nil || (next.Scheme != "http" && next.Scheme != "https") || next.User != nil {
 				return nil, watch.Errorf(watch.Schema, "%s %s: unusable redirect", r.Method, redact(cur))
 			}
-			if !s.inScope(next) {
+			if !s.inScope(next) && !s.isInstance(next) {
 				return nil, watch.Errorf(watch.Scope, "%s %s: redirect to %s is outside the approved scope", r.Method, redact(cur), next.Hostname())
 			}
 			if r.Method != http.MethodGet && r.Method != http.MethodHead &&
@@ -383,7 +383,7 @@ func (g getter) Do(ctx context.Context, r kind.Request) (*kind.Document, error) 
 	if r.URL == nil {
 		r.URL = s.u
 	}
-	if !sameOrigin(r.URL, s.u) && !s.inScope(r.URL) {
+	if !sameOrigin(r.URL, s.u) && !s.inScope(r.URL) && !s.isInstance(r.URL) {
 		return nil, watch.Errorf(watch.Scope, "request to %s is outside the approved scope", r.URL.Hostname())
 	}
 	doc, err := s.follow(ctx, g.parent, r, watch.Conditional{})
@@ -394,4 +394,18 @@ func (g getter) Do(ctx context.Context, r kind.Request) (*kind.Document, error) 
 		return nil, err
 	}
 	return &kind.Document{URL: doc.url, Body: doc.body, ContentType: doc.contentType, Header: doc.header}, nil
+}
+
+// isInstance reports whether u is on a configured RSSHub instance: the
+// admin named those, so a route may be asked of each (SPEC §18).
+func (s *Source) isInstance(u *url.URL) bool {
+	if s.kind == nil || !s.kind.Instances {
+		return false
+	}
+	for _, in := range s.o.Instances {
+		if in.URL != nil && sameOrigin(u, in.URL) {
+			return true
+		}
+	}
+	return false
 }

@@ -30,7 +30,7 @@ var registry = []kind.Kind{
 	{
 		Name:   KindRSS,
 		Words:  []string{"atom", "feed", "jsonfeed"},
-		Accept: "application/rss+xml, application/atom+xml, application/feed+json, application/xml;q=0.9, text/xml;q=0.9, */*;q=0.5",
+		Accept: feedAccept,
 		Sniff: func(head, lower []byte) bool {
 			switch {
 			case bytes.HasPrefix(head, []byte("{")):
@@ -45,9 +45,7 @@ var registry = []kind.Kind{
 			return false
 		},
 		MediaTypes: []string{"application/rss+xml", "application/atom+xml", "application/feed+json", "application/rdf+xml"},
-		JSONObject: func(doc gjson.Result, _ watch.Spec) (bool, error) {
-			return strings.Contains(doc.Get("version").String(), "jsonfeed.org"), nil
-		},
+		JSONObject: jsonFeedObject,
 		Parse: func(d *kind.Document, _ kind.Input) ([]watch.Item, error) {
 			return parseFeed(d.Body, d.ContentType, d.URL)
 		},
@@ -108,8 +106,17 @@ var registry = []kind.Kind{
 			return parseHTML(d.Body, d.ContentType, d.URL, sel)
 		},
 	},
+	rsshubKind,
 	withToken(canvas.Kind),
 	withToken(moodle.Kind),
+}
+
+// feedAccept is the Accept header feeds are asked for with.
+const feedAccept = "application/rss+xml, application/atom+xml, application/feed+json, application/xml;q=0.9, text/xml;q=0.9, */*;q=0.5"
+
+// jsonFeedObject owns a JSON Feed document.
+func jsonFeedObject(doc gjson.Result, _ watch.Spec) (bool, error) {
+	return strings.Contains(doc.Get("version").String(), "jsonfeed.org"), nil
 }
 
 // withToken marks k as read with a person's access token per site.

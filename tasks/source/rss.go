@@ -35,6 +35,16 @@ import (
 // like HTML (plainTitle), so "Vector<T>" and "Why <br> breaks layout"
 // keep their brackets.
 func parseFeed(body []byte, contentType string, base *url.URL) ([]watch.Item, error) {
+	return parseFeedAs(body, contentType, base, nil)
+}
+
+// parseFeedAs is parseFeed with neutral applied to every address an item
+// is known by (its guid and link) before identities, fallbacks and digests
+// are made of it; the item's URL stays the link as served. nil: none.
+func parseFeedAs(body []byte, contentType string, base *url.URL, neutral func(string) string) ([]watch.Item, error) {
+	if neutral == nil {
+		neutral = func(s string) string { return s }
+	}
 	body = toUTF8(body, contentType, true)
 	var shape feedShape
 	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '<' {
@@ -84,9 +94,10 @@ func parseFeed(body []byte, contentType string, base *url.URL) ([]watch.Item, er
 			title = truncate(text, 120)
 		}
 		nt := normTitle(title)
+		known := neutral(link)
 		// An item is known by its guid, else its link, else by what it
 		// carries besides its title, else its title.
-		id := cmp.Or(strings.TrimSpace(it.GUID), link, contentID(it, text), nt)
+		id := cmp.Or(neutral(strings.TrimSpace(it.GUID)), known, contentID(it, text), nt)
 		if id == "" {
 			continue // nothing to know it by
 		}
@@ -95,10 +106,10 @@ func parseFeed(body []byte, contentType string, base *url.URL) ([]watch.Item, er
 				ID:     id,
 				Title:  title,
 				URL:    link,
-				Digest: digest(title, link, text),
-				Alt:    alt(id, link, nt),
+				Digest: digest(title, known, text),
+				Alt:    alt(id, known, nt),
 			},
-			link:  link,
+			link:  known,
 			title: nt,
 		})
 	}

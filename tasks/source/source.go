@@ -62,6 +62,9 @@ type Options struct {
 	// Trusted lists exact destinations the address guard lets through
 	// whatever AllowPrivate says (see egress.Options.Trusted).
 	Trusted []netip.AddrPort
+	// Instances are the RSSHub instances an rsshub watch asks, in order
+	// (sources.rsshub.instances); requests to them are within scope.
+	Instances []Instance
 	// Observe, when set, hears of every request's answer: its status (0:
 	// none came) and the bytes of the document read (metrics).
 	Observe func(status, bytes int)
@@ -110,6 +113,11 @@ func New(spec watch.Spec, o Options) (*Source, error) {
 		s.kind = &k
 		if k.NeedsSelector && strings.TrimSpace(spec.Selector) == "" {
 			errs = append(errs, fmt.Errorf("%w: %s source needs a selector", ErrInvalidSpec, k.Name))
+		}
+		if k.Instances {
+			if _, err := CleanRoute(spec.Route); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	} else if spec.Kind != "" {
 		errs = append(errs, fmt.Errorf("%w: unknown kind %q", ErrInvalidSpec, spec.Kind))
@@ -182,6 +190,11 @@ func (s *Source) Fetch(ctx context.Context, cond watch.Conditional) (watch.Resul
 	if err != nil {
 		return watch.Result{}, err
 	}
+	return s.read(doc)
+}
+
+// read makes the items of a fetched document.
+func (s *Source) read(doc *document) (watch.Result, error) {
 	res := watch.Result{Validators: doc.validators, Kind: s.spec.Kind}
 	if doc.notModified {
 		res.NotModified = true
@@ -232,9 +245,15 @@ func (s *Source) checkCount(items []watch.Item) error {
 // run carries out a kind that makes several requests, all within one
 // deadline, and keeps its items only when the whole run succeeded.
 func (s *Source) run(parent context.Context, k kind.Kind) (watch.Result, error) {
-	ctx, cancel := context.WithTimeout(parent, s.timeout())
-	defer cancel()
+	timeout := s.timeout()
 	in := s.input()
+	if k.Instances {
+		// Each instance may take the whole fetch timeout (askInstance).
+		in.Instances = s.o.Instances
+		timeout *= time.Duration(max(1, len(in.Instances)))
+	}
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	defer cancel()
 	if k.Token && in.Spec.Token == "" && s.o.Token != nil {
 		tok, err := s.o.Token(ctx)
 		if err != nil {

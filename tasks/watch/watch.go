@@ -12,8 +12,13 @@ import (
 // Spec describes one watched source. Field paths (Items, ID, Title, Link,
 // Due) apply to the json kind; Selector to html.
 type Spec struct {
-	Kind     string            `json:"kind"` // a kind of the table in tasks/source ("" = detect from content)
-	URL      string            `json:"url"`
+	Kind string `json:"kind"` // a kind of the table in tasks/source ("" = detect from content)
+	URL  string `json:"url"`
+	// Route is an rsshub watch's route ("/ustc/jwc/info"), asked of the
+	// configured instances in order; URL is then the route on the first
+	// instance at the time of the request, which scope and host limits
+	// judge.
+	Route    string            `json:"route,omitempty"`
 	Selector string            `json:"selector,omitempty"`
 	Items    string            `json:"items,omitempty"`
 	ID       string            `json:"id,omitempty"`

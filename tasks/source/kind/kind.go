@@ -32,6 +32,10 @@ type Kind struct {
 	// the site (Spec.Token, or the stored credential Spec.TokenFrom
 	// names); chat asks for one when none is stored.
 	Token bool
+	// Instances: a watch of this kind names a route that Run asks of the
+	// configured service instances in order (Input.Instances), not a
+	// document at the watch's URL (rsshub).
+	Instances bool
 	// Sniff recognises a body of this kind when the watch leaves the kind
 	// empty. head is the start of the body without BOM or leading space,
 	// lower the same in lower case. nil: never detected from content.
@@ -64,6 +68,17 @@ type Input struct {
 	MaxItems int               // a run listing more fails with class TooLarge
 	Now      time.Time         // places the window of recurring entries
 	Selector cascadia.Selector // compiled Spec.Selector, nil when empty
+	// Instances are the service instances a kind with Instances set asks,
+	// in the configured order.
+	Instances []Instance
+}
+
+// Instance is one configured service instance a kind reads through
+// (sources.rsshub.instances): its base URL and, for a deployment that
+// demands one, its access key (a secret: never logged or shown).
+type Instance struct {
+	URL *url.URL
+	Key string
 }
 
 // Request is one request of a Run.

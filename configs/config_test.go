@@ -312,8 +312,8 @@ func TestLoad_HTTPLoopbackRecipientNeedsPrivateNetworks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Recipients["local"].Webhook.Idempotent {
-		t.Error("idempotent must default to false")
+	if p := cfg.Recipients["local"].Webhook.Policy(); len(p.Schedule) == 0 {
+		t.Error("a webhook recipient must be idempotent, with a retry schedule, by default (SPEC §21)")
 	}
 }
 

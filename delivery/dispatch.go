@@ -22,6 +22,8 @@ type Route struct {
 	// DedupWindow, when set, is how long after a first request the
 	// provider still drops a repeat (Windowed).
 	DedupWindow time.Duration
+	// Retry is the recipient's retry schedule and disable policy (Retrying).
+	Retry RetryPolicy
 	// OwnerOnly: only the replica that schedules the push's task delivers
 	// it (Options.Owns); the sink keeps what it sends on that replica's
 	// disk (a course download).
@@ -37,6 +39,9 @@ type Router interface {
 type Hooks struct {
 	Unreachable func(ctx context.Context, taskID, recipient, reason string)
 	Migrated    func(ctx context.Context, taskID, from, to string)
+	// Disabled is told when a push disabled its recipient (disable.go),
+	// with the recipient's disable generation: one notice per generation.
+	Disabled func(ctx context.Context, taskID, recipient string, st RecipientState)
 }
 
 // Options configure a Dispatcher.
@@ -59,7 +64,14 @@ type Options struct {
 	// Owns reports whether this replica schedules a task now; pushes of
 	// OwnerOnly routes for tasks it does not schedule are left to the
 	// replica that does (owner.go). nil: every task is this replica's.
-	Owns    func(taskID string) bool
+	Owns func(taskID string) bool
+	// Recipients keeps which recipients are disabled and how their
+	// deliveries went, for every replica (disable.go). nil: none is ever
+	// disabled.
+	Recipients Recipients
+	// Jitter returns a number in [0, 1) that stretches a scheduled retry's
+	// wait by up to 10 % (retry.go). Default: math/rand.
+	Jitter  func() float64
 	Log     zerolog.Logger
 	Metrics *Metrics
 }
@@ -104,6 +116,8 @@ type Dispatcher struct {
 	handoffs chan handoff         // to Run's idle hand-off goroutines (unbuffered)
 	limbo    map[string]time.Time // unconfirmed claims to check, until when (Unconfirmed)
 
+	recips recipientCache // disable.go
+
 	// releasing keeps take from reading the queue while Release makes a
 	// chat's held pushes due, so they are taken together, as one message.
 	releasing sync.RWMutex
@@ -125,6 +139,9 @@ func NewDispatcher(o Options) (*Dispatcher, error) {
 	}
 	if o.MaxIdempotentAttempts <= 0 {
 		o.MaxIdempotentAttempts = 8
+	}
+	if o.Jitter == nil {
+		o.Jitter = defaultJitter
 	}
 	if o.Worker == "" {
 		o.Worker = "worker"

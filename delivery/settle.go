@@ -51,7 +51,9 @@ func settle(ctx context.Context, d *Dispatcher, b *batch) []*batch {
 		d.settleAll(ctx, b.fx, func(store.Effect) store.Outcome {
 			return store.Outcome{State: store.Failed, Error: out.Reason, PartsSent: part}
 		})
-		if out.Unreachable && d.o.Hooks.Unreachable != nil {
+		// A recipient that is gone was disabled (standing), and its
+		// owner told so once; anything else unreachable is told here.
+		if out.Unreachable && !(out.Gone && d.o.Recipients != nil) && d.o.Hooks.Unreachable != nil {
 			d.o.Hooks.Unreachable(ctx, b.taskID(), b.recipient(), out.Reason)
 		}
 	default: // Unknown: replay only where the provider dedups by the key (I3)

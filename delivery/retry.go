@@ -32,8 +32,21 @@ func retry(_ context.Context, d *Dispatcher, b *batch) []*batch {
 		b.out = Outcome{Result: Failed, Reason: ReasonRetriesExhausted}
 		return pass(b)
 	}
-	wait := jittered(sch[done], d.o.Jitter())
-	b.out = Outcome{Result: RetryAfter, After: max(wait, b.out.After), Reason: b.out.Reason}
+	wait := max(jittered(sch[done], d.o.Jitter()), b.out.After)
+	at := d.o.Now().Add(wait)
+	for _, fx := range b.fx {
+		if !fx.ExpiresAt.IsZero() && !at.Before(fx.ExpiresAt) {
+			// The retry would come after the push expires. The group
+			// ends together now, as it stands, rather than part of it
+			// going out later under another key; one that may have
+			// arrived stays unknown (I3), never "expired".
+			if b.out.Result == RetryAfter {
+				b.out = Outcome{Result: Failed, Reason: "expired"}
+			}
+			return pass(b)
+		}
+	}
+	b.out = Outcome{Result: RetryAfter, After: wait, Reason: b.out.Reason}
 	return pass(b)
 }
 

@@ -116,7 +116,7 @@ func (r *rig) admit(source, identity, recipient string, msg delivery.Message, tt
 func (r *rig) start(router delivery.Router, worker string, opt func(*delivery.Options)) (stop func()) {
 	r.t.Helper()
 	o := delivery.Options{Ledger: r.ledger, Router: router, Worker: worker, Workers: 4,
-		Now: r.clock.Now, Poll: 5 * time.Millisecond, Log: zerolog.Nop()}
+		Now: r.clock.Now, Poll: 5 * time.Millisecond, Log: zerolog.Nop(), Jitter: func() float64 { return 0 }}
 	if opt != nil {
 		opt(&o)
 	}
@@ -307,6 +307,20 @@ func webhookRoute(t testing.TB, rv *receiver, idempotent bool) *delivery.Table {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return delivery.NewTable(delivery.TableConfig{Named: map[string]delivery.Route{
+		"ops": {Sink: sink, To: delivery.Address{Kind: delivery.Webhook, Name: "ops"}},
+	}})
+}
+
+// scheduledRoute is webhookRoute for an idempotent recipient retried on
+// schedule (SPEC §21).
+func scheduledRoute(t testing.TB, rv *receiver, schedule ...time.Duration) *delivery.Table {
+	t.Helper()
+	sink, err := webhook.New("ops", rv.URL+"/herald", hookSecret, true, egress.Options{AllowPrivate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink.WithPolicy(delivery.RetryPolicy{Schedule: schedule, DisableAfter: webhook.DefaultDisableAfter})
 	return delivery.NewTable(delivery.TableConfig{Named: map[string]delivery.Route{
 		"ops": {Sink: sink, To: delivery.Address{Kind: delivery.Webhook, Name: "ops"}},
 	}})

@@ -61,7 +61,8 @@ func settle(ctx context.Context, d *Dispatcher, b *batch) []*batch {
 		// carries the same delivery key and the provider can drop it.
 		tries := partAttempts(first, part)
 		at := now.Add(backoff(tries))
-		replay := b.route.Dedups && tries < d.o.MaxIdempotentAttempts
+		// A recipient with a retry schedule had its retries there (retry).
+		replay := b.route.Dedups && len(b.route.Retry.Schedule) == 0 && tries < d.o.MaxIdempotentAttempts
 		for _, fx := range b.fx {
 			// A replay must fit before expiry: an expired effect ends
 			// failed, which would misreport an attempt that may have

@@ -71,7 +71,10 @@ type Options struct {
 	Recipients Recipients
 	// Jitter returns a number in [0, 1) that stretches a scheduled retry's
 	// wait by up to 10 % (retry.go). Default: math/rand.
-	Jitter  func() float64
+	Jitter func() float64
+	// Observe is how often the retry and disable gauges are read from
+	// the store (default 30 s; observe.go).
+	Observe time.Duration
 	Log     zerolog.Logger
 	Metrics *Metrics
 }
@@ -82,6 +85,11 @@ type Metrics struct {
 	Latency  prometheus.Histogram
 	Held     prometheus.Counter // pushes held by quiet hours or a mute
 	Released prometheus.Counter // held pushes let out early (/quiet off, /mute off)
+	// Retry schedules (retry.go, observe.go).
+	Retries        *prometheus.CounterVec // kind, outcome: scheduled | exhausted
+	RetriesWaiting prometheus.Gauge
+	OldestRetry    prometheus.Gauge // seconds since the oldest waiting retry's push first failed
+	Disabled       prometheus.Gauge // recipients disabled now
 }
 
 // NewMetrics registers the dispatcher's metrics on reg.
@@ -92,8 +100,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Held:     prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_held_total", Help: "Pushes held by quiet hours or a mute."}),
 		Released: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_released_total", Help: "Held pushes let out early because quiet hours or a mute was lifted."}),
 	}
+	m.Retries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_delivery_retries_total", Help: "Failed attempts retried on a schedule (scheduled), or ended by its last retry (exhausted), by recipient kind."}, []string{"kind", "outcome"})
+	m.RetriesWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_delivery_retries_waiting", Help: "Pushes waiting for a scheduled retry."})
+	m.OldestRetry = prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_delivery_oldest_retry_seconds", Help: "Seconds since the oldest push waiting for a scheduled retry first failed."})
+	m.Disabled = prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_recipients_disabled", Help: "Recipients disabled now (gone, or failing too long)."})
 	if reg != nil {
-		reg.MustRegister(m.Attempts, m.Latency, m.Held, m.Released)
+		reg.MustRegister(m.Attempts, m.Latency, m.Held, m.Released, m.Retries, m.RetriesWaiting, m.OldestRetry, m.Disabled)
 	}
 	return m
 }
@@ -139,6 +151,9 @@ func NewDispatcher(o Options) (*Dispatcher, error) {
 	}
 	if o.MaxIdempotentAttempts <= 0 {
 		o.MaxIdempotentAttempts = 8
+	}
+	if o.Observe <= 0 {
+		o.Observe = 30 * time.Second
 	}
 	if o.Jitter == nil {
 		o.Jitter = defaultJitter
@@ -198,6 +213,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			d.handing(ctx)
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.observing(ctx)
+	}()
 	defer func() { close(work); wg.Wait(); d.directWG.Wait() }()
 	for {
 		if ctx.Err() != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/herald-bridge/herald/store"
@@ -44,6 +45,8 @@ type Recipients interface {
 	// Attempted records one attempt's result: a success, or a failure
 	// with its reason.
 	Attempted(ctx context.Context, recipient string, ok bool, reason string, now time.Time) (RecipientState, error)
+	// Disabled lists the recipients that are disabled now.
+	Disabled(ctx context.Context) ([]RecipientState, error)
 }
 
 // KVRecipients keeps recipient states in a store KV (store.Channels()).
@@ -69,6 +72,47 @@ type recipientRecord struct {
 
 func switchKey(r string) string { return "recipient/switch/" + r }
 func recordKey(r string) string { return "recipient/record/" + r }
+
+// disabledIndex lists the recipients that were disabled and not enabled
+// since: the switches to read for Disabled.
+const disabledIndex = "recipient/disabled"
+
+// index adds r to (or, with out, drops it from) the disabled index.
+func (k KVRecipients) index(ctx context.Context, r string, out bool) error {
+	var names []string
+	if err := getJSON(ctx, k.KV, disabledIndex, &names); err != nil {
+		return err
+	}
+	i := slices.Index(names, r)
+	switch {
+	case out && i >= 0:
+		names = slices.Delete(names, i, i+1)
+	case !out && i < 0:
+		names = append(names, r)
+	default:
+		return nil
+	}
+	return putJSON(ctx, k.KV, disabledIndex, names)
+}
+
+// Disabled implements Recipients.
+func (k KVRecipients) Disabled(ctx context.Context) ([]RecipientState, error) {
+	var names []string
+	if err := getJSON(ctx, k.KV, disabledIndex, &names); err != nil {
+		return nil, err
+	}
+	var out []RecipientState
+	for _, r := range names {
+		st, err := k.Get(ctx, r)
+		if err != nil {
+			return out, err
+		}
+		if st.Disabled {
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
 
 func getJSON(ctx context.Context, kv store.KV, key string, v any) error {
 	raw, err := kv.Get(ctx, key)
@@ -124,7 +168,7 @@ func (k KVRecipients) Disable(ctx context.Context, r, reason string, now time.Ti
 	if err := putJSON(ctx, k.KV, switchKey(r), sw); err != nil {
 		return stateOf(r, sw, rec), false, err
 	}
-	return stateOf(r, sw, rec), true, nil
+	return stateOf(r, sw, rec), true, k.index(ctx, r, false)
 }
 
 // Enable implements Recipients. The failures counted so far are
@@ -139,8 +183,10 @@ func (k KVRecipients) Enable(ctx context.Context, r string, now time.Time) (Reci
 		return stateOf(r, sw, rec), false, err
 	}
 	rec.FailingSince, rec.Failures = time.Time{}, 0
-	err = putJSON(ctx, k.KV, recordKey(r), rec)
-	return stateOf(r, sw, rec), true, err
+	if err := putJSON(ctx, k.KV, recordKey(r), rec); err != nil {
+		return stateOf(r, sw, rec), true, err
+	}
+	return stateOf(r, sw, rec), true, k.index(ctx, r, true)
 }
 
 // Attempted implements Recipients.

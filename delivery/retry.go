@@ -28,8 +28,10 @@ func retry(_ context.Context, d *Dispatcher, b *batch) []*batch {
 		return pass(b)
 	}
 	done := partAttempts(b.fx[0], b.part) - 1 // retries made before this attempt
+	kind := string(b.route.To.Kind)
 	if done >= len(sch) {
 		b.out = Outcome{Result: Failed, Reason: ReasonRetriesExhausted}
+		d.o.Metrics.Retries.WithLabelValues(kind, "exhausted").Inc()
 		return pass(b)
 	}
 	wait := max(jittered(sch[done], d.o.Jitter()), b.out.After)
@@ -47,6 +49,7 @@ func retry(_ context.Context, d *Dispatcher, b *batch) []*batch {
 		}
 	}
 	b.out = Outcome{Result: RetryAfter, After: wait, Reason: b.out.Reason}
+	d.o.Metrics.Retries.WithLabelValues(kind, "scheduled").Inc()
 	return pass(b)
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/delivery/webhook"
@@ -266,4 +268,62 @@ func TestSpec21_DisabledAfterFailingTooLong(t *testing.T) {
 	if !st.Disabled || st.Reason != delivery.ReasonNoSuccess || hook.count() != 1 {
 		t.Errorf("state %+v, %d notices; want disabled (%s), one notice", st, hook.count(), delivery.ReasonNoSuccess)
 	}
+}
+
+// TestSpec21_MetricsShowWaitingRetriesAndDisabled: the gauges count the
+// pushes waiting for a scheduled retry, how long ago the oldest first
+// failed, and the disabled recipients; the retry counter has no label
+// naming a recipient (I10).
+func TestSpec21_MetricsShowWaitingRetriesAndDisabled(t *testing.T) {
+	r := newRig(t)
+	rv := newReceiver(t, answers(http.StatusServiceUnavailable, http.StatusGone))
+	m := delivery.NewMetrics(nil)
+	recips := delivery.KVRecipients{KV: r.st.Channels()}
+	r.start(scheduledRoute(t, rv, time.Hour), "w", func(o *delivery.Options) {
+		o.Metrics, o.Recipients, o.Observe = m, recips, 5*time.Millisecond
+	})
+	key := r.admit("hook:ci", "d-1", "ops", inbound("deploy"), 0)
+	waitFor(t, func() bool { fx := r.effect(key); return len(fx.Attempts) == 1 && !fx.InFlight }, "the first attempt")
+	r.clock.Advance(20 * time.Minute)
+	waitFor(t, func() bool {
+		return value(m.RetriesWaiting) == 1 && value(m.OldestRetry) == (20*time.Minute).Seconds()
+	}, "one waiting retry, 20 minutes old")
+	if got := value(m.Retries.WithLabelValues("webhook", "scheduled")); got != 1 {
+		t.Errorf("retries scheduled = %v, want 1", got)
+	}
+	r.advance(40 * time.Minute) // the retry: 410
+	r.settled(key, store.Failed)
+	waitFor(t, func() bool {
+		return value(m.RetriesWaiting) == 0 && value(m.Disabled) == 1
+	}, "no waiting retry and one disabled recipient")
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m.Retries)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, mt := range f.GetMetric() {
+			for _, l := range mt.GetLabel() {
+				if l.GetName() != "kind" && l.GetName() != "outcome" {
+					t.Errorf("%s has label %s", f.GetName(), l.GetName())
+				}
+			}
+		}
+	}
+}
+
+// value reads one gauge or counter as a registry exports it.
+func value(c prometheus.Collector) float64 {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	families, err := reg.Gather()
+	if err != nil || len(families) != 1 || len(families[0].GetMetric()) != 1 {
+		return -1
+	}
+	m := families[0].GetMetric()[0]
+	if g := m.GetGauge(); g != nil {
+		return g.GetValue()
+	}
+	return m.GetCounter().GetValue()
 }

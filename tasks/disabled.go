@@ -35,7 +35,7 @@ func (m *Manager) RecipientDisabled(ctx context.Context, taskID, recipient strin
 	} else {
 		for _, a := range m.Policy().Admins {
 			at := address.ChatOf(a)
-			if at == "" || at == recipient {
+			if _, err := delivery.ParseAddress(at); err != nil || at == recipient {
 				at = address.InboxOf(a)
 			}
 			if !slices.Contains(to, at) {

@@ -274,13 +274,23 @@ func (s *crashSender) acceptedIDs() map[string]bool {
 func crashConfig(addr, receiverURL string, idempotent bool) string {
 	return localService(addr) + fmt.Sprintf(`recipients:
   sink:
-    webhook: {url: %q, secret: %q, idempotent: %t}
+    webhook: {url: %q, secret: %q, idempotent: %t%s}
 inbound:
   ci:
     format: standard
     secret: "${%s}"
     route: [sink]
-`, receiverURL+"/herald", recipientSecret, idempotent, hookSecretEnv)
+`, receiverURL+"/herald", recipientSecret, idempotent, crashSchedule(idempotent), hookSecretEnv)
+}
+
+// crashSchedule is the idempotent recipient's retry schedule in the
+// sweep: eight retries a second apart, so every failure is retried
+// within the run (the default waits minutes, then hours).
+func crashSchedule(idempotent bool) string {
+	if !idempotent {
+		return ""
+	}
+	return ", retry_schedule: [1s, 1s, 1s, 1s, 1s, 1s, 1s, 1s]"
 }
 
 // readyOwner waits for /readyz to answer 200 and returns its "owner".

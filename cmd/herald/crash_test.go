@@ -610,7 +610,7 @@ func crashSweep(t *testing.T, idempotent bool, events int) {
 	// I3 and no loss, per effect.
 	states := map[store.EffectState]int{}
 	unknownWhy := map[string]int{}
-	var answered2xx, requests, resentAfterUnknown, twice2xx, neverArrived int
+	var answered2xx, requests, resentAfterUnknown, twice2xx, neverArrived, acceptedTwice int
 	answers := map[crashAnswer]int{}
 	keys := make([]string, 0, len(byKey))
 	for k := range byKey {
@@ -636,6 +636,9 @@ func crashSweep(t *testing.T, idempotent bool, events int) {
 		}
 		if oks > 0 {
 			answered2xx++
+		}
+		if oks > 1 {
+			acceptedTwice++
 		}
 		if oks > 1 && !idempotent { // an idempotent receiver drops the repeat
 			twice2xx++
@@ -693,6 +696,10 @@ func crashSweep(t *testing.T, idempotent bool, events int) {
 		answered2xx, twice2xx, resentAfterUnknown)
 	t.Logf("ledger: %d effects: completed %d, failed %d, unknown %d (%s), of the unknown %d never reached the receiver",
 		len(effects), states[store.Completed], states[store.Failed], states[store.Unknown], crashReasons(unknownWhy), neverArrived)
+	// A receiver that drops repeats by webhook-id acts on each id once;
+	// one that does not would act on these ids twice.
+	t.Logf("deduplicating receiver: %d ids acted on twice; one that does not deduplicate: %d ids accepted twice",
+		0, acceptedTwice)
 	if kills < crashMinKills+1 || killsWhileSending < crashMinKills {
 		t.Errorf("only %d kills (%d while events arrived); the run did not exercise crashes", kills, killsWhileSending)
 	}

@@ -23,7 +23,14 @@ const DisabledSource = "recipients"
 // disable generation, so of the replicas that see the recipient go, one
 // notice goes out per person however many pushes failed. A notice never
 // goes to the disabled recipient itself: the owner's inbox takes it then.
+// The task also lists the recipient as unreachable, as MarkUnreachable
+// does, without a notice of that.
 func (m *Manager) RecipientDisabled(ctx context.Context, taskID, recipient string, named bool, st delivery.RecipientState) error {
+	// The task lists the recipient as unreachable too (the console's
+	// view), without a notice of its own: this one says it all.
+	if _, err := m.markUnreachable(ctx, taskID, recipient); err != nil {
+		return err
+	}
 	var to []string
 	lang := ""
 	if t, err := m.Get(ctx, taskID); err == nil && !named {

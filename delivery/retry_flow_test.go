@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/herald-bridge/herald/delivery"
-	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/delivery/webhook"
 	"github.com/herald-bridge/herald/store"
 )
@@ -240,14 +239,7 @@ func TestSpec21_GoneDisablesUntilEnabled(t *testing.T) {
 func TestSpec21_DisabledAfterFailingTooLong(t *testing.T) {
 	r := newRig(t)
 	rv := newReceiver(t, always(http.StatusServiceUnavailable))
-	sink, err := webhook.New("ops", rv.URL+"/herald", hookSecret, true, egress.Options{AllowPrivate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink.WithPolicy(delivery.RetryPolicy{Schedule: []time.Duration{time.Hour}, DisableAfter: 2 * time.Hour})
-	table := delivery.NewTable(delivery.TableConfig{Named: map[string]delivery.Route{
-		"ops": {Sink: sink, To: delivery.Address{Kind: delivery.Webhook, Name: "ops"}},
-	}})
+	table := routeTo(webhookSink(t, rv, true).WithPolicy(delivery.RetryPolicy{Schedule: []time.Duration{time.Hour}, DisableAfter: 2 * time.Hour}))
 	recips := delivery.KVRecipients{KV: r.st.Channels()}
 	var hook disabledHook
 	r.start(table, "w", func(o *delivery.Options) { o.Recipients, o.Hooks.Disabled = recips, hook.hook })

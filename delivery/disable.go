@@ -23,21 +23,23 @@ const ReasonDisabled = "recipient_disabled"
 // ReasonNoSuccess is why a recipient failing for DisableAfter was disabled.
 const ReasonNoSuccess = "no_success"
 
-// enabledFor is how long this process trusts that a recipient is
-// enabled before it reads the switch again. A disabled one is read
-// every time, so an enable on any replica counts at once.
-const enabledFor = 2 * time.Second
+// disabledFor is how long this process trusts its list of the disabled
+// recipients before it reads the list again: a recipient disabled on
+// another replica is skipped here within that time. One on the list is
+// read again before each group, so an enable counts at once.
+const disabledFor = 2 * time.Second
 
 // successEvery bounds how often a run of successes is written down per
 // recipient by this process.
 const successEvery = time.Minute
 
-// recipientCache spares the store a read per push for recipients that
-// are enabled, and a write per success for ones that are not failing.
+// recipientCache spares the store a read per push, and a write per
+// success for recipients that are not failing.
 type recipientCache struct {
-	mu      sync.Mutex
-	enabled map[string]time.Time // recipient → trusted enabled until
-	okAt    map[string]time.Time // recipient → last success written, while not failing
+	mu       sync.Mutex
+	disabled map[string]bool // the recipients disabled when last read
+	until    time.Time       // when to read them again
+	okAt     map[string]time.Time
 }
 
 // isDisabled reports whether recipient is disabled now, and its state.
@@ -48,9 +50,22 @@ func (d *Dispatcher) isDisabled(ctx context.Context, recipient string, now time.
 	}
 	c := &d.recips
 	c.mu.Lock()
-	until, ok := c.enabled[recipient]
+	if !now.Before(c.until) {
+		c.mu.Unlock()
+		off, err := rs.Disabled(ctx)
+		c.mu.Lock()
+		if err != nil {
+			d.o.Log.Warn().Err(err).Msg("cannot read which recipients are disabled; sending")
+		} else {
+			c.disabled, c.until = map[string]bool{}, now.Add(disabledFor)
+			for _, st := range off {
+				c.disabled[st.Recipient] = true
+			}
+		}
+	}
+	listed := c.disabled[recipient]
 	c.mu.Unlock()
-	if ok && now.Before(until) {
+	if !listed {
 		return RecipientState{}, false
 	}
 	st, err := rs.Get(ctx, recipient)
@@ -58,16 +73,11 @@ func (d *Dispatcher) isDisabled(ctx context.Context, recipient string, now time.
 		d.o.Log.Warn().Err(err).Msg("cannot read whether a recipient is disabled; sending")
 		return st, false
 	}
-	c.mu.Lock()
-	if c.enabled == nil {
-		c.enabled = map[string]time.Time{}
+	if !st.Disabled {
+		c.mu.Lock()
+		delete(c.disabled, recipient)
+		c.mu.Unlock()
 	}
-	if st.Disabled {
-		delete(c.enabled, recipient)
-	} else {
-		c.enabled[recipient] = now.Add(enabledFor)
-	}
-	c.mu.Unlock()
 	return st, st.Disabled
 }
 
@@ -156,7 +166,10 @@ func (d *Dispatcher) disable(ctx context.Context, b *batch, reason string, now t
 		return
 	}
 	d.recips.mu.Lock()
-	delete(d.recips.enabled, r)
+	if d.recips.disabled == nil {
+		d.recips.disabled = map[string]bool{}
+	}
+	d.recips.disabled[r] = true
 	d.recips.mu.Unlock()
 	if !changed {
 		return

@@ -49,7 +49,9 @@ type Recipients interface {
 	Disabled(ctx context.Context) ([]RecipientState, error)
 }
 
-// KVRecipients keeps recipient states in a store KV (store.Channels()).
+// KVRecipients keeps recipient states in a store KV (store.Channels()):
+// per recipient a switch and a delivery record, and one list of the
+// disabled ones, which the dispatcher reads instead of a switch per push.
 type KVRecipients struct{ KV store.KV }
 
 var _ Recipients = KVRecipients{}
@@ -161,8 +163,11 @@ func (k KVRecipients) Get(ctx context.Context, r string) (RecipientState, error)
 // Disable implements Recipients.
 func (k KVRecipients) Disable(ctx context.Context, r, reason string, now time.Time) (RecipientState, bool, error) {
 	sw, rec, err := k.read(ctx, r)
-	if err != nil || sw.Disabled {
+	if err != nil {
 		return stateOf(r, sw, rec), false, err
+	}
+	if sw.Disabled { // listed again: two disables at once may have lost one listing
+		return stateOf(r, sw, rec), false, k.index(ctx, r, false)
 	}
 	sw.Disabled, sw.DisabledAt, sw.Reason = true, now, reason
 	if err := putJSON(ctx, k.KV, switchKey(r), sw); err != nil {

@@ -16,19 +16,19 @@ const observeScan = 5000
 // any scheduled retry waits.
 const observeHorizon = 30 * 24 * time.Hour
 
-// observing reads the retry and disable gauges every Options.Observe
-// until ctx ends. Every replica reads the same shared queue and switches,
+// observing reads the retry and disable gauges every Options.Observe,
+// the first time one interval after the start, until ctx ends. Every replica reads the same shared queue and switches,
 // so each reports the same numbers.
 func (d *Dispatcher) observing(ctx context.Context) {
 	t := time.NewTicker(d.o.Observe)
 	defer t.Stop()
 	for {
-		d.observe(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		d.observe(ctx)
 	}
 }
 

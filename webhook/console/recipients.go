@@ -2,6 +2,8 @@ package console
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"time"
 
@@ -60,15 +62,53 @@ func (c *Console) recipientsView(w http.ResponseWriter, r *http.Request, _ Sessi
 	if err != nil {
 		return actionError(err)
 	}
-	for i := range rows {
-		rows[i].Name = scrubText(rows[i].Name)
+	out := make([]recipientItem, 0, len(rows))
+	for _, row := range rows {
+		it := recipientItem{RecipientRow: row, ID: recipientID(row.Name)}
+		if delivery.IsLiteral(row.Name) { // an address: never shown (I10)
+			it.Name = c.o.KindOf(row.Name) + " …" + it.ID[len(it.ID)-4:]
+		}
+		out = append(out, it)
 	}
-	return writeJSON(w, map[string]any{"ok": true, "recipients": rows})
+	return writeJSON(w, map[string]any{"ok": true, "recipients": out})
+}
+
+// recipientItem is a listed recipient as the page gets it: a configured
+// name as it is, an address only as its kind and the end of an opaque
+// id, which the page sends back to act on it.
+type recipientItem struct {
+	RecipientRow
+	ID string `json:"id"`
+}
+
+// recipientID names a recipient to the page: its configured name, or for
+// an address a digest of it.
+func recipientID(name string) string {
+	if !delivery.IsLiteral(name) {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return "addr_" + hex.EncodeToString(sum[:8])
+}
+
+// recipientNamed finds the recipient the page means by id.
+func (c *Console) recipientNamed(ctx context.Context, id string) (string, error) {
+	rows, err := c.o.Recipients.List(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, row := range rows {
+		if recipientID(row.Name) == id {
+			return row.Name, nil
+		}
+	}
+	return "", &webhook.Error{Status: http.StatusNotFound, Code: "not_found", Msg: "no such recipient"}
 }
 
 // recipientIn is the body of the recipient actions.
 type recipientIn struct {
-	Name   string    `json:"name"`
+	Name string `json:"name"` // the id the list gave
+
 	State  string    `json:"state"` // failed | unknown | "" (both)
 	Since  time.Time `json:"since,omitzero"`
 	Until  time.Time `json:"until,omitzero"`
@@ -85,8 +125,19 @@ func (c *Console) recipientAction(do func(ctx context.Context, who string, in re
 		if err := readJSON(w, r, &in); err != nil {
 			return err
 		}
+		name, err := c.recipientNamed(r.Context(), in.Name)
+		if err != nil {
+			return actionError(err)
+		}
+		in.Name = name
 		res, err := do(r.Context(), sess.Principal, in)
 		c.cache.drop()
+		if row, ok := res.(RecipientRow); ok {
+			res = recipientItem{RecipientRow: row, ID: recipientID(row.Name)}
+			if delivery.IsLiteral(row.Name) {
+				res = map[string]string{"id": recipientID(row.Name), "state": row.State}
+			}
+		}
 		return act(w, res, err)
 	}
 }

@@ -404,10 +404,11 @@
     list.replaceChildren();
     for (const r of data.recipients || []) {
       const name = str(r.name);
+      const id = str(r.id);
       const off = str(r.state) === "disabled";
-      const buttons = [button(t("redeliver_range"), "", () => redeliverRangeAsk(name))];
+      const buttons = [button(t("redeliver_range"), "", () => redeliverRangeAsk(id, name))];
       if (off) {
-        buttons.unshift(button(t("enable"), "primary", () => enableRecipient(name)));
+        buttons.unshift(button(t("enable"), "primary", () => enableRecipient(id, name)));
       }
       list.append(card(name, [
         line(str(r.kind), off ? t("rs_disabled", str(r.reason)) : t("rs_enabled"),
@@ -419,8 +420,8 @@
     empty(list, "nothing_recipients");
   }
 
-  async function enableRecipient(name) {
-    const data = await call("recipients/enable", { name: name });
+  async function enableRecipient(id, name) {
+    const data = await call("recipients/enable", { name: id });
     if (data) {
       setStatus(t("enabled_done", name));
       loadRecipients();
@@ -429,8 +430,8 @@
 
   // redeliverRangeAsk lists a recipient's failed pushes first (a dry run),
   // and queues them only once the count is confirmed.
-  async function redeliverRangeAsk(name) {
-    const dry = await call("recipients/redeliver", { name: name, state: "failed", dry_run: true });
+  async function redeliverRangeAsk(id, name) {
+    const dry = await call("recipients/redeliver", { name: id, state: "failed", dry_run: true });
     if (!dry) {
       return;
     }
@@ -442,7 +443,7 @@
     if (!(await ask(t("confirm_range", n, name), t("confirm_range_text"), t("redeliver"), false))) {
       return;
     }
-    const data = await call("recipients/redeliver", { name: name, state: "failed" });
+    const data = await call("recipients/redeliver", { name: id, state: "failed" });
     if (data) {
       setStatus(t("range_done", data.result.queued));
       loadRecipients();

@@ -319,3 +319,40 @@ func value(c prometheus.Collector) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// TestSpec21_TelegramChatThatBlockedTheBotIsDisabled: the one disable
+// mechanism serves Telegram too. A chat whose user blocked the bot (403
+// "bot was blocked by the user") is disabled after that one answer, told
+// once, and the next pushes to it end failed (recipient_disabled) with no
+// request to the Bot API; another chat is unaffected.
+func TestSpec21_TelegramChatThatBlockedTheBotIsDisabled(t *testing.T) {
+	r := newRig(t)
+	api := newFakeBotAPI(t)
+	api.send = func(n int, w http.ResponseWriter) bool {
+		if n > 1 {
+			return true
+		}
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"ok":false,"error_code":403,"description":"Forbidden: bot was blocked by the user"}`))
+		return false
+	}
+	recips := delivery.KVRecipients{KV: r.st.Channels()}
+	var hook disabledHook
+	r.start(telegramRoute(t, api.URL), "w", func(o *delivery.Options) { o.Recipients, o.Hooks.Disabled = recips, hook.hook })
+
+	const blocked, other = "telegram:chat:1001", "telegram:chat:1002"
+	first := r.admit("hook:ci", "d-1", blocked, inbound("deploy"), 0)
+	if fx := r.settled(first, store.Failed); fx.Error != "blocked" {
+		t.Fatalf("first push: error %q, want blocked", fx.Error)
+	}
+	for i := range 2 {
+		key := r.admit("hook:ci", "later-"+strconv.Itoa(i), blocked, inbound("deploy"), 0)
+		if fx := r.settled(key, store.Failed); fx.Error != delivery.ReasonDisabled || len(fx.Attempts) != 0 {
+			t.Errorf("push to the blocked chat: %d attempts, error %q; want none, %s", len(fx.Attempts), fx.Error, delivery.ReasonDisabled)
+		}
+	}
+	r.settled(r.admit("hook:ci", "d-other", other, inbound("deploy"), 0), store.Completed)
+	if got := len(api.sent()); got != 2 || hook.count() != 1 {
+		t.Errorf("Bot API got %d messages, %d disable notices; want the refused one and the other chat's, one notice", got, hook.count())
+	}
+}

@@ -124,6 +124,10 @@ func TestLoad_ErrorsWithFileAndLine(t *testing.T) {
 			{3, "recipients.ops.webhook.secret: must be whsec_ followed by base64"},
 			{5, "recipients.ops2.webhook.secret: must be whsec_ followed by base64 (it does not decode)"},
 		}},
+		{"webhook-retry.yaml", []want{
+			{3, "recipients.ops.webhook.retry_schedule: each wait must be more than 0s and at most 168h0m0s"},
+			{5, "recipients.ops2.webhook.disable_after: must be a duration of 0s (never) or more"},
+		}},
 		{"feishu-bot-no-url.yaml", []want{{3, "recipients.team-alerts.feishu_bot: url is required"}}},
 		{"recipient-kinds.yaml", []want{
 			{2, "recipients.nothing: set exactly one of feishu_bot, webhook, wecom_bot, dingtalk_bot, email, slack, discord, ntfy, bark, onebot, pushplus, serverchan and address"},
@@ -322,8 +326,25 @@ func TestLoad_HTTPLoopbackRecipientNeedsPrivateNetworks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Recipients["local"].Webhook.Idempotent {
-		t.Error("idempotent must default to false")
+	if p := cfg.Recipients["local"].Webhook.Policy(); len(p.Schedule) == 0 {
+		t.Error("a webhook recipient must be idempotent, with a retry schedule, by default (SPEC §21)")
+	}
+}
+
+// TestSpec21_WebhookRetryKeys: retry_schedule and disable_after are read
+// as written; idempotent: false leaves no schedule (I3).
+func TestSpec21_WebhookRetryKeys(t *testing.T) {
+	cfg, err := LoadEnv(filepath.Join("testdata", "webhook-policy.yaml"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast := cfg.Recipients["fast"].Webhook.Policy()
+	if !slices.Equal(fast.Schedule, []time.Duration{time.Second, 2 * time.Minute}) || fast.DisableAfter != 0 {
+		t.Errorf("fast: %+v; want [1s 2m], never disabled for failing", fast)
+	}
+	once := cfg.Recipients["once"].Webhook.Policy()
+	if once.Schedule != nil || once.DisableAfter != 48*time.Hour {
+		t.Errorf("once: %+v; want no schedule, disable after 48h", once)
 	}
 }
 

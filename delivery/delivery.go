@@ -9,6 +9,7 @@
 // file of its own:
 //
 //	resolve            the recipient's route; pushes to one that is gone end
+//	skipDisabled       pushes to a disabled recipient end unsent
 //	unclaimed(         skipped by pushes handed over in flight (Reserve checked them)
 //	    ownerOnly      another replica's downloads are left to it, untouched
 //	    transportOff   wait while the recipient's transport is switched off
@@ -23,6 +24,8 @@
 //	    compose        one message of the group's payloads
 //	    record         the sending record, before anything leaves
 //	    transmit       the sink sends and classifies
+//	    standing       the recipient's record; gone, or failing too long, disables it
+//	    retry          the recipient's retry schedule
 //	    settle         the outcome recorded; another part goes round again
 //	)
 //
@@ -196,6 +199,10 @@ type Outcome struct {
 	// Unreachable marks the recipient itself as unreachable (bot blocked or
 	// kicked, chat deleted) so owners can be told.
 	Unreachable bool
+	// Gone says the service will not take pushes for the recipient again
+	// until someone acts (a webhook's 410, a chat that blocked the bot, a
+	// robot whose key was reset): the recipient is disabled (disable.go).
+	Gone bool
 	// MigratedTo is a new address the provider moved the recipient to
 	// (Telegram migrate_to_chat_id).
 	MigratedTo string
@@ -213,6 +220,25 @@ type Sink interface {
 // delivery key, so an Unknown outcome may be retried automatically (I3).
 type Deduplicating interface {
 	Dedups(to Address) bool
+}
+
+// Retrying is implemented by sinks whose recipients take automatic
+// retries on a schedule and are disabled after failing for long
+// (Standard Webhooks, SPEC §21); the zero policy keeps I3's rules.
+type Retrying interface {
+	RetryPolicy(to Address) RetryPolicy
+}
+
+// RetryPolicy is how a recipient's failed attempts are retried.
+type RetryPolicy struct {
+	// Schedule is the wait before each retry of an attempt that failed
+	// (it may have arrived, or provably did not): len(Schedule) retries
+	// at most, each waiting up to 10 % longer (jitter). nil: none, beyond
+	// what I3 allows for any recipient.
+	Schedule []time.Duration
+	// DisableAfter disables the recipient once it has failed without a
+	// single success for this long (0: never).
+	DisableAfter time.Duration
 }
 
 // Windowed is implemented by deduplicating sinks whose provider drops a

@@ -22,6 +22,8 @@ type Route struct {
 	// DedupWindow, when set, is how long after a first request the
 	// provider still drops a repeat (Windowed).
 	DedupWindow time.Duration
+	// Retry is the recipient's retry schedule and disable policy (Retrying).
+	Retry RetryPolicy
 	// OwnerOnly: only the replica that schedules the push's task delivers
 	// it (Options.Owns); the sink keeps what it sends on that replica's
 	// disk (a course download).
@@ -37,6 +39,9 @@ type Router interface {
 type Hooks struct {
 	Unreachable func(ctx context.Context, taskID, recipient, reason string)
 	Migrated    func(ctx context.Context, taskID, from, to string)
+	// Disabled is told when a push disabled its recipient (disable.go),
+	// with the recipient's disable generation: one notice per generation.
+	Disabled func(ctx context.Context, taskID, recipient string, st RecipientState)
 }
 
 // Options configure a Dispatcher.
@@ -59,7 +64,17 @@ type Options struct {
 	// Owns reports whether this replica schedules a task now; pushes of
 	// OwnerOnly routes for tasks it does not schedule are left to the
 	// replica that does (owner.go). nil: every task is this replica's.
-	Owns    func(taskID string) bool
+	Owns func(taskID string) bool
+	// Recipients keeps which recipients are disabled and how their
+	// deliveries went, for every replica (disable.go). nil: none is ever
+	// disabled.
+	Recipients Recipients
+	// Jitter returns a number in [0, 1) that stretches a scheduled retry's
+	// wait by up to 10 % (retry.go). Default: math/rand.
+	Jitter func() float64
+	// Observe is how often the retry and disable gauges are read from
+	// the store (default 30 s; observe.go).
+	Observe time.Duration
 	Log     zerolog.Logger
 	Metrics *Metrics
 }
@@ -70,6 +85,11 @@ type Metrics struct {
 	Latency  prometheus.Histogram
 	Held     prometheus.Counter // pushes held by quiet hours or a mute
 	Released prometheus.Counter // held pushes let out early (/quiet off, /mute off)
+	// Retry schedules (retry.go, observe.go).
+	Retries        *prometheus.CounterVec // kind, outcome: scheduled | exhausted
+	RetriesWaiting prometheus.Gauge
+	OldestRetry    prometheus.Gauge // seconds since the oldest waiting retry's push first failed
+	Disabled       prometheus.Gauge // recipients disabled now
 }
 
 // NewMetrics registers the dispatcher's metrics on reg.
@@ -80,8 +100,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Held:     prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_held_total", Help: "Pushes held by quiet hours or a mute."}),
 		Released: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_released_total", Help: "Held pushes let out early because quiet hours or a mute was lifted."}),
 	}
+	m.Retries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_delivery_retries_total", Help: "Failed attempts retried on a schedule (scheduled), or ended by its last retry (exhausted), by recipient kind."}, []string{"kind", "outcome"})
+	m.RetriesWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_delivery_retries_waiting", Help: "Pushes waiting for a scheduled retry."})
+	m.OldestRetry = prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_delivery_oldest_retry_seconds", Help: "Seconds since the oldest push waiting for a scheduled retry first failed."})
+	m.Disabled = prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_recipients_disabled", Help: "Recipients disabled now (gone, or failing too long)."})
 	if reg != nil {
-		reg.MustRegister(m.Attempts, m.Latency, m.Held, m.Released)
+		reg.MustRegister(m.Attempts, m.Latency, m.Held, m.Released, m.Retries, m.RetriesWaiting, m.OldestRetry, m.Disabled)
 	}
 	return m
 }
@@ -104,6 +128,8 @@ type Dispatcher struct {
 	handoffs chan handoff         // to Run's idle hand-off goroutines (unbuffered)
 	limbo    map[string]time.Time // unconfirmed claims to check, until when (Unconfirmed)
 
+	recips recipientCache // disable.go
+
 	// releasing keeps take from reading the queue while Release makes a
 	// chat's held pushes due, so they are taken together, as one message.
 	releasing sync.RWMutex
@@ -125,6 +151,12 @@ func NewDispatcher(o Options) (*Dispatcher, error) {
 	}
 	if o.MaxIdempotentAttempts <= 0 {
 		o.MaxIdempotentAttempts = 8
+	}
+	if o.Observe <= 0 {
+		o.Observe = 30 * time.Second
+	}
+	if o.Jitter == nil {
+		o.Jitter = defaultJitter
 	}
 	if o.Worker == "" {
 		o.Worker = "worker"
@@ -181,6 +213,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			d.handing(ctx)
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.observing(ctx)
+	}()
 	defer func() { close(work); wg.Wait(); d.directWG.Wait() }()
 	for {
 		if ctx.Err() != nil {

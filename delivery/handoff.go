@@ -54,6 +54,10 @@ func (d *Dispatcher) Reserve(ctx context.Context, recipient, taskID string) (wor
 		release()
 		return "", nil, false
 	}
+	if _, off := d.isDisabled(ctx, recipient, d.o.Now()); off {
+		release() // queued instead, to end unsent without an attempt (skipDisabled)
+		return "", nil, false
+	}
 	if d.o.Holds != nil {
 		if _, held := d.o.Holds.Hold(ctx, holdAddress(recipient, route), taskID, time.Time{}, d.o.Now()); held {
 			release()

@@ -13,7 +13,8 @@ import (
 // queue to the recipient. Each stage is one policy in a file of its own.
 // A new policy is a new stage: one file, one line here.
 var stages = pipeline{
-	resolve, // resolve.go: the recipient's route; pushes to one that is gone end
+	resolve,      // resolve.go: the recipient's route; pushes to one that is gone end
+	skipDisabled, // disable.go: pushes to a disabled recipient end unsent
 	unclaimed( // checked by Reserve already for pushes handed over in flight
 		ownerOnly,    // owner.go: another replica's downloads are left to it, untouched
 		transportOff, // transportoff.go: wait while the recipient's transport is off
@@ -28,6 +29,8 @@ var stages = pipeline{
 		compose,        // merge.go: one message of the group's payloads
 		record,         // sending.go: the sending record, before anything leaves
 		transmit,       // send.go: the sink sends and classifies
+		standing,       // disable.go: the recipient's record; gone, or failing too long, disables it
+		retry,          // retry.go: the recipient's retry schedule
 		settle,         // settle.go: the outcome recorded; another part goes round again
 	),
 }

@@ -28,7 +28,11 @@ func (d *Dispatcher) Replayable(fx store.Effect) bool {
 	if !fx.ExpiresAt.IsZero() && !now.Before(fx.ExpiresAt) {
 		return false
 	}
-	if partAttempts(fx, fx.PartsSent) >= d.o.MaxIdempotentAttempts {
+	bound := d.o.MaxIdempotentAttempts
+	if sch := route.Retry.Schedule; len(sch) > 0 {
+		bound = scheduleAttempts(sch)
+	}
+	if partAttempts(fx, fx.PartsSent) >= bound {
 		return false
 	}
 	if w := route.DedupWindow; w > 0 {

@@ -116,7 +116,7 @@ func (r *rig) admit(source, identity, recipient string, msg delivery.Message, tt
 func (r *rig) start(router delivery.Router, worker string, opt func(*delivery.Options)) (stop func()) {
 	r.t.Helper()
 	o := delivery.Options{Ledger: r.ledger, Router: router, Worker: worker, Workers: 4,
-		Now: r.clock.Now, Poll: 5 * time.Millisecond, Log: zerolog.Nop()}
+		Now: r.clock.Now, Poll: 5 * time.Millisecond, Log: zerolog.Nop(), Jitter: func() float64 { return 0 }}
 	if opt != nil {
 		opt(&o)
 	}
@@ -303,10 +303,28 @@ func dropConnection(t testing.TB, w http.ResponseWriter) {
 // at rv through the real webhook sink.
 func webhookRoute(t testing.TB, rv *receiver, idempotent bool) *delivery.Table {
 	t.Helper()
+	return routeTo(webhookSink(t, rv, idempotent))
+}
+
+// scheduledRoute is webhookRoute for an idempotent recipient retried on
+// schedule (SPEC §21).
+func scheduledRoute(t testing.TB, rv *receiver, schedule ...time.Duration) *delivery.Table {
+	t.Helper()
+	return routeTo(webhookSink(t, rv, true).WithPolicy(delivery.RetryPolicy{Schedule: schedule, DisableAfter: webhook.DefaultDisableAfter}))
+}
+
+// webhookSink is the real webhook sink for recipient "ops" at rv.
+func webhookSink(t testing.TB, rv *receiver, idempotent bool) *webhook.Sink {
+	t.Helper()
 	sink, err := webhook.New("ops", rv.URL+"/herald", hookSecret, idempotent, egress.Options{AllowPrivate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sink
+}
+
+// routeTo is a Table whose one named recipient "ops" is sink.
+func routeTo(sink delivery.Sink) *delivery.Table {
 	return delivery.NewTable(delivery.TableConfig{Named: map[string]delivery.Route{
 		"ops": {Sink: sink, To: delivery.Address{Kind: delivery.Webhook, Name: "ops"}},
 	}})

@@ -80,6 +80,9 @@ func (t *Table) Resolve(recipient string) (Route, error) {
 			r.Dedups = d.Dedups(r.To)
 		}
 		r.DedupWindow = dedupWindow(r.Sink)
+		if rp, ok := r.Sink.(Retrying); ok {
+			r.Retry = rp.RetryPolicy(r.To)
+		}
 		return r, nil
 	}
 	a, err := ParseAddress(recipient)

@@ -51,7 +51,9 @@ func settle(ctx context.Context, d *Dispatcher, b *batch) []*batch {
 		d.settleAll(ctx, b.fx, func(store.Effect) store.Outcome {
 			return store.Outcome{State: store.Failed, Error: out.Reason, PartsSent: part}
 		})
-		if out.Unreachable && d.o.Hooks.Unreachable != nil {
+		// A recipient that is gone was disabled (standing), and its
+		// owner told so once; anything else unreachable is told here.
+		if out.Unreachable && !(out.Gone && d.o.Recipients != nil) && d.o.Hooks.Unreachable != nil {
 			d.o.Hooks.Unreachable(ctx, b.taskID(), b.recipient(), out.Reason)
 		}
 	default: // Unknown: replay only where the provider dedups by the key (I3)
@@ -59,7 +61,8 @@ func settle(ctx context.Context, d *Dispatcher, b *batch) []*batch {
 		// carries the same delivery key and the provider can drop it.
 		tries := partAttempts(first, part)
 		at := now.Add(backoff(tries))
-		replay := b.route.Dedups && tries < d.o.MaxIdempotentAttempts
+		// A recipient with a retry schedule had its retries there (retry).
+		replay := b.route.Dedups && len(b.route.Retry.Schedule) == 0 && tries < d.o.MaxIdempotentAttempts
 		for _, fx := range b.fx {
 			// A replay must fit before expiry: an expired effect ends
 			// failed, which would misreport an attempt that may have

@@ -127,19 +127,20 @@ func TestI3_UnknownIsNeverReplayed(t *testing.T) {
 	}
 }
 
-// TestI3_IdempotentWebhookReplaysUnknownWithSameID: a recipient declared
-// idempotent deduplicates by webhook-id, so an unknown outcome is replayed
-// automatically, always under the same id, after 1 s, 2 s, 4 s…, and at
-// most MaxIdempotentAttempts times.
-func TestI3_IdempotentWebhookReplaysUnknownWithSameID(t *testing.T) {
-	const maxAttempts = 4
+// TestI3_IdempotentWebhookRetriesUnknownWithSameID: a recipient
+// declared idempotent deduplicates by webhook-id, so an unknown outcome
+// is retried automatically, always under the same id, on its retry
+// schedule (SPEC §21), and ends failed (retries_exhausted) after the
+// last retry.
+func TestI3_IdempotentWebhookRetriesUnknownWithSameID(t *testing.T) {
+	schedule := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
 	r := newRig(t)
 	rv := newReceiver(t, func(_ int, w http.ResponseWriter) bool { dropConnection(t, w); return false })
 	key := r.admit("hook:ci", "d-1", "ops", inbound("deploy"), 0)
-	r.start(webhookRoute(t, rv, true), "w", func(o *delivery.Options) { o.MaxIdempotentAttempts = maxAttempts })
+	r.start(scheduledRoute(t, rv, schedule...), "w", nil)
 
 	at := t0
-	for i, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+	for i, wait := range schedule {
 		waitFor(t, func() bool {
 			fx := r.effect(key)
 			return len(fx.Attempts) == i+1 && !fx.InFlight
@@ -153,19 +154,19 @@ func TestI3_IdempotentWebhookReplaysUnknownWithSameID(t *testing.T) {
 		}
 		r.advance(wait - time.Millisecond) // not a moment early
 		if got := len(rv.received()); got != i+1 {
-			t.Fatalf("%d requests before the backoff of %s ended, want %d", got, wait, i+1)
+			t.Fatalf("%d requests before the wait of %s ended, want %d", got, wait, i+1)
 		}
 		r.clock.Advance(time.Millisecond)
 		at = at.Add(wait)
 	}
-	fx := r.settled(key, store.Unknown)
-	if len(fx.Attempts) != maxAttempts {
-		t.Errorf("%d attempts, want the bound %d", len(fx.Attempts), maxAttempts)
+	fx := r.settled(key, store.Failed)
+	if len(fx.Attempts) != len(schedule)+1 || fx.Error != delivery.ReasonRetriesExhausted {
+		t.Errorf("%d attempts, error %q; want %d, %s", len(fx.Attempts), fx.Error, len(schedule)+1, delivery.ReasonRetriesExhausted)
 	}
 	r.advance(time.Hour)
 	hits := rv.received()
-	if len(hits) != maxAttempts {
-		t.Errorf("receiver saw %d requests, want %d", len(hits), maxAttempts)
+	if len(hits) != len(schedule)+1 {
+		t.Errorf("receiver saw %d requests, want %d", len(hits), len(schedule)+1)
 	}
 	for _, h := range hits {
 		if h.ID != key {
@@ -181,7 +182,7 @@ func TestI3_IdempotentReplayNeverOutlivesExpiry(t *testing.T) {
 	r := newRig(t)
 	rv := newReceiver(t, func(_ int, w http.ResponseWriter) bool { dropConnection(t, w); return false })
 	key := r.admit("hook:ci", "d-1", "ops", inbound("deploy"), 1500*time.Millisecond)
-	r.start(webhookRoute(t, rv, true), "w", nil)
+	r.start(scheduledRoute(t, rv, time.Second, 2*time.Second), "w", nil)
 
 	waitFor(t, func() bool { return len(r.effect(key).Attempts) == 1 && !r.effect(key).InFlight }, "the first attempt")
 	r.advance(time.Second)
@@ -289,7 +290,7 @@ func TestI3_IdempotentGroupReplaysWhole(t *testing.T) {
 	if _, err := r.st.Ledger().Commit(context.Background(), store.RunCommit{TaskID: "t-news", Effects: fxs}); err != nil {
 		t.Fatal(err)
 	}
-	r.start(webhookRoute(t, rv, true), "w", nil)
+	r.start(scheduledRoute(t, rv, time.Second, 2*time.Second), "w", nil)
 
 	waitFor(t, func() bool { fx := r.effect(fxs[1].Key); return len(fx.Attempts) == 1 && !fx.InFlight }, "the first attempt")
 	r.advance(time.Second)

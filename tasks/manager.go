@@ -523,20 +523,10 @@ func (m *Manager) transition(ctx context.Context, who, id, what string, fn func(
 // MarkUnreachable records that the provider reports recipient as
 // unreachable (bot blocked or kicked) and tells the owner once.
 func (m *Manager) MarkUnreachable(ctx context.Context, taskID, recipient, reason string) error {
-	t, err := m.Update(ctx, taskID, func(t *Task) error {
-		if slices.Contains(t.Unreachable, recipient) {
-			return ErrSkip
-		}
-		t.Unreachable = append(t.Unreachable, recipient)
-		return nil
-	})
-	if errors.Is(err, ErrSkip) || errors.Is(err, ErrNotFound) {
-		return nil
-	}
-	if err != nil {
+	t, err := m.markUnreachable(ctx, taskID, recipient)
+	if t == nil || err != nil {
 		return err
 	}
-	m.Signal(t.ID, "unreachable")
 	if t.OwnerAddress() == recipient {
 		return nil
 	}
@@ -548,6 +538,26 @@ func (m *Manager) MarkUnreachable(ctx context.Context, taskID, recipient, reason
 	_, err = m.store.Ledger().Commit(ctx, store.RunCommit{TaskID: t.ID, Effects: []store.Effect{fx}})
 	m.o.WakeDelivery()
 	return err
+}
+
+// markUnreachable records recipient among the task's unreachable ones;
+// the task is nil when it was recorded already, or the task is gone.
+func (m *Manager) markUnreachable(ctx context.Context, taskID, recipient string) (*Task, error) {
+	t, err := m.Update(ctx, taskID, func(t *Task) error {
+		if slices.Contains(t.Unreachable, recipient) {
+			return ErrSkip
+		}
+		t.Unreachable = append(t.Unreachable, recipient)
+		return nil
+	})
+	if errors.Is(err, ErrSkip) || errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m.Signal(t.ID, "unreachable")
+	return t, nil
 }
 
 // MigrateRecipient replaces a recipient the provider moved (Telegram

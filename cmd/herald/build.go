@@ -71,7 +71,13 @@ func (s *service) assemble(ctx context.Context) error {
 	dispatch, err := delivery.NewDispatcher(delivery.Options{
 		Ledger: s.store.Ledger(), Router: download.Router{Next: s.table, Sink: files}, Holds: delivery.PrefHolds{Prefs: s.prefs}, Worker: s.holder,
 		Owns: owns, Log: s.log.With().Str("component", "delivery").Logger(), Metrics: delivery.NewMetrics(s.registry),
+		Recipients: s.recipients(),
 		Hooks: delivery.Hooks{
+			Disabled: func(ctx context.Context, taskID, recipient string, st delivery.RecipientState) {
+				if err := s.manager.RecipientDisabled(ctx, taskID, recipient, s.namedRecipient(recipient), st); err != nil {
+					s.log.Warn().Err(err).Msg("cannot tell that a recipient was disabled")
+				}
+			},
 			Unreachable: func(ctx context.Context, taskID, recipient, reason string) {
 				_ = s.manager.MarkUnreachable(ctx, taskID, recipient, reason)
 			},

@@ -241,9 +241,16 @@ func cmdRequests(e *env, args []string) int {
 func cmdLedger(e *env, args []string) int {
 	yes := e.flags.Bool("yes", false, "with redeliver: do not ask for confirmation")
 	limit := e.flags.Int("limit", 100, "with show: at most this many effects")
+	rng := rangeFlags(e)
 	pos, code, ok := e.parseSub(args, "show", "redeliver")
 	if !ok {
 		return code
+	}
+	if rng.recipient != "" {
+		if len(pos) != 1 || pos[0] != "redeliver" {
+			return e.usage("--recipient goes with redeliver alone: redeliver --recipient NAME [--state failed|unknown] [--since T] [--until T] [--dry-run]")
+		}
+		return redeliverRange(e, rng, *yes)
 	}
 	if len(pos) != 2 {
 		return e.usage("want show TASK or redeliver EFFECT-ID")
@@ -255,16 +262,9 @@ func cmdLedger(e *env, args []string) int {
 			return []string{f.Key, f.State, fmt.Sprint(f.Attempts), f.Recipient, f.UpdatedAt.Local().Format("01-02 15:04:05"), dash(f.Error)}
 		})
 	case "redeliver":
-		if !*yes {
-			if f, ok := e.stdin.(*os.File); !ok || !isatty.IsTerminal(f.Fd()) {
-				return e.usage("redeliver sends the push again; confirm with --yes when not on a terminal")
-			}
-			fmt.Fprintf(e.stderr, "Send effect %s again? It may reach the recipient twice. [y/N] ", pos[1])
-			line, _ := bufio.NewReader(e.stdin).ReadString('\n')
-			if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-				fmt.Fprintln(e.stderr, "not redelivered")
-				return exitFailure
-			}
+		if code, ok := confirm(e, *yes, "redeliver sends the push again",
+			fmt.Sprintf("Send effect %s again? It may reach the recipient twice.", pos[1])); !ok {
+			return code
 		}
 		f, code, done := call[effectView](e, "ledger.redeliver", map[string]string{"key": pos[1]}, 10*time.Second)
 		if done {
@@ -274,6 +274,24 @@ func cmdLedger(e *env, args []string) int {
 		return exitOK
 	}
 	return e.usage(fmt.Sprintf("unknown subcommand %q", pos[0]))
+}
+
+// confirm asks question on a terminal unless yes; off a terminal it
+// wants --yes. ok: go ahead; else exit with code.
+func confirm(e *env, yes bool, what, question string) (code int, ok bool) {
+	if yes {
+		return exitOK, true
+	}
+	if f, ok := e.stdin.(*os.File); !ok || !isatty.IsTerminal(f.Fd()) {
+		return e.usage(what + "; confirm with --yes when not on a terminal"), false
+	}
+	fmt.Fprintf(e.stderr, "%s [y/N] ", question)
+	line, _ := bufio.NewReader(e.stdin).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+		fmt.Fprintln(e.stderr, "not redelivered")
+		return exitFailure, false
+	}
+	return exitOK, true
 }
 
 func cmdInbox(e *env, args []string) int {

@@ -46,6 +46,7 @@ func (s *service) mountConsole() {
 			}
 			return "named"
 		},
+		Recipients: recipientDesk{s},
 	})
 	c.Mount(s.server)
 }

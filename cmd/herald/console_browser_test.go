@@ -581,6 +581,19 @@ func TestConsole_FailingWatchAndUnreachableRecipientNeedAttention(t *testing.T) 
 	if got := textOf(t, tab, "#unreachable"); !strings.Contains(got, "ops") {
 		t.Errorf("the unreachable card does not name the recipient:\n%s", got)
 	}
+	// The 410 disabled ops (SPEC §21): the recipients list says so, and
+	// Enable turns it back on.
+	waitJS(t, tab, "the disabled recipient", `document.getElementById("recipient-states").innerText.includes("disabled (gone)")`)
+	do(t, tab, chromedp.Click(`//ul[@id="recipient-states"]/li[contains(., "ops")]//button[contains(., "Enable")]`))
+	waitJS(t, tab, "the recipient enabled", `document.getElementById("status").innerText.includes("ops is enabled again")`)
+	waitJS(t, tab, "the list after enable", `!document.getElementById("recipient-states").innerText.includes("disabled")`)
+	var rows []recipientRow
+	cliJSON(t, r.dataDir, &rows, "recipients", "list")
+	for _, row := range rows {
+		if row.Name == "ops" && row.State != "enabled" {
+			t.Errorf("after Enable in the console: %+v", row)
+		}
+	}
 	// Details opens the task in the tasks view.
 	do(t, tab, chromedp.Click(`//ul[@id="failing"]/li[contains(., "Locked feed")]//button`))
 	waitJS(t, tab, "the broken task's details", `!document.getElementById("detail").hidden && document.getElementById("detail-h").innerText.includes("broken")`)

@@ -274,13 +274,23 @@ func (s *crashSender) acceptedIDs() map[string]bool {
 func crashConfig(addr, receiverURL string, idempotent bool) string {
 	return localService(addr) + fmt.Sprintf(`recipients:
   sink:
-    webhook: {url: %q, secret: %q, idempotent: %t}
+    webhook: {url: %q, secret: %q, idempotent: %t%s}
 inbound:
   ci:
     format: standard
     secret: "${%s}"
     route: [sink]
-`, receiverURL+"/herald", recipientSecret, idempotent, hookSecretEnv)
+`, receiverURL+"/herald", recipientSecret, idempotent, crashSchedule(idempotent), hookSecretEnv)
+}
+
+// crashSchedule is the idempotent recipient's retry schedule in the
+// sweep: eight retries a second apart, so every failure is retried
+// within the run (the default waits minutes, then hours).
+func crashSchedule(idempotent bool) string {
+	if !idempotent {
+		return ""
+	}
+	return ", retry_schedule: [1s, 1s, 1s, 1s, 1s, 1s, 1s, 1s]"
 }
 
 // readyOwner waits for /readyz to answer 200 and returns its "owner".
@@ -600,7 +610,7 @@ func crashSweep(t *testing.T, idempotent bool, events int) {
 	// I3 and no loss, per effect.
 	states := map[store.EffectState]int{}
 	unknownWhy := map[string]int{}
-	var answered2xx, requests, resentAfterUnknown, twice2xx, neverArrived int
+	var answered2xx, requests, resentAfterUnknown, twice2xx, neverArrived, acceptedTwice int
 	answers := map[crashAnswer]int{}
 	keys := make([]string, 0, len(byKey))
 	for k := range byKey {
@@ -626,6 +636,9 @@ func crashSweep(t *testing.T, idempotent bool, events int) {
 		}
 		if oks > 0 {
 			answered2xx++
+		}
+		if oks > 1 {
+			acceptedTwice++
 		}
 		if oks > 1 && !idempotent { // an idempotent receiver drops the repeat
 			twice2xx++
@@ -683,6 +696,10 @@ func crashSweep(t *testing.T, idempotent bool, events int) {
 		answered2xx, twice2xx, resentAfterUnknown)
 	t.Logf("ledger: %d effects: completed %d, failed %d, unknown %d (%s), of the unknown %d never reached the receiver",
 		len(effects), states[store.Completed], states[store.Failed], states[store.Unknown], crashReasons(unknownWhy), neverArrived)
+	// A receiver that drops repeats by webhook-id acts on each id once;
+	// one that does not would act on these ids twice.
+	t.Logf("ids answered 2xx more than once: %d (a receiver that drops repeats by webhook-id acts on each once; one that does not acts on these twice)",
+		acceptedTwice)
 	if kills < crashMinKills+1 || killsWhileSending < crashMinKills {
 		t.Errorf("only %d kills (%d while events arrived); the run did not exercise crashes", kills, killsWhileSending)
 	}

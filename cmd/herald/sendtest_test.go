@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/robot/robottest"
 	"github.com/herald-bridge/herald/store"
 )
@@ -37,18 +38,21 @@ func TestSendTest_ReportsTheReceiversAnswerAtOnce(t *testing.T) {
 			"  wecom-bad-key:\n    wecom_bot: {url: \"" + badKey.URL + "/cgi-bin/webhook/send?key=" + wecomKey + "\"}\n" +
 			"  wecom-dead:\n    wecom_bot: {url: \"" + dead + "/cgi-bin/webhook/send?key=" + wecomKey + "\"}\n" +
 			"  hook-gone:\n    webhook: {url: \"" + goneSrv.URL + "/hook\", secret: \"" + secret + "\"}\n" +
-			"  hook-broken:\n    webhook: {url: \"" + brokenSrv.URL + "/hook\", secret: \"" + secret + "\"}\n",
+			"  hook-broken:\n    webhook: {url: \"" + brokenSrv.URL + "/hook\", secret: \"" + secret + "\", idempotent: false}\n",
 	})
 	p, dataDir := startServe(t, cfg)
 
+	// A robot whose key is gone and a webhook answering 410 are disabled
+	// by the first test push (SPEC §21): the second is refused unsent.
 	cases := []struct {
 		recipient, outcome, reason string
 		retry                      bool
+		again                      string // the second push's reason, when it differs
 	}{
-		{"wecom-bad-key", "failed", "bad_key", false},
-		{"hook-gone", "failed", "gone", false},
-		{"hook-broken", "unknown", "http_500", false},
-		{"wecom-dead", "retry_after", "connect_failed", true},
+		{"wecom-bad-key", "failed", "bad_key", false, delivery.ReasonDisabled},
+		{"hook-gone", "failed", "gone", false, delivery.ReasonDisabled},
+		{"hook-broken", "unknown", "http_500", false, ""},
+		{"wecom-dead", "retry_after", "connect_failed", true, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.recipient, func(t *testing.T) {
@@ -69,18 +73,23 @@ func TestSendTest_ReportsTheReceiversAnswerAtOnce(t *testing.T) {
 			if err := json.Unmarshal([]byte(jout), &v); err != nil {
 				t.Fatalf("--json: %v\n%s", err, jout)
 			}
-			if v.Outcome != c.outcome || v.Reason != c.reason || v.Attempts != 1 || (v.RetryIn > 0) != c.retry {
+			reason, attempts := c.reason, 1
+			if c.again != "" {
+				reason, attempts = c.again, 0
+			}
+			if v.Outcome != c.outcome || v.Reason != reason || v.Attempts != attempts || (v.RetryIn > 0) != c.retry {
 				t.Errorf("--json = %+v", v)
 			}
 		})
 	}
-	// Two send-tests each: one push each, none sent again.
+	// Two send-tests each: one push each, none sent again; the second to
+	// a disabled recipient not sent at all.
 	time.Sleep(500 * time.Millisecond)
-	if n := len(badKey.Requests()); n != 2 {
-		t.Errorf("the robot refusing the key got %d requests, want 2", n)
+	if n := len(badKey.Requests()); n != 1 {
+		t.Errorf("the robot refusing the key got %d requests, want 1", n)
 	}
-	if gone.Load() != 2 || broken.Load() != 2 {
-		t.Errorf("webhooks got %d (410) and %d (500) requests, want 2 each", gone.Load(), broken.Load())
+	if gone.Load() != 1 || broken.Load() != 2 {
+		t.Errorf("webhooks got %d (410) and %d (500) requests, want 1 and 2", gone.Load(), broken.Load())
 	}
 	for _, s := range []string{wecomKey, secret} {
 		if strings.Contains(p.log.String(), s) {

@@ -39,11 +39,11 @@ const (
 
 // codes are the errcodes with a meaning of their own.
 var codes = robot.Codes{
-	130101: {Reason: "rate_limited", TooFast: true},        // send too fast
-	310000: {Reason: "bad_signature", BadCredential: true}, // sign, keyword or IP check failed
-	300001: {Reason: "bad_token", BadCredential: true},     // invalid access token
-	300005: {Reason: "bad_token", BadCredential: true},     // token does not exist
-	460101: {Reason: "too_large"},                          // body over the limit
+	130101: {Reason: "rate_limited", TooFast: true},                // send too fast
+	310000: {Reason: "bad_signature", BadCredential: true},         // sign, keyword or IP check failed
+	300001: {Reason: "bad_token", BadCredential: true, Gone: true}, // invalid access token
+	300005: {Reason: "bad_token", BadCredential: true, Gone: true}, // token does not exist
+	460101: {Reason: "too_large"},                                  // body over the limit
 }
 
 // Sink posts deliveries to one DingTalk robot.

@@ -48,6 +48,9 @@ var en = words{
 		NoticeFailing:     {"Watch failing", "%[1]s failed %[2]d checks in a row (%[3]s). herald keeps trying."},
 		NoticeRecovered:   {"Watch recovered", "%[1]s works again."},
 		NoticeUnreachable: {"A recipient is unreachable", "Pushes for %[1]s cannot reach one of its recipients (%[2]s). Check that the bot is still in that chat."},
+		NoticeDisabled: {"A recipient is disabled", "herald stopped sending to %[1]s (%[2]s): its pushes now end failed without being sent. " +
+			"Fix the receiver, then turn it back on with: herald recipients enable %[1]s (or Enable in the console). " +
+			"To send what it missed: herald ledger redeliver --recipient %[1]s"},
 	},
 	noticeOne: map[string]string{
 		NoticeBaseline:     "Now watching %[1]s: %[2]d item. You will hear about changes only.",

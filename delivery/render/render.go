@@ -65,10 +65,11 @@ const (
 	NoticeFailing      = "failing"       // the task's name, failures in a row (int), the failure's class
 	NoticeRecovered    = "recovered"     // the task's name
 	NoticeUnreachable  = "unreachable"   // the task's name, why
+	NoticeDisabled     = "disabled"      // the recipient, why (SPEC §21)
 )
 
 // Notices are the names of every owner notice.
-var Notices = []string{NoticeBaseline, NoticeWatchingMany, NoticeSuspect, NoticeFailing, NoticeRecovered, NoticeUnreachable}
+var Notices = []string{NoticeBaseline, NoticeWatchingMany, NoticeSuspect, NoticeFailing, NoticeRecovered, NoticeUnreachable, NoticeDisabled}
 
 // OwnerNotice is the title and the text format, in lang, of the owner
 // notice name (one of Notices).

@@ -39,6 +39,9 @@ var zh = words{
 		NoticeFailing:     {"关注任务连续失败", "%[1]s 已连续 %[2]d 次检查失败（%[3]s）。herald 会继续重试。"},
 		NoticeRecovered:   {"关注任务已恢复", "%[1]s 已恢复正常。"},
 		NoticeUnreachable: {"有接收方无法送达", "%[1]s 的推送无法送达其中一个接收方（%[2]s）。请确认机器人仍在该会话中。"},
+		NoticeDisabled: {"接收方已停用", "herald 已停止向 %[1]s 发送（%[2]s）：发往它的推送现在不发送，直接记为失败。" +
+			"修好接收端后，运行 herald recipients enable %[1]s（或在控制台点“启用”）重新启用。" +
+			"补发错过的推送：herald ledger redeliver --recipient %[1]s"},
 	},
 	noticeOne: map[string]string{}, // no plural: one reads as many
 }

@@ -50,6 +50,9 @@ type Code struct {
 	// BadCredential: the key, token or signature is wrong; the recipient
 	// is unreachable until the config changes.
 	BadCredential bool
+	// Gone: the robot's key or token no longer exists (reset, or the
+	// robot removed): the recipient is disabled until enabled again.
+	Gone bool
 }
 
 // Classify maps an HTTP answer of a robot to an outcome. Only HTTP 200
@@ -79,7 +82,7 @@ func Classify(status int, raw []byte, codes map[int]Code) delivery.Outcome {
 	case c.TooFast:
 		return delivery.Outcome{Result: delivery.RetryAfter, After: TooFastWait, Reason: c.Reason}
 	case c.BadCredential:
-		return delivery.Outcome{Result: delivery.Failed, Reason: c.Reason, Unreachable: true}
+		return delivery.Outcome{Result: delivery.Failed, Reason: c.Reason, Unreachable: true, Gone: c.Gone}
 	}
 	return delivery.Outcome{Result: delivery.Failed, Reason: c.Reason}
 }

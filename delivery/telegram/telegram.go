@@ -244,7 +244,10 @@ func Classify(err error) delivery.Outcome {
 	case errors.As(err, &mig):
 		return delivery.Outcome{Result: delivery.Failed, Reason: "migrated"}
 	case errors.Is(err, bot.ErrorForbidden):
-		return delivery.Outcome{Result: delivery.Failed, Reason: forbiddenReason(err.Error()), Unreachable: true}
+		reason := forbiddenReason(err.Error())
+		// Blocked, kicked, a deleted account or chat: the chat takes
+		// nothing until someone acts, so it is disabled (Gone).
+		return delivery.Outcome{Result: delivery.Failed, Reason: reason, Unreachable: true, Gone: reason != "forbidden"}
 	case errors.Is(err, bot.ErrorBadRequest):
 		desc := strings.ToLower(err.Error())
 		switch {

@@ -220,6 +220,12 @@ func TestI3_Classification(t *testing.T) {
 			if got.Unreachable != c.unreachable {
 				t.Errorf("unreachable = %v, want %v", got.Unreachable, c.unreachable)
 			}
+			// A chat that blocked, kicked or lost the bot is gone: it is
+			// disabled (SPEC §21), through the mechanism every sink shares.
+			gone := c.name == "blocked" || c.name == "kicked" || c.name == "deactivated" || c.name == "group deleted"
+			if got.Gone != gone {
+				t.Errorf("gone = %v, want %v", got.Gone, gone)
+			}
 			if c.want == delivery.Completed && got.ProviderID != "101" {
 				t.Errorf("provider id = %q", got.ProviderID)
 			}

@@ -65,11 +65,13 @@ type Sink struct {
 	rt         http.RoundTripper
 	timeout    time.Duration
 	now        func() time.Time
+	policy     delivery.RetryPolicy
 }
 
 var (
 	_ delivery.Sink          = (*Sink)(nil)
 	_ delivery.Deduplicating = (*Sink)(nil)
+	_ delivery.Retrying      = (*Sink)(nil)
 )
 
 // New builds the sink for the named recipient. rawURL is checked by
@@ -92,7 +94,12 @@ func New(name, rawURL, secret string, idempotent bool, o egress.Options) (*Sink,
 	if o.UserAgent == "" {
 		o.UserAgent = egress.DefaultUserAgent()
 	}
+	p := delivery.RetryPolicy{DisableAfter: DefaultDisableAfter}
+	if idempotent {
+		p.Schedule = DefaultSchedule
+	}
 	return &Sink{
+		policy:     p,
 		name:       name,
 		url:        rawURL,
 		key:        key,
@@ -104,6 +111,20 @@ func New(name, rawURL, secret string, idempotent bool, o egress.Options) (*Sink,
 	}, nil
 }
 
+// WithPolicy sets the recipient's retry schedule and disable policy
+// (New: DefaultSchedule when idempotent, DefaultDisableAfter). A
+// schedule is kept only for an idempotent recipient.
+func (s *Sink) WithPolicy(p delivery.RetryPolicy) *Sink {
+	if !s.idempotent {
+		p.Schedule = nil
+	}
+	s.policy = p
+	return s
+}
+
+// RetryPolicy implements delivery.Retrying.
+func (s *Sink) RetryPolicy(delivery.Address) delivery.RetryPolicy { return s.policy }
+
 // Name is the recipient's configured name.
 func (s *Sink) Name() string { return s.name }
 
@@ -114,13 +135,19 @@ func (s *Sink) Dedups(delivery.Address) bool { return s.idempotent }
 //
 //   - 2xx: Completed.
 //   - 3xx: Failed "redirect" (redirects are never followed); 410: Failed
-//     "gone" and the recipient unreachable; other 4xx but 408 and 429: Failed.
+//     "gone", the recipient gone (it is disabled); other 4xx but 408,
+//     409, 425 and 429: Failed.
 //   - 429: RetryAfter, waiting Retry-After (seconds or an HTTP date;
 //     DefaultRetryAfter without one).
 //   - The request never left (guard refused: Failed "blocked_address";
 //     connection refused, DNS, TLS handshake: RetryAfter).
-//   - Anything that may have reached the receiver (408, 5xx, a timeout or
-//     a dropped connection after the request was written): Unknown.
+//   - Anything that may have reached the receiver (408, 409, 425, 5xx, a
+//     timeout or a dropped connection after the request was written):
+//     Unknown, with the answer's Retry-After as After when it has one.
+//
+// The webhook-timestamp is the attempt's and is signed afresh each time
+// (Standard Webhooks); the webhook-id and the body are the same on every
+// attempt of one push.
 func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
 	if err := ctx.Err(); err != nil {
 		return delivery.Outcome{Result: delivery.RetryAfter, Reason: ReasonCanceled}
@@ -211,14 +238,22 @@ func classifyStatus(resp *http.Response, now time.Time) delivery.Outcome {
 	case code == http.StatusTooManyRequests:
 		return delivery.Outcome{Result: delivery.RetryAfter, Reason: ReasonRateLimited,
 			After: RetryAfter(resp.Header.Get("Retry-After"), now)}
-	case code == http.StatusRequestTimeout:
-		return delivery.Outcome{Result: delivery.Unknown, Reason: reason}
+	case code == http.StatusRequestTimeout, code == http.StatusConflict, code == http.StatusTooEarly:
+		return delivery.Outcome{Result: delivery.Unknown, Reason: reason, After: askedWait(resp, now)}
 	case code == http.StatusGone:
-		return delivery.Outcome{Result: delivery.Failed, Reason: ReasonGone, Unreachable: true}
+		return delivery.Outcome{Result: delivery.Failed, Reason: ReasonGone, Unreachable: true, Gone: true}
 	case code >= 400 && code < 500:
 		return delivery.Outcome{Result: delivery.Failed, Reason: reason}
 	}
-	return delivery.Outcome{Result: delivery.Unknown, Reason: reason}
+	return delivery.Outcome{Result: delivery.Unknown, Reason: reason, After: askedWait(resp, now)}
+}
+
+// askedWait is the wait a failed answer's Retry-After asks for; 0 without one.
+func askedWait(resp *http.Response, now time.Time) time.Duration {
+	if v := resp.Header.Get("Retry-After"); strings.TrimSpace(v) != "" {
+		return RetryAfter(v, now)
+	}
+	return 0
 }
 
 // RetryAfter parses a Retry-After header value: delay seconds or an HTTP

@@ -213,7 +213,9 @@ func TestSendClassifiesStatus(t *testing.T) {
 		{"408", status(408), delivery.Unknown, "http_408", 0, false},
 		{"500", status(500), delivery.Unknown, "http_500", 0, false},
 		{"502", status(502), delivery.Unknown, "http_502", 0, false},
-		{"503", status(503, "Retry-After", "5"), delivery.Unknown, "http_503", 0, false},
+		{"503", status(503, "Retry-After", "5"), delivery.Unknown, "http_503", 5 * time.Second, false},
+		{"409", status(409), delivery.Unknown, "http_409", 0, false},
+		{"425", status(425), delivery.Unknown, "http_425", 0, false},
 		{"301", status(301, "Location", "https://example.org/"), delivery.Failed, "redirect", 0, false},
 		{"429 seconds", status(429, "Retry-After", "7"), delivery.RetryAfter, "rate_limited", 7 * time.Second, false},
 		{"429 http date", status(429, "Retry-After", date), delivery.RetryAfter, "rate_limited", 2 * time.Minute, false},
@@ -229,8 +231,8 @@ func TestSendClassifiesStatus(t *testing.T) {
 			if out.After != tt.after {
 				t.Errorf("After = %v, want %v", out.After, tt.after)
 			}
-			if out.Unreachable != tt.unreachable {
-				t.Errorf("Unreachable = %v, want %v", out.Unreachable, tt.unreachable)
+			if out.Unreachable != tt.unreachable || out.Gone != tt.unreachable {
+				t.Errorf("Unreachable = %v, Gone = %v, want %v (only 410 says the recipient is gone)", out.Unreachable, out.Gone, tt.unreachable)
 			}
 			if n := len(rv.requests()); n != 1 {
 				t.Errorf("receiver got %d requests, want exactly 1 (no retries inside the sink)", n)

@@ -22,8 +22,8 @@ const MaxContent = 4096
 
 // codes are the errcodes with a meaning of their own.
 var codes = robot.Codes{
-	45009: {Reason: "rate_limited", TooFast: true},  // api freq out of limit
-	93000: {Reason: "bad_key", BadCredential: true}, // invalid webhook url: wrong key, or the robot was removed
+	45009: {Reason: "rate_limited", TooFast: true},              // api freq out of limit
+	93000: {Reason: "bad_key", BadCredential: true, Gone: true}, // invalid webhook url: wrong key, or the robot was removed
 	40008: {Reason: "bad_key", BadCredential: true},
 }
 

@@ -205,6 +205,11 @@ func TestClassify(t *testing.T) {
 		if out.Unreachable != tc.unreachable {
 			t.Errorf("errcode %d: unreachable %v", tc.code, out.Unreachable)
 		}
+		// 93000: the robot's key was reset or the robot removed; it is
+		// disabled (SPEC §21) until enabled again.
+		if out.Gone != (tc.code == 93000) {
+			t.Errorf("errcode %d: gone %v", tc.code, out.Gone)
+		}
 	}
 }
 

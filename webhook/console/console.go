@@ -62,7 +62,9 @@ type Options struct {
 	// KindOf names a recipient's transport kind (telegram, feishu,
 	// inbox, webhook, feishu_bot, …) for the delivery view; never the address.
 	KindOf func(recipient string) string
-	Now    func() time.Time
+	// Recipients lists recipients and acts on them (nil: none listed).
+	Recipients Recipients
+	Now        func() time.Time
 }
 
 // Console serves the page and its API.
@@ -117,6 +119,9 @@ func (c *Console) Mount(s *webhook.Server) {
 	s.Handle("/console/api/approve", c.authed(http.MethodPost, c.action(c.approve)))
 	s.Handle("/console/api/reject", c.authed(http.MethodPost, c.action(c.reject)))
 	s.Handle("/console/api/redeliver", c.authed(http.MethodPost, c.action(c.redeliver)))
+	s.Handle("/console/api/recipients", c.authed(http.MethodGet, c.recipientsView))
+	s.Handle("/console/api/recipients/enable", c.authed(http.MethodPost, c.recipientAction(c.enableRecipient)))
+	s.Handle("/console/api/recipients/redeliver", c.authed(http.MethodPost, c.recipientAction(c.redeliverRecipient)))
 }
 
 // secure sets the headers every console response carries; no-store keeps
@@ -287,6 +292,10 @@ func act(w http.ResponseWriter, res any, err error) error {
 }
 
 func actionError(err error) error {
+	var we *webhook.Error
+	if errors.As(err, &we) {
+		return we
+	}
 	var ue *tasks.UserError
 	msg := "the action failed; try again"
 	if errors.As(err, &ue) {

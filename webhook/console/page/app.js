@@ -44,6 +44,14 @@
       completed: "completed", failed: "failed", retry: "retry", unknown_r: "unknown",
       st_pending_approval: "pending approval", st_active: "active", st_paused: "paused", st_error: "error",
       st_done: "done", st_rejected: "rejected", lang_other: "中文", by: "by {0}",
+      recipient_states: "Recipients",
+      recipient_states_hint: "A recipient that is gone, or failed for days without a success, is disabled: its pushes end failed unsent until you enable it.",
+      rs_enabled: "enabled", rs_disabled: "disabled ({0})", last_success: "last success {0}", never: "never",
+      failures: "{0} failures since", enable: "Enable", redeliver_range: "Redeliver failed",
+      enabled_done: "{0} is enabled again.", nothing_recipients: "No recipient is declared or disabled.",
+      confirm_range: "Send {0} failed pushes to {1} again?",
+      confirm_range_text: "Each goes once, with its original id. Pushes that were completed are never sent again.",
+      range_none: "No failed push of {0} to send again.", range_done: "{0} pushes queued again.",
     },
     zh: {
       title: "herald 控制台", skip: "跳到内容", signout: "退出登录", signin: "登录",
@@ -78,6 +86,14 @@
       completed: "成功", failed: "失败", retry: "重试", unknown_r: "未知",
       st_pending_approval: "待批准", st_active: "运行中", st_paused: "已暂停", st_error: "出错",
       st_done: "已完成", st_rejected: "已拒绝", lang_other: "English", by: "由 {0}",
+      recipient_states: "接收方",
+      recipient_states_hint: "接收方已不存在，或连续数天没有一次成功时会被停用：发往它的推送不再发送，直接记为失败，直到你重新启用。",
+      rs_enabled: "已启用", rs_disabled: "已停用（{0}）", last_success: "上次成功 {0}", never: "从未",
+      failures: "此后失败 {0} 次", enable: "启用", redeliver_range: "补发失败的推送",
+      enabled_done: "{0} 已重新启用。", nothing_recipients: "没有声明或被停用的接收方。",
+      confirm_range: "向 {1} 补发 {0} 条失败的推送？",
+      confirm_range_text: "每条只发一次，沿用原来的 id。已成功的推送不会再发。",
+      range_none: "没有要向 {0} 补发的失败推送。", range_done: "已有 {0} 条推送重新排队。",
     },
   };
 
@@ -281,6 +297,7 @@
     showError("");
     if (view === "attention") {
       loadAttention();
+      loadRecipients();
     } else if (view === "tasks") {
       loadTasks();
     } else {
@@ -378,6 +395,61 @@
         [button(t("details"), "", () => openDetail(str(u.task)))]));
     }
     empty(unr, "nothing_unreachable");
+  }
+
+  async function loadRecipients() {
+    const data = await call("recipients");
+    if (!data) {
+      return;
+    }
+    const list = $("recipient-states");
+    list.replaceChildren();
+    for (const r of data.recipients || []) {
+      const name = str(r.name);
+      const id = str(r.id);
+      const off = str(r.state) === "disabled";
+      const buttons = [button(t("redeliver_range"), "", () => redeliverRangeAsk(id, name))];
+      if (off) {
+        buttons.unshift(button(t("enable"), "primary", () => enableRecipient(id, name)));
+      }
+      list.append(card(name, [
+        line(str(r.kind), off ? t("rs_disabled", str(r.reason)) : t("rs_enabled"),
+          t("last_success", r.last_success ? when(r.last_success) : t("never")),
+          r.failures ? t("failures", r.failures) : ""),
+        r.last_error ? node("p", "err", str(r.last_error)) : null,
+      ], buttons));
+    }
+    empty(list, "nothing_recipients");
+  }
+
+  async function enableRecipient(id, name) {
+    const data = await call("recipients/enable", { name: id });
+    if (data) {
+      setStatus(t("enabled_done", name));
+      loadRecipients();
+    }
+  }
+
+  // redeliverRangeAsk lists a recipient's failed pushes first (a dry run),
+  // and queues them only once the count is confirmed.
+  async function redeliverRangeAsk(id, name) {
+    const dry = await call("recipients/redeliver", { name: id, state: "failed", dry_run: true });
+    if (!dry) {
+      return;
+    }
+    const n = (dry.result.effects || []).length;
+    if (n === 0) {
+      setStatus(t("range_none", name));
+      return;
+    }
+    if (!(await ask(t("confirm_range", n, name), t("confirm_range_text"), t("redeliver"), false))) {
+      return;
+    }
+    const data = await call("recipients/redeliver", { name: id, state: "failed" });
+    if (data) {
+      setStatus(t("range_done", data.result.queued));
+      loadRecipients();
+    }
   }
 
   async function decide(op, id, reason) {

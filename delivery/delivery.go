@@ -78,7 +78,27 @@ type Item struct {
 	// before they existed decode without them and render as they did.
 	WasTitle string    `json:"was_title,omitempty"`
 	WasDue   time.Time `json:"was_due,omitzero"`
+	// Summary is the item's own text in plain words (HTML stripped,
+	// entities decoded, at most SummaryMax characters; SPEC §20). Diff is
+	// the lines a page or JSON watch gained and lost. Both are optional:
+	// payloads written before they existed decode without them.
+	Summary string    `json:"summary,omitempty"`
+	Diff    *ItemDiff `json:"diff,omitempty"`
 }
+
+// ItemDiff is the changed lines of an html or json watch's item, at most
+// DiffMaxLines each way.
+type ItemDiff struct {
+	Added   []string `json:"added,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+}
+
+// SummaryMax is the most characters (runes) an item summary holds, and
+// DiffMaxLines the most lines each side of an item diff (SPEC §20).
+const (
+	SummaryMax   = 280
+	DiffMaxLines = 20
+)
 
 // MaxItems is how many items one message lists before "and N more".
 const MaxItems = 20

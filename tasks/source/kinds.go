@@ -49,7 +49,9 @@ var registry = []kind.Kind{
 			return strings.Contains(doc.Get("version").String(), "jsonfeed.org"), nil
 		},
 		Parse: func(d *kind.Document, _ kind.Input) ([]watch.Item, error) {
-			return parseFeed(d.Body, d.ContentType, d.URL)
+			items, title, err := parseFeedTitled(d.Body, d.ContentType, d.URL)
+			d.Title = title
+			return items, err
 		},
 	},
 	{

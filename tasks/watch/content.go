@@ -20,11 +20,14 @@ const (
 
 // Summary is text, already plain, as an item's summary: white space
 // collapsed, at most SummaryMax characters, cut between characters and
-// ending a cut one in "…". A summary that only repeats title is empty.
+// ending a cut one in "…". The title is left out where the text starts
+// with it, so a summary that only repeats the title is empty.
 func Summary(text, title string) string {
 	s := strings.Join(strings.FieldsFunc(text, unicode.IsSpace), " ")
-	if s == "" || s == strings.Join(strings.Fields(title), " ") {
-		return ""
+	if t := strings.Join(strings.Fields(title), " "); t != "" {
+		if rest, ok := strings.CutPrefix(s, t); ok && (rest == "" || rest[0] == ' ') {
+			s = strings.TrimLeft(rest, " ")
+		}
 	}
 	return clip(s, SummaryMax)
 }

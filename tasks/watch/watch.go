@@ -99,6 +99,7 @@ type Result struct {
 	Kind        string      // the kind used (detected when Spec.Kind was empty)
 	Skipped     int         // unreadable lines or entries left out of a leniently read document
 	Selector    string      // the CSS selector picked for an html page watched without one
+	Title       string      // the source's own title (a feed's), "" when it gives none
 }
 
 // Class is a failure class the manager's retry policy decides on.

@@ -40,7 +40,7 @@ func TestCompute_ChangedItemCarriesItsChangedLines(t *testing.T) {
 	if !slices.Equal(ev.Added, []string{"Room 204", "Bring ID"}) || !slices.Equal(ev.Removed, []string{"Room 101"}) {
 		t.Fatalf("added %q removed %q", ev.Added, ev.Removed)
 	}
-	if ev.Item.Summary != "Exam Room 204 Monday 9:00 Bring ID" {
+	if ev.Item.Summary != "Room 204 Monday 9:00 Bring ID" {
 		t.Fatalf("summary %q", ev.Item.Summary)
 	}
 	if got := d.Next.Items[ev.Item.ID].Lines; len(got) != 4 {

@@ -356,6 +356,10 @@ type TaskDecl struct {
 	Exclude []string `yaml:"exclude"`
 	// Owner is the principal that owns the task; empty: the file's admins.
 	Owner string `yaml:"owner"`
+	// NotifyRemoved makes an item leaving a feed (rss, rsshub) news; and
+	// Template lays out the task's notices (SPEC §20).
+	NotifyRemoved bool   `yaml:"notify_removed"`
+	Template      string `yaml:"template"`
 }
 
 // RemindDurations returns RemindBefore as time.Durations.

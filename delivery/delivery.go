@@ -64,6 +64,14 @@ type Message struct {
 	Items      []Item    `json:"items,omitempty"`
 	More       int       `json:"more,omitempty"` // items not listed ("and N more")
 	OccurredAt time.Time `json:"occurred_at"`
+	// Template is the task's own layout of its notices (SPEC §20), kept
+	// with the push so it needs no task to render; a recipient's own
+	// template wins (layout.go).
+	Template string `json:"template,omitempty"`
+	// Body, when set, is the whole text of the notice as a template laid
+	// it out: its first line is the headline. Set on the way to the sink
+	// (layout.go), so what a sink keeps (the inbox) shows it.
+	Body string `json:"body,omitempty"`
 }
 
 // Item is one listed item of a message.

@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -89,6 +91,22 @@ type job struct {
 	// remindAt is the committed snapshot's next reminder instant, for
 	// the task record (Task.NextRemind); nil when nothing was committed.
 	remindAt *time.Time
+	// sourceTitle is the source's own title as this run read it, for
+	// the task record (Task.SourceTitle); "" when it gave none.
+	sourceTitle string
+}
+
+// MaxSourceTitle bounds, in characters, the source title a task keeps.
+const MaxSourceTitle = 120
+
+// sourceTitle is a source's own title, one line of at most
+// MaxSourceTitle characters.
+func sourceTitle(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > MaxSourceTitle {
+		s = string(r[:MaxSourceTitle-1]) + "…"
+	}
+	return s
 }
 
 // Run performs one run: fetch (with I6 retries), diff, and one atomic
@@ -170,6 +188,12 @@ func (r *Runner) run(ctx context.Context, j *job) tasks.RunRecord {
 			diff.Next.Validators = res.Validators
 		}
 		rec.Items, rec.Skipped, rec.Selector = len(res.Items), res.Skipped, res.Selector
+		if title := sourceTitle(res.Title); title != "" {
+			t.SourceTitle, j.sourceTitle = title, title // notices of this run name it already
+		}
+		if !t.RemovalsNotified(res.Kind) {
+			diff.Events = slices.DeleteFunc(diff.Events, func(ev watch.Event) bool { return ev.Kind == watch.EventRemoved })
+		}
 		if !res.NotModified && !diff.Suspect {
 			listed = res.Items
 		}
@@ -339,6 +363,9 @@ func (r *Runner) finish(ctx context.Context, j *job, t *tasks.Task, rec tasks.Ru
 		cur.LastError = ""
 		if j.remindAt != nil {
 			cur.NextRemind = j.remindAt
+		}
+		if j.sourceTitle != "" {
+			cur.SourceTitle = j.sourceTitle
 		}
 		if failed {
 			cur.LastError = string(rec.Class)

@@ -52,19 +52,11 @@ type Task struct {
 	Notify       []string        `json:"notify"`
 	Include      []string        `json:"include,omitempty"`
 	Exclude      []string        `json:"exclude,omitempty"`
-	// NotifyRemoved makes an item leaving a feed news (RemovalsNotified),
-	// and Template is the task's own layout of its notices (a Go
-	// text/template; a recipient's own wins), both SPEC §20.
-	NotifyRemoved bool   `json:"notify_removed,omitempty"`
-	Template      string `json:"template,omitempty"`
-	// SourceTitle is the source's own title (a feed's), as its last read
-	// gave it: what notices call a task that has no name.
-	SourceTitle string `json:"source_title,omitempty"`
-	Owner       string `json:"owner"`              // principal
-	ReplyTo     string `json:"reply_to,omitempty"` // the requesting chat's address
-	Lang        string `json:"lang,omitempty"`
-	Origin      string `json:"origin"`
-	State       State  `json:"state"`
+	Owner        string          `json:"owner"`              // principal
+	ReplyTo      string          `json:"reply_to,omitempty"` // the requesting chat's address
+	Lang         string          `json:"lang,omitempty"`
+	Origin       string          `json:"origin"`
+	State        State           `json:"state"`
 
 	Request  Request   `json:"request"`
 	Decision *Decision `json:"decision,omitempty"`
@@ -88,6 +80,15 @@ type Task struct {
 
 	// Revision is the catalog revision this copy was read at (not stored in the value).
 	Revision uint64 `json:"-"`
+
+	// NotifyRemoved makes an item leaving a feed news (RemovalsNotified),
+	// and Template is the task's own layout of its notices (a Go
+	// text/template; a recipient's own wins), both SPEC §20.
+	NotifyRemoved bool   `json:"notify_removed,omitempty"`
+	Template      string `json:"template,omitempty"`
+	// SourceTitle is the source's own title (a feed's), as its last read
+	// gave it: what notices call a task that has no name.
+	SourceTitle string `json:"source_title,omitempty"`
 }
 
 // Request records who asked for a task, and when.

@@ -46,6 +46,10 @@ type Recipient struct {
 	Address  string `yaml:"address"`
 	Language string `yaml:"language"`
 	Timezone string `yaml:"timezone"`
+	// Format (full, title or link) and Template lay out the recipient's
+	// notices (SPEC §20); its template wins over a task's.
+	Format   string `yaml:"format"`
+	Template string `yaml:"template"`
 }
 
 // The sink sections under their configs names.

@@ -193,7 +193,7 @@ func (s *service) routing(cfg *configs.Config) (delivery.TableConfig, error) {
 	}
 	deps := delivery.SinkDeps{Egress: egress.Options{AllowPrivate: cfg.Policy.AllowPrivateNetworks}, Store: s.store, Log: log, Sections: cfg.SinkSections()}
 	for name, r := range cfg.Recipients {
-		route := delivery.Route{Lang: r.Language}
+		route := delivery.Route{Lang: r.Language, Format: r.Format, Template: r.Template}
 		if r.Timezone != "" {
 			if z, err := time.LoadLocation(r.Timezone); err == nil {
 				route.Zone = z

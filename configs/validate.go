@@ -95,9 +95,9 @@ func (v *validator) validate() {
 	v.recipients()
 	v.inbound()
 	v.tasks()
+	v.notices()
 	v.assistant()
 	v.history()
-	v.notices()
 
 	// Any unset variable not handled above belongs to a feature in use.
 	paths := make([]string, 0, len(v.d.unset))

@@ -322,7 +322,8 @@ func declared(cfg *configs.Config) []tasks.Declared {
 	out := make([]tasks.Declared, 0, len(cfg.Tasks))
 	for _, t := range cfg.Tasks {
 		d := tasks.Declared{ID: t.ID, Name: t.Name, Source: t.Source, Schedule: t.Schedule, Notify: t.Notify,
-			Include: t.Include, Exclude: t.Exclude, Owner: t.Owner, NotifyRemoved: t.NotifyRemoved, Template: t.Template}
+			Include: t.Include, Exclude: t.Exclude, Owner: t.Owner}
+		d.NotifyRemoved, d.Template = t.NotifyRemoved, t.Template
 		if d.Owner == "" {
 			d.Owner = owner
 		}

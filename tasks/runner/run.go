@@ -9,8 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -88,25 +86,12 @@ func New(o Options) (*Runner, error) {
 // the task's record keeps.
 type job struct {
 	scheduler.Job
-	// remindAt is the committed snapshot's next reminder instant, for
-	// the task record (Task.NextRemind); nil when nothing was committed.
-	remindAt *time.Time
 	// sourceTitle is the source's own title as this run read it, for
 	// the task record (Task.SourceTitle); "" when it gave none.
 	sourceTitle string
-}
-
-// MaxSourceTitle bounds, in characters, the source title a task keeps.
-const MaxSourceTitle = 120
-
-// sourceTitle is a source's own title, one line of at most
-// MaxSourceTitle characters.
-func sourceTitle(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > MaxSourceTitle {
-		s = string(r[:MaxSourceTitle-1]) + "…"
-	}
-	return s
+	// remindAt is the committed snapshot's next reminder instant, for
+	// the task record (Task.NextRemind); nil when nothing was committed.
+	remindAt *time.Time
 }
 
 // Run performs one run: fetch (with I6 retries), diff, and one atomic
@@ -188,18 +173,13 @@ func (r *Runner) run(ctx context.Context, j *job) tasks.RunRecord {
 			diff.Next.Validators = res.Validators
 		}
 		rec.Items, rec.Skipped, rec.Selector = len(res.Items), res.Skipped, res.Selector
-		if title := sourceTitle(res.Title); title != "" {
-			t.SourceTitle, j.sourceTitle = title, title // notices of this run name it already
-		}
-		if !t.RemovalsNotified(res.Kind) {
-			diff.Events = slices.DeleteFunc(diff.Events, func(ev watch.Event) bool { return ev.Kind == watch.EventRemoved })
-		}
 		if !res.NotModified && !diff.Suspect {
 			listed = res.Items
 		}
 		if res.NotModified && prev != nil {
 			rec.Items = len(prev.Items)
 		}
+		j.noticeContent(t, res, &diff)
 	}
 	rec.New, rec.Changed, rec.Removed, rec.Deadline = diff.Counts.New, diff.Counts.Changed, diff.Counts.Removed, diff.Counts.Deadline
 	rec.Deferred = diff.Deferred

@@ -49,8 +49,10 @@ var registry = []kind.Kind{
 			return strings.Contains(doc.Get("version").String(), "jsonfeed.org"), nil
 		},
 		Parse: func(d *kind.Document, _ kind.Input) ([]watch.Item, error) {
-			items, title, err := parseFeedTitled(d.Body, d.ContentType, d.URL)
-			d.Title = title
+			items, err := parseFeed(d.Body, d.ContentType, d.URL)
+			if err == nil {
+				d.Title = feedTitle(d.Body, d.ContentType)
+			}
 			return items, err
 		},
 	},

@@ -35,24 +35,18 @@ import (
 // like HTML (plainTitle), so "Vector<T>" and "Why <br> breaks layout"
 // keep their brackets.
 func parseFeed(body []byte, contentType string, base *url.URL) ([]watch.Item, error) {
-	items, _, err := parseFeedTitled(body, contentType, base)
-	return items, err
-}
-
-// parseFeedTitled is parseFeed, and the feed's own title as plain text.
-func parseFeedTitled(body []byte, contentType string, base *url.URL) ([]watch.Item, string, error) {
 	body = toUTF8(body, contentType, true)
 	var shape feedShape
 	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '<' {
 		var err error
 		if shape, err = scanXMLFeed(body); err != nil {
-			return nil, "", err
+			return nil, err
 		}
 	}
 	kind := gofeed.DetectFeedType(bytes.NewReader(body))
 	feed, err := gofeed.NewParser().Parse(bytes.NewReader(body))
 	if err != nil {
-		return nil, "", watch.Errorf(watch.Schema, "not a readable feed: %w", err)
+		return nil, watch.Errorf(watch.Schema, "not a readable feed: %w", err)
 	}
 	cs := make([]candidate, 0, len(feed.Items))
 	for i, it := range feed.Items {
@@ -98,18 +92,19 @@ func parseFeedTitled(body []byte, contentType string, base *url.URL) ([]watch.It
 		}
 		cs = append(cs, candidate{
 			item: watch.Item{
-				ID:      id,
-				Title:   title,
-				URL:     link,
-				Digest:  digest(title, link, text),
-				Alt:     alt(id, link, nt),
-				Summary: watch.Summary(text, title),
+				ID:     id,
+				Title:  title,
+				URL:    link,
+				Digest: digest(title, link, text),
+				Alt:    alt(id, link, nt),
 			},
 			link:  link,
 			title: nt,
 		})
+		// The item's own text, for notices (not part of its identity).
+		cs[len(cs)-1].item.Summary = watch.Summary(text, title)
 	}
-	return separate(cs), plainTitle(feed.Title), nil
+	return separate(cs), nil
 }
 
 // contentID identifies an item that has neither guid nor link by what a

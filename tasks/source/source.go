@@ -203,7 +203,8 @@ func (s *Source) Fetch(ctx context.Context, cond watch.Conditional) (watch.Resul
 	if err := s.checkCount(items); err != nil {
 		return watch.Result{}, err
 	}
-	res.Items, res.Skipped, res.Selector, res.Title = items, d.Skipped, d.Selector, d.Title
+	res.Items, res.Skipped, res.Selector = items, d.Skipped, d.Selector
+	res.Title = d.Title
 	return res, nil
 }
 

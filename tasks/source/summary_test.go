@@ -82,3 +82,22 @@ func TestSummary_EveryKindCarriesPlainText(t *testing.T) {
 		})
 	}
 }
+
+// A feed's own title names a task that has no name: RSS, RDF, Atom (text,
+// html, xhtml) and JSON Feed; a title that comes only after the first
+// item is not looked for.
+func TestFeedTitle_EachFeedForm(t *testing.T) {
+	for _, c := range []struct{ name, body, want string }{
+		{"rss", `<rss version="2.0"><channel><title>Campus &amp; News</title><item><title>x</title></item></channel></rss>`, "Campus & News"},
+		{"rdf", `<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns="http://purl.org/rss/1.0/"><channel><title>教务处</title></channel></rdf:RDF>`, "教务处"},
+		{"atom html", `<feed xmlns="http://www.w3.org/2005/Atom"><title type="html">Dept &lt;b&gt;news&lt;/b&gt;</title></feed>`, "Dept news"},
+		{"atom xhtml", `<feed xmlns="http://www.w3.org/2005/Atom"><title type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml">Lab <em>log</em></div></title></feed>`, "Lab log"},
+		{"atom text keeps brackets", `<feed xmlns="http://www.w3.org/2005/Atom"><title>Vector&lt;T&gt; notes</title></feed>`, "Vector<T> notes"},
+		{"json feed", `{"version":"https://jsonfeed.org/version/1.1","title":" Release\nnotes ","items":[]}`, "Release notes"},
+		{"item title only", `<rss version="2.0"><channel><item><title>x</title></item><title>late</title></channel></rss>`, ""},
+	} {
+		if got := feedTitle([]byte(c.body), ""); got != c.want {
+			t.Errorf("%s: feedTitle = %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -97,9 +97,9 @@ type Result struct {
 	NotModified bool        // 304: Items is empty, keep the snapshot
 	Validators  Conditional // to send next time
 	Kind        string      // the kind used (detected when Spec.Kind was empty)
+	Title       string      // the source's own title (a feed's), "" when it gives none
 	Skipped     int         // unreadable lines or entries left out of a leniently read document
 	Selector    string      // the CSS selector picked for an html page watched without one
-	Title       string      // the source's own title (a feed's), "" when it gives none
 }
 
 // Class is a failure class the manager's retry policy decides on.

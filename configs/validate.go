@@ -93,9 +93,9 @@ func (v *validator) validate() {
 	v.channels()
 	v.policy()
 	v.recipients()
+	v.notices()
 	v.inbound()
 	v.tasks()
-	v.notices()
 	v.assistant()
 	v.history()
 

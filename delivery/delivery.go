@@ -56,6 +56,15 @@ const (
 
 // Message is the neutral model of one push, rendered per channel.
 type Message struct {
+	// Template is the task's own layout of its notices (SPEC §20), kept
+	// with the push so it needs no task to render; a recipient's own
+	// template wins (layout.go). Body, when set, is the whole text of the
+	// notice as a template laid it out: its first line is the headline.
+	// It is set on the way to the sink (layout.go), so what a sink keeps
+	// (the inbox) shows it.
+	Template string `json:"template,omitempty"`
+	Body     string `json:"body,omitempty"`
+
 	Kind       string    `json:"kind"`
 	Title      string    `json:"title"`
 	Text       string    `json:"text,omitempty"` // free text (inbound summary, notices)
@@ -64,14 +73,6 @@ type Message struct {
 	Items      []Item    `json:"items,omitempty"`
 	More       int       `json:"more,omitempty"` // items not listed ("and N more")
 	OccurredAt time.Time `json:"occurred_at"`
-	// Template is the task's own layout of its notices (SPEC §20), kept
-	// with the push so it needs no task to render; a recipient's own
-	// template wins (layout.go).
-	Template string `json:"template,omitempty"`
-	// Body, when set, is the whole text of the notice as a template laid
-	// it out: its first line is the headline. Set on the way to the sink
-	// (layout.go), so what a sink keeps (the inbox) shows it.
-	Body string `json:"body,omitempty"`
 }
 
 // Item is one listed item of a message.

@@ -304,6 +304,8 @@ func prepare(m delivery.Message, lang string, zone *time.Location, now time.Time
 	}
 	for _, it := range items {
 		iv := itemView{title: oneLine(it.Title), url: it.URL, due: w.dueChangeText(it.Due, it.WasDue, zone, now)}
+		iv.summary, iv.lines = oneLine(it.Summary), diffLines(it.Diff)
+		iv.linkOnly = iv.url != "" && iv.url == oneLine(it.Title) // format: link shows it once
 		if it.Change != "" {
 			iv.change = w.change[it.Change]
 			if iv.change == "" {
@@ -314,8 +316,6 @@ func prepare(m delivery.Message, lang string, zone *time.Location, now time.Time
 			iv.title = it.ID
 		}
 		iv.was = w.wasText(it.WasTitle, iv.title)
-		iv.summary, iv.lines = oneLine(it.Summary), diffLines(it.Diff)
-		iv.linkOnly = iv.url != "" && iv.url == iv.title // format: link shows it once
 		v.items = append(v.items, iv)
 	}
 	v.title = oneLine(v.title)

@@ -291,13 +291,14 @@ func Encode(key string, m delivery.Message, now time.Time) ([]byte, error) {
 		b.Task = &BodyTask{ID: m.TaskID, Name: m.TaskName}
 	}
 	for _, it := range m.Items {
-		bi := BodyItem{ID: it.ID, Title: it.Title, URL: it.URL, Change: it.Change, WasTitle: it.WasTitle, Summary: it.Summary, Diff: it.Diff}
+		bi := BodyItem{ID: it.ID, Title: it.Title, URL: it.URL, Change: it.Change, WasTitle: it.WasTitle}
 		if !it.Due.IsZero() {
 			bi.Due = it.Due.UTC().Format(time.RFC3339)
 		}
 		if !it.WasDue.IsZero() {
 			bi.WasDue = it.WasDue.UTC().Format(time.RFC3339)
 		}
+		bi.Summary, bi.Diff = it.Summary, it.Diff
 		b.Items = append(b.Items, bi)
 	}
 	var buf bytes.Buffer

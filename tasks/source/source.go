@@ -200,11 +200,12 @@ func (s *Source) Fetch(ctx context.Context, cond watch.Conditional) (watch.Resul
 	if err != nil {
 		return watch.Result{}, err
 	}
+	res.Title = d.Title
+
 	if err := s.checkCount(items); err != nil {
 		return watch.Result{}, err
 	}
 	res.Items, res.Skipped, res.Selector = items, d.Skipped, d.Selector
-	res.Title = d.Title
 	return res, nil
 }
 

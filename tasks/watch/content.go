@@ -14,7 +14,7 @@ const (
 	DiffMaxLines = 20
 	// MaxLines and MaxLineLen bound the lines a snapshot keeps of one
 	// page or JSON item to tell its changed lines next time.
-	MaxLines   = 100
+	MaxLines   = 40
 	MaxLineLen = 200
 )
 

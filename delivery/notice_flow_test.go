@@ -267,9 +267,12 @@ func TestFormatsAndTemplates_PerRecipient(t *testing.T) {
 		if err != nil || len(items) == 0 {
 			t.Fatalf("inbox: %v, %d items", err, len(items))
 		}
-		got := items[0]
-		if got.Title != "Exams at 23:02 / Final exam" {
-			t.Errorf("inbox title %q", got.Title)
+		var titles []string
+		for _, it := range items {
+			titles = append(titles, it.Title)
+		}
+		if !slices.Contains(titles, "Exams at 23:02 / Final exam") {
+			t.Errorf("inbox titles %q, want the template's headline", titles)
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"text/template"
+	"text/template/parse"
 	"time"
 	"unicode/utf8"
 )
@@ -94,7 +95,71 @@ func ParseTemplate(src string) (*template.Template, error) {
 	if err != nil {
 		return nil, errors.New(strings.TrimPrefix(err.Error(), "template: "))
 	}
+	for _, tt := range t.Templates() {
+		if tt.Tree == nil {
+			continue
+		}
+		if err := boundedRanges(tt.Tree.Root, 0); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", tt.ParseName, err.line, err)
+		}
+	}
 	return t, nil
+}
+
+// MaxRangeDepth is how deep a template's ranges may nest: items, then
+// each item's lines.
+const MaxRangeDepth = 2
+
+// rangeError is a range a template may not have, at its line.
+type rangeError struct {
+	line int
+	msg  string
+}
+
+func (e *rangeError) Error() string { return e.msg }
+
+// boundedRanges refuses what would make a template run long without
+// writing (its output is bounded already): a range over a number, and
+// ranges nested deeper than MaxRangeDepth.
+func boundedRanges(n parse.Node, depth int) *rangeError {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return nil
+		}
+		for _, c := range n.Nodes {
+			if err := boundedRanges(c, depth); err != nil {
+				return err
+			}
+		}
+	case *parse.RangeNode:
+		line := n.Line
+		if depth == MaxRangeDepth {
+			return &rangeError{line, fmt.Sprintf("ranges nest at most %d deep", MaxRangeDepth)}
+		}
+		for _, cmd := range n.Pipe.Cmds {
+			for _, arg := range cmd.Args {
+				if _, num := arg.(*parse.NumberNode); num {
+					return &rangeError{line, "a range goes over items or lines, not a number"}
+				}
+			}
+		}
+		if err := boundedRanges(n.List, depth+1); err != nil {
+			return err
+		}
+		return boundedRanges(n.ElseList, depth)
+	case *parse.IfNode:
+		if err := boundedRanges(n.List, depth); err != nil {
+			return err
+		}
+		return boundedRanges(n.ElseList, depth)
+	case *parse.WithNode:
+		if err := boundedRanges(n.List, depth); err != nil {
+			return err
+		}
+		return boundedRanges(n.ElseList, depth)
+	}
+	return nil
 }
 
 // templates caches parsed templates by their text: a handful, from the

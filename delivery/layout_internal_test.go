@@ -55,3 +55,20 @@ func TestPresent_OnlyChangeNoticesAndReminders(t *testing.T) {
 		t.Errorf("state notice laid out: %q, %v", got.Body, err)
 	}
 }
+
+// A template cannot run long without writing: no range over a number,
+// ranges at most two deep; the refusal names the template's line.
+func TestParseTemplate_BoundedRanges(t *testing.T) {
+	for src, want := range map[string]string{
+		"x\n{{range 1000000000}}{{end}}":                                         "notice:2: a range goes over items or lines, not a number",
+		"{{range .items}}{{range $.items}}{{range $.items}}{{end}}{{end}}{{end}}": "notice:1: ranges nest at most 2 deep",
+		"{{define \"x\"}}\n\n{{range 5}}{{end}}{{end}}":                           "notice:3: a range goes over items or lines, not a number",
+	} {
+		if _, err := ParseTemplate(src); err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %q", src, err, want)
+		}
+	}
+	if _, err := ParseTemplate(`{{range .items}}{{range .diff.added}}+{{.}}{{end}}{{end}}`); err != nil {
+		t.Errorf("items and their lines: %v", err)
+	}
+}

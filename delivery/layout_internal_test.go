@@ -60,7 +60,7 @@ func TestPresent_OnlyChangeNoticesAndReminders(t *testing.T) {
 // ranges at most two deep; the refusal names the template's line.
 func TestParseTemplate_BoundedRanges(t *testing.T) {
 	for src, want := range map[string]string{
-		"x\n{{range 1000000000}}{{end}}":                                         "notice:2: a range goes over items or lines, not a number",
+		"x\n{{range 1000000000}}{{end}}":                                          "notice:2: a range goes over items or lines, not a number",
 		"{{range .items}}{{range $.items}}{{range $.items}}{{end}}{{end}}{{end}}": "notice:1: ranges nest at most 2 deep",
 		"{{define \"x\"}}\n\n{{range 5}}{{end}}{{end}}":                           "notice:3: a range goes over items or lines, not a number",
 	} {

@@ -25,7 +25,10 @@ const (
 func Summary(text, title string) string {
 	s := strings.Join(strings.FieldsFunc(text, unicode.IsSpace), " ")
 	if t := strings.Join(strings.Fields(title), " "); t != "" {
-		if rest, ok := strings.CutPrefix(s, t); ok && (rest == "" || rest[0] == ' ') {
+		cut, ok := strings.CutSuffix(t, "…") // a title cut from the text itself
+		if rest, ok2 := strings.CutPrefix(s, cut); ok && ok2 && rest != "" {
+			s = "…" + rest // "… word" after a whole word, "…rd" inside one
+		} else if rest, ok := strings.CutPrefix(s, t); ok && (rest == "" || rest[0] == ' ') {
 			s = strings.TrimLeft(rest, " ")
 		}
 	}

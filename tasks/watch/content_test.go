@@ -15,6 +15,7 @@ func TestSummary_BoundedOnACharacter(t *testing.T) {
 		{"plain", "  The exam moves\n to Friday. ", "Exam", "The exam moves to Friday."},
 		{"repeats the title", "Exam  notice", "Exam notice", ""},
 		{"empty", " \n ", "x", ""},
+		{"the title was cut from the text", "A long notice about the exam room", "A long notice…", "… about the exam room"},
 	}
 	for _, c := range cases {
 		if got := Summary(c.text, c.title); got != c.want {

@@ -22,7 +22,7 @@
 //	    claimedInOrder none after a push another replica claimed
 //	    compose        one message of the group's payloads
 //	    record         the sending record, before anything leaves
-//	    transmit       the sink sends and classifies, the message laid out for the recipient (layout.go)
+//	    transmit       the sink sends and classifies
 //	    settle         the outcome recorded; another part goes round again
 //	)
 //

@@ -49,13 +49,13 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 		{"inbox.read", withInput(o.readInbox)},
 		{"inbox.token", withInput(o.inboxToken)},
 		{"send-test", withInput(o.sendTest)},
+		{"template.preview", withInput(o.previewTemplate)},
 		{"history.search", withInput(o.searchHistory)},
 		{"history.list", withInput(o.listHistory)},
 		{"export", withInput(o.exportTasks)},
 		{"import", withInput(o.importTasks)},
 		{"backup", withInput(o.backup)},
 		{"downloads.list", withInput(o.listDownloads)},
-		{"template.preview", withInput(o.previewTemplate)},
 	} {
 		a.Register(op.name, op.do)
 	}

@@ -51,6 +51,7 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 		{"inbox.list", withInput(o.listInbox)},
 		{"inbox.read", withInput(o.readInbox)},
 		{"inbox.token", withInput(o.inboxToken)},
+		{"template.preview", withInput(o.previewTemplate)},
 		{"send-test", withInput(o.sendTest)},
 		{"history.search", withInput(o.searchHistory)},
 		{"history.list", withInput(o.listHistory)},

@@ -34,6 +34,8 @@ func eventEffects(t *tasks.Task, runID string, events []watch.Event, now time.Ti
 			Items: []delivery.Item{{ID: ev.Item.ID, Title: ev.Item.Title, URL: ev.Item.URL, Change: change, Due: ev.Item.Due,
 				WasTitle: ev.WasTitle, WasDue: ev.WasDue}},
 		}
+
+		withContent(&msg, t, ev)
 		payload, err := json.Marshal(msg)
 		if err != nil {
 			return nil, fmt.Errorf("encode message: %w", err)

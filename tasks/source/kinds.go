@@ -47,7 +47,11 @@ var registry = []kind.Kind{
 		MediaTypes: []string{"application/rss+xml", "application/atom+xml", "application/feed+json", "application/rdf+xml"},
 		JSONObject: jsonFeedObject,
 		Parse: func(d *kind.Document, _ kind.Input) ([]watch.Item, error) {
-			return parseFeed(d.Body, d.ContentType, d.URL)
+			items, err := parseFeed(d.Body, d.ContentType, d.URL)
+			if err == nil {
+				d.Title = feedTitle(d.Body, d.ContentType)
+			}
+			return items, err
 		},
 	},
 	{

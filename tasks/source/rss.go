@@ -112,6 +112,8 @@ func parseFeedAs(body []byte, contentType string, base *url.URL, neutral func(st
 			link:  known,
 			title: nt,
 		})
+		// The item's own text, for notices (not part of its identity).
+		cs[len(cs)-1].item.Summary = watch.Summary(text, title)
 	}
 	return separate(cs), nil
 }

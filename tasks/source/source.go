@@ -213,6 +213,8 @@ func (s *Source) read(doc *document) (watch.Result, error) {
 	if err != nil {
 		return watch.Result{}, err
 	}
+	res.Title = d.Title
+
 	if err := s.checkCount(items); err != nil {
 		return watch.Result{}, err
 	}

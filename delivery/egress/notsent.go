@@ -12,14 +12,15 @@ import (
 // NotSent reports whether err proves that a request never left this host,
 // so that retrying it cannot duplicate an effect (README, The promise: I3): the guard
 // refused the address, DNS failed, the connection could not be opened
-// (refused, unreachable, connect timeout), or the TLS handshake failed.
+// (refused, unreachable, connect timeout), the TLS handshake failed, or
+// the route's proxy failed before the tunnel to the target opened.
 // Anything else — a reset or EOF after the request was written, a response
 // timeout — may have been received and is not NotSent.
 func NotSent(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, ErrBlocked) || errors.Is(err, ErrBadURL) {
+	if errors.Is(err, ErrBlocked) || errors.Is(err, ErrBadURL) || errors.Is(err, ErrProxy) {
 		return true
 	}
 	var dnsErr *net.DNSError

@@ -1,8 +1,8 @@
 package egress
 
 import (
-	"crypto/tls"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"

@@ -14,12 +14,12 @@ import (
 // be built; nil gives plain text the short help answer. Called at start
 // and on every reload, so SIGHUP can switch it on, off or to another
 // model. Nothing logged here names the endpoint or the key.
-func newAssistant(cfg *configs.Config, log zerolog.Logger) conversation.Assistant {
+func newAssistant(cfg *configs.Config, route func(string) *egress.Route, log zerolog.Logger) conversation.Assistant {
 	a := cfg.Assistant
 	if !a.Enabled {
 		return nil
 	}
-	eg := egress.Options{AllowPrivate: cfg.Policy.AllowPrivateNetworks}
+	eg := egress.Options{AllowPrivate: cfg.Policy.AllowPrivateNetworks, Route: route(a.Proxy)}
 	if a.Local {
 		eg.Trusted = a.TrustedEndpoint() // that one model server, not the network
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/herald-bridge/herald/configs"
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/chatprefs"
+	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/datadir"
 	"github.com/herald-bridge/herald/store/redis"
@@ -167,7 +168,8 @@ type service struct {
 	hooks    *webhook.Hooks
 	server   *webhook.Server
 	channels *channelSet
-	feishu   *feishuApp // the Feishu app's shared token source (build.go)
+	feishu   *feishuApp     // the Feishu app's shared token source (build.go)
+	routeSet *egress.Routes // the routes in force (routes.go)
 	registry *prometheus.Registry
 	metrics  *serviceMetrics // metrics.go
 	ownerG   prometheus.Gauge

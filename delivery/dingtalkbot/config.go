@@ -14,8 +14,9 @@ import (
 // the query; the signing secret is optional (the robot's "sign" security setting).
 // Both are secrets.
 type Config struct {
-	URL    string `yaml:"url"` // https://oapi.dingtalk.com/robot/send?access_token=…
-	Secret string `yaml:"secret"`
+	section.Route `yaml:",inline"` // proxy: the route its pushes take (SPEC §17)
+	URL           string           `yaml:"url"` // https://oapi.dingtalk.com/robot/send?access_token=…
+	Secret        string           `yaml:"secret"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)

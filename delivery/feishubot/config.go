@@ -10,8 +10,9 @@ import (
 // Config is a Feishu custom group bot (recipients.<name>.feishu_bot). Its
 // URL holds a token.
 type Config struct {
-	URL    string `yaml:"url"`
-	Secret string `yaml:"secret"` // signing secret; optional
+	section.Route `yaml:",inline"` // proxy: the route its pushes take (SPEC §17)
+	URL           string           `yaml:"url"`
+	Secret        string           `yaml:"secret"` // signing secret; optional
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)

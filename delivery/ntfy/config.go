@@ -18,7 +18,8 @@ var topicPattern = regexp.MustCompile(`^[-_A-Za-z0-9]{1,64}$`)
 // topic is the only thing keeping the notices private, so the URL is
 // treated as a secret, like the token and the password.
 type Config struct {
-	URL string `yaml:"url"`
+	section.Route `yaml:",inline"` // proxy: the route its pushes take (SPEC §17)
+	URL           string           `yaml:"url"`
 	// Token is an access token (tk_…), sent as a Bearer credential.
 	Token string `yaml:"token"`
 	// Username and Password are sent as Basic credentials instead.

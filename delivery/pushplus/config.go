@@ -12,8 +12,9 @@ const MaxDailyLimit = 1000
 // Config is a PushPlus account, or one of its groups
 // (recipients.<name>.pushplus). The token is a secret.
 type Config struct {
-	Token string `yaml:"token"`
-	Topic string `yaml:"topic"` // a group's code; unset: the token's owner
+	section.Route `yaml:",inline"` // proxy: the route its pushes take (SPEC §17)
+	Token         string           `yaml:"token"`
+	Topic         string           `yaml:"topic"` // a group's code; unset: the token's owner
 	// BaseURL replaces DefaultBaseURL: a self-hosted gateway or a proxy
 	// in front of PushPlus. Messages go to <base_url>/send.
 	BaseURL string `yaml:"base_url"`

@@ -13,7 +13,8 @@ const MaxDailyLimit = 10000
 // Config is a ServerChan send key (recipients.<name>.serverchan). The key
 // is a secret, and so is every URL that carries it.
 type Config struct {
-	SendKey string `yaml:"sendkey"`
+	section.Route `yaml:",inline"` // proxy: the route its pushes take (SPEC §17)
+	SendKey       string           `yaml:"sendkey"`
 	// BaseURL replaces the service's endpoint: a self-hosted gateway or a
 	// proxy in front of ServerChan. Messages go to <base_url>/<sendkey>.send,
 	// or <base_url>/send/<sendkey>.send for a ServerChan³ key (sctp…).

@@ -11,7 +11,8 @@ import (
 // Config is a WeCom group robot (recipients.<name>.wecom_bot). Its URL
 // carries the robot's key in the query: a secret.
 type Config struct {
-	URL string `yaml:"url"` // https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=…
+	section.Route `yaml:",inline"` // proxy: the route its pushes take (SPEC §17)
+	URL           string           `yaml:"url"` // https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=…
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)

@@ -72,3 +72,6 @@ func splitKey(raw string) (push, key string, err error) {
 	u.Path, u.RawPath = dir+"/push", ""
 	return u.String(), key, nil
 }
+
+// Endpoint implements delivery.Endpointer: the URL pushes go to.
+func (c *Config) Endpoint() string { return c.URL }

@@ -72,3 +72,8 @@ func Redact(err error) error {
 	}
 	return &url.Error{Op: ue.Op, URL: "[redacted]", Err: cause}
 }
+
+// IsTLSFailure reports whether err is a failed TLS handshake: an
+// untrusted or mismatched certificate, an alert, a peer that does not
+// speak TLS, or the handshake's deadline.
+func IsTLSFailure(err error) bool { return tlsHandshakeFailure(err) }

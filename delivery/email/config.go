@@ -2,8 +2,10 @@ package email
 
 import (
 	"fmt"
+	"net"
 	"net/mail"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/herald-bridge/herald/configs/section"
@@ -43,6 +45,9 @@ func (s *SMTP) Mode() string {
 }
 
 // port is the port the section names or its mode's default.
+// Addr is the server's host:port, its port defaulted by Mode.
+func (s *SMTP) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.port())) }
+
 func (s *SMTP) port() int {
 	if s.Port != 0 {
 		return s.Port

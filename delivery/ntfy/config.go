@@ -106,3 +106,6 @@ func splitTopic(raw string) (base, topic string, err error) {
 	u.Path, u.RawPath = dir+"/", ""
 	return u.String(), topic, nil
 }
+
+// Endpoint implements delivery.Endpointer: the URL pushes go to.
+func (c *Config) Endpoint() string { return c.URL }

@@ -59,3 +59,6 @@ func (c *Config) Secrets() []string {
 	}
 	return out
 }
+
+// Endpoint implements delivery.Endpointer: the URL pushes go to.
+func (c *Config) Endpoint() string { return c.URL }

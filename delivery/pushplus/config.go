@@ -56,3 +56,11 @@ func (c *Config) NewSink(deps delivery.SinkDeps) (delivery.Sink, error) {
 // Secrets implements delivery.SinkConfig: the token, and the topic,
 // which names the recipients.
 func (c *Config) Secrets() []string { return []string{c.Token, c.Topic} }
+
+// Endpoint implements delivery.Endpointer: the gateway pushes go to.
+func (c *Config) Endpoint() string {
+	if c.BaseURL != "" {
+		return c.BaseURL
+	}
+	return DefaultBaseURL
+}

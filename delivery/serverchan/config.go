@@ -63,3 +63,9 @@ func (c *Config) NewSink(deps delivery.SinkDeps) (delivery.Sink, error) {
 
 // Secrets implements delivery.SinkConfig.
 func (c *Config) Secrets() []string { return []string{c.SendKey} }
+
+// Endpoint implements delivery.Endpointer: the URL pushes go to.
+func (c *Config) Endpoint() string {
+	u, _ := Endpoint(c.BaseURL, c.SendKey)
+	return u
+}

@@ -42,6 +42,7 @@ type Proxy struct {
 
 	mu      sync.Mutex
 	targets []string
+	locals  []string
 	conns   map[net.Conn]bool
 	closed  bool
 	wg      sync.WaitGroup
@@ -179,7 +180,23 @@ func (p *Proxy) dial(target string) (net.Conn, error) {
 	if !p.track(c) {
 		return nil, errors.New("proxy closed")
 	}
+	p.mu.Lock()
+	p.locals = append(p.locals, c.LocalAddr().String())
+	p.mu.Unlock()
 	return c, nil
+}
+
+// Carried reports whether a connection a target server saw coming from
+// remote (its RemoteAddr) is one the proxy opened.
+func (p *Proxy) Carried(remote string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.locals {
+		if l == remote {
+			return true
+		}
+	}
+	return false
 }
 
 // pipe copies both ways until either side ends.

@@ -86,14 +86,38 @@ func (s *service) doctorProbes(ctx context.Context, cfg *configs.Config) []probe
 		out = append(out, probe.Probe{Check: "recipient " + name, Target: ep.Endpoint(), Secrets: append(sc.Secrets(), secrets...),
 			Options: egress.Options{AllowPrivate: cfg.Policy.AllowPrivateNetworks, Route: s.sinkRoute(sc)}})
 	}
-	if cfg.SMTP != nil && cfg.SMTP.Host != "" {
-		out = append(out, probe.Probe{Check: "smtp server", Target: "smtp://" + cfg.SMTP.Addr(),
-			Options: egress.Options{AnyAddress: true}})
-	}
+	out = append(out, s.smtpProbes(cfg, secrets)...)
 	if a := cfg.Assistant; a.Enabled {
 		out = append(out, s.modelProbe(a, cfg, secrets))
 	}
 	return append(out, s.sourceProbes(ctx, cfg, secrets)...)
+}
+
+// smtpProbes connect to the SMTP server once per route the e-mail
+// recipients name (direct when none names a proxy).
+func (s *service) smtpProbes(cfg *configs.Config, secrets []string) []probe.Probe {
+	if cfg.SMTP == nil || cfg.SMTP.Host == "" {
+		return nil
+	}
+	routes := map[string]bool{}
+	for _, r := range cfg.Recipients {
+		if r.Email != nil {
+			routes[r.Email.Proxy] = true
+		}
+	}
+	if len(routes) == 0 {
+		routes[""] = true
+	}
+	var out []probe.Probe
+	for _, name := range slices.Sorted(maps.Keys(routes)) {
+		var route *egress.Route
+		if name != "" {
+			route = s.route(name) // unnamed: e-mail goes direct
+		}
+		out = append(out, probe.Probe{Check: "smtp server", Target: "smtp://" + cfg.SMTP.Addr(), Secrets: secrets,
+			Options: egress.Options{AnyAddress: true, Route: route}})
+	}
+	return out
 }
 
 // modelProbe asks the model API for its models (a read, never a

@@ -222,16 +222,17 @@ func (r *Route) Key() string {
 
 // ProxyFor returns the proxy a request to target takes, or nil to go
 // direct (no proxy configured, a no_proxy host, or a loopback target).
-// ws and wss targets are routed as http and https.
+// ws targets are routed as http; wss and other schemes (smtp) as https,
+// the proxy variables naming only web schemes.
 func (r *Route) ProxyFor(target *url.URL) *url.URL {
 	if r == nil || target == nil {
 		return nil
 	}
 	t := *target
 	switch strings.ToLower(t.Scheme) {
-	case "ws":
+	case "http", "ws":
 		t.Scheme = "http"
-	case "wss":
+	default:
 		t.Scheme = "https"
 	}
 	p, err := r.proxy(&t)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -82,16 +81,6 @@ func (f *proxiedBotAPI) calls() ([]string, []string) {
 	return slices.Clone(f.methods), slices.Clone(f.sent)
 }
 
-// tlsServer serves h over TLS with cert (a name only the proxies know).
-func tlsServer(t *testing.T, cert *proxytest.Cert, h http.Handler) *httptest.Server {
-	t.Helper()
-	s := httptest.NewUnstartedServer(h)
-	s.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
-	s.StartTLS()
-	t.Cleanup(s.Close)
-	return s
-}
-
 // remotes records where each request to a fake came from.
 type remotes struct {
 	mu   sync.Mutex
@@ -156,25 +145,25 @@ tasks:
 // names the failing route once the proxy stops, then reports proxy auth
 // for a wrong password after a reload; no secret appears in any output.
 func TestProxy_AcceptanceThroughSOCKS5AndHTTPProxies(t *testing.T) {
-	cert := proxytest.NewCert(t, "api.telegram.test", "hooks.ops.test")
-	pem := filepath.Join(t.TempDir(), "roots.pem")
-	if err := os.WriteFile(pem, cert.PEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	bot := &proxiedBotAPI{}
 	var botSeen, hookSeen, feedSeen remotes
-	botSrv := tlsServer(t, cert, botSeen.wrap(bot))
+	botSrv, botCert := proxytest.NewTLSServer(t, botSeen.wrap(bot), "api.telegram.test")
 	rcv := &struct {
 		mu  sync.Mutex
 		got int
 	}{}
-	hookSrv := tlsServer(t, cert, hookSeen.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hookSrv, hookCert := proxytest.NewTLSServer(t, hookSeen.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		rcv.mu.Lock()
 		rcv.got++
 		rcv.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
-	})))
+	})), "hooks.ops.test")
+	// The service trusts both certificates through SSL_CERT_FILE.
+	pem := filepath.Join(t.TempDir(), "roots.pem")
+	if err := os.WriteFile(pem, append(botCert.PEM, hookCert.PEM...), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	fd := newFeed(t)
 	feedSrv := httptest.NewServer(feedSeen.wrap(fd.srv.Config.Handler))
 	t.Cleanup(feedSrv.Close)

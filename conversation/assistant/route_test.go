@@ -2,10 +2,8 @@ package assistant
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"net"
-	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"strings"
@@ -29,11 +27,7 @@ func TestInterpret_ThroughTheRoute(t *testing.T) {
 	m := assistanttest.New(t, testKey)
 	m.Answer(assistanttest.JSON(map[string]any{"action": "explain", "text": "Use /watch."}))
 	backend, _ := url.Parse(m.URL)
-	cert := proxytest.NewCert(t, "api.model.test")
-	front := httptest.NewUnstartedServer(httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: backend.Host}))
-	front.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
-	front.StartTLS()
-	defer front.Close()
+	front, cert := proxytest.NewTLSServer(t, httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: backend.Host}), "api.model.test")
 	proxy := proxytest.NewSOCKS5(t, map[string]string{"api.model.test:443": strings.TrimPrefix(front.URL, "https://")}, "herald", "model-route-pw")
 	rs, err := egress.Network{Proxies: map[string]string{"gfw": proxy.URL()}}.Build()
 	if err != nil {

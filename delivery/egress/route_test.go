@@ -2,7 +2,6 @@ package egress
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -32,12 +31,7 @@ func originServer(t *testing.T, name string, tlsNames ...string) (*httptest.Serv
 		t.Cleanup(s.Close)
 		return s, nil
 	}
-	c := proxytest.NewCert(t, tlsNames...)
-	s := httptest.NewUnstartedServer(h)
-	s.TLS = &tls.Config{Certificates: []tls.Certificate{c.TLS}}
-	s.StartTLS()
-	t.Cleanup(s.Close)
-	return s, c
+	return proxytest.NewTLSServer(t, h, tlsNames...)
 }
 
 func proxyRoute(t *testing.T, proxyURL string) *Route {

@@ -2,9 +2,7 @@ package webhook
 
 import (
 	"context"
-	"crypto/tls"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -18,15 +16,11 @@ import (
 // A proxy that refuses herald's credentials holds the push (nothing was
 // sent) with the reason proxy_auth; a proxy that is down, proxy_connect.
 func TestRoute_WebhookThroughItsProxy(t *testing.T) {
-	cert := proxytest.NewCert(t, "hooks.ops.test")
 	got := 0
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv, cert := proxytest.NewTLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		got++
 		w.WriteHeader(http.StatusNoContent)
-	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
-	srv.StartTLS()
-	defer srv.Close()
+	}), "hooks.ops.test")
 	const pw = "ops-proxy-pa55"
 	hosts := map[string]string{"hooks.ops.test:443": strings.TrimPrefix(srv.URL, "https://")}
 	proxy := proxytest.NewHTTP(t, hosts, "herald", pw)

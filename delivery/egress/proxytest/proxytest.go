@@ -22,6 +22,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -379,4 +380,16 @@ func NewCert(t testing.TB, names ...string) *Cert {
 	pool.AddCert(leaf)
 	return &Cert{TLS: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, Pool: pool,
 		PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// NewTLSServer serves h over TLS on loopback with a certificate for
+// names; the returned Cert's Pool trusts it.
+func NewTLSServer(t testing.TB, h http.Handler, names ...string) (*httptest.Server, *Cert) {
+	t.Helper()
+	c := NewCert(t, names...)
+	s := httptest.NewUnstartedServer(h)
+	s.TLS = &tls.Config{Certificates: []tls.Certificate{c.TLS}, MinVersion: tls.VersionTLS12}
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return s, c
 }

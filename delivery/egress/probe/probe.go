@@ -8,6 +8,7 @@ package probe
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -180,13 +181,30 @@ func Classify(err error) (result, detail string) {
 	case errors.As(err, &dns):
 		return DNS, "the name does not resolve"
 	case egress.IsTLSFailure(err):
-		return TLS, cause(err)
+		return TLS, tlsCause(err)
 	case errors.As(err, &op) && op.Op == "dial":
 		return Connect, cause(err)
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &op) && op.Timeout():
 		return Timeout, "no answer in time"
 	}
 	return Failed, cause(err)
+}
+
+// tlsCause says why a handshake failed, without the names and
+// addresses the certificate errors quote.
+func tlsCause(err error) string {
+	var host x509.HostnameError
+	var unknown x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	switch {
+	case errors.As(err, &host):
+		return "the certificate is for another name"
+	case errors.As(err, &unknown):
+		return "the certificate is not signed by a trusted authority"
+	case errors.As(err, &invalid):
+		return "the certificate is not valid (expired or not for a server)"
+	}
+	return "the TLS handshake failed"
 }
 
 // cause is an error's innermost text, below the wrappers that name URLs

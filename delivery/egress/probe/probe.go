@@ -144,9 +144,20 @@ func (p Probe) request(ctx context.Context, r *Result) error {
 	}
 	o := p.Options
 	o.Timeout = DefaultTimeout
-	resp, err := egress.Client(o).Do(req)
+	client := egress.Client(o)
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
+	}
+	if req.Method == http.MethodHead && (resp.StatusCode == http.StatusMethodNotAllowed || resp.StatusCode == http.StatusNotImplemented) {
+		// A server that does not answer HEAD is asked with a GET, of
+		// which at most MaxBody is read.
+		resp.Body.Close()
+		get := req.Clone(ctx)
+		get.Method = http.MethodGet
+		if resp, err = client.Do(get); err != nil {
+			return err
+		}
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxBody))

@@ -31,6 +31,10 @@ func TestRun_ClassifiesEachOutcome(t *testing.T) {
 			http.NotFound(w, r)
 			return
 		}
+		if r.URL.Path == "/get-only" && r.Method != http.MethodGet {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
 		_, _ = w.Write([]byte(`{"code":99991663,"msg":"app secret invalid"}`))
 	}))
 	defer ok.Close()
@@ -45,6 +49,7 @@ func TestRun_ClassifiesEachOutcome(t *testing.T) {
 		want string
 	}{
 		{"ok", Probe{Target: ok.URL, Options: private, Request: head(ok.URL + "/")}, OK},
+		{"HEAD refused, GET ok", Probe{Target: ok.URL, Options: private, Request: head(ok.URL + "/get-only")}, OK},
 		{"status", Probe{Target: ok.URL, Options: private, Request: head(ok.URL + "/missing")}, "HTTP 404"},
 		{"guard", Probe{Target: ok.URL, Options: egress.Options{Resolver: noDNS}, Request: head(ok.URL + "/")}, Guard},
 		{"guard on connect", Probe{Target: ok.URL, Options: egress.Options{Resolver: noDNS}}, Guard},

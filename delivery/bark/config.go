@@ -17,10 +17,12 @@ var keyPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{4,128}$`)
 // bark-server's https://bark.example.com/<device key>. The key is a
 // secret, and with it the URL.
 type Config struct {
-	section.Route `yaml:",inline"` // proxy: the route its pushes take (SPEC §17)
-	URL           string           `yaml:"url"`
+	URL string `yaml:"url"`
 	// Group groups the notices on the phone (unset: by task).
 	Group string `yaml:"group"`
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)

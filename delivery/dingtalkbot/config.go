@@ -14,9 +14,11 @@ import (
 // the query; the signing secret is optional (the robot's "sign" security setting).
 // Both are secrets.
 type Config struct {
-	section.Route `yaml:",inline"` // proxy: the route its pushes take (SPEC §17)
-	URL           string           `yaml:"url"` // https://oapi.dingtalk.com/robot/send?access_token=…
-	Secret        string           `yaml:"secret"`
+	URL    string `yaml:"url"` // https://oapi.dingtalk.com/robot/send?access_token=…
+	Secret string `yaml:"secret"`
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)

@@ -21,14 +21,16 @@ const (
 // Config is a Discord webhook (recipients.<name>.discord). The token in
 // the URL's path is a secret: anyone holding it can post to the channel.
 type Config struct {
-	section.Route `yaml:",inline"` // proxy: the route its pushes take (SPEC §17)
-	URL           string           `yaml:"url"` // https://discord.com/api/webhooks/<id>/<token>
+	URL string `yaml:"url"` // https://discord.com/api/webhooks/<id>/<token>
 	// Every is the least pause between two messages to the webhook,
 	// shared by every replica (default 2s).
 	Every section.Duration `yaml:"every"`
 	// Burst is how many messages may go at once before Every applies
 	// (default 5).
 	Burst int `yaml:"burst"`
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)

@@ -10,9 +10,11 @@ import (
 // Config is a Feishu custom group bot (recipients.<name>.feishu_bot). Its
 // URL holds a token.
 type Config struct {
-	section.Route `yaml:",inline"` // proxy: the route its pushes take (SPEC §17)
-	URL           string           `yaml:"url"`
-	Secret        string           `yaml:"secret"` // signing secret; optional
+	URL    string `yaml:"url"`
+	Secret string `yaml:"secret"` // signing secret; optional
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)

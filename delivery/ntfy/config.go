@@ -18,8 +18,7 @@ var topicPattern = regexp.MustCompile(`^[-_A-Za-z0-9]{1,64}$`)
 // topic is the only thing keeping the notices private, so the URL is
 // treated as a secret, like the token and the password.
 type Config struct {
-	section.Route `yaml:",inline"` // proxy: the route its pushes take (SPEC §17)
-	URL           string           `yaml:"url"`
+	URL string `yaml:"url"`
 	// Token is an access token (tk_…), sent as a Bearer credential.
 	Token string `yaml:"token"`
 	// Username and Password are sent as Basic credentials instead.
@@ -30,6 +29,9 @@ type Config struct {
 	Priority int `yaml:"priority"`
 	// Tags are ntfy tags (emoji short codes among them) on every notice.
 	Tags []string `yaml:"tags"`
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)

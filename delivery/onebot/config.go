@@ -12,11 +12,13 @@ import (
 // (recipients.<name>.onebot). The access token is a secret; the group and
 // user ids are recipient addresses, never logged.
 type Config struct {
-	section.Route `yaml:",inline"` // proxy: the route its pushes take (SPEC §17)
-	URL           string           `yaml:"url"`          // the API's base URL: http://127.0.0.1:3000
-	AccessToken   string           `yaml:"access_token"` // sent as Authorization: Bearer <token>
-	GroupID       int              `yaml:"group_id"`
-	UserID        int              `yaml:"user_id"`
+	URL         string `yaml:"url"`          // the API's base URL: http://127.0.0.1:3000
+	AccessToken string `yaml:"access_token"` // sent as Authorization: Bearer <token>
+	GroupID     int    `yaml:"group_id"`
+	UserID      int    `yaml:"user_id"`
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)

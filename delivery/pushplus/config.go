@@ -12,15 +12,17 @@ const MaxDailyLimit = 1000
 // Config is a PushPlus account, or one of its groups
 // (recipients.<name>.pushplus). The token is a secret.
 type Config struct {
-	section.Route `yaml:",inline"` // proxy: the route its pushes take (SPEC §17)
-	Token         string           `yaml:"token"`
-	Topic         string           `yaml:"topic"` // a group's code; unset: the token's owner
+	Token string `yaml:"token"`
+	Topic string `yaml:"topic"` // a group's code; unset: the token's owner
 	// BaseURL replaces DefaultBaseURL: a self-hosted gateway or a proxy
 	// in front of PushPlus. Messages go to <base_url>/send.
 	BaseURL string `yaml:"base_url"`
 	// DailyLimit is how many messages a day herald sends this account
 	// (unset: DefaultDailyLimit); the day starts at midnight UTC+8.
 	DailyLimit int `yaml:"daily_limit"`
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)

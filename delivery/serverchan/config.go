@@ -13,8 +13,7 @@ const MaxDailyLimit = 10000
 // Config is a ServerChan send key (recipients.<name>.serverchan). The key
 // is a secret, and so is every URL that carries it.
 type Config struct {
-	section.Route `yaml:",inline"` // proxy: the route its pushes take (SPEC §17)
-	SendKey       string           `yaml:"sendkey"`
+	SendKey string `yaml:"sendkey"`
 	// BaseURL replaces the service's endpoint: a self-hosted gateway or a
 	// proxy in front of ServerChan. Messages go to <base_url>/<sendkey>.send,
 	// or <base_url>/send/<sendkey>.send for a ServerChan³ key (sctp…).
@@ -23,6 +22,9 @@ type Config struct {
 	// (unset: DefaultDailyLimit); set it to the plan's quota. The day
 	// starts at midnight UTC+8.
 	DailyLimit int `yaml:"daily_limit"`
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)

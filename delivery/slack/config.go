@@ -21,14 +21,16 @@ const (
 // Config is a Slack incoming webhook (recipients.<name>.slack). The whole
 // URL is a secret: anyone holding it can post to the channel.
 type Config struct {
-	section.Route `yaml:",inline"` // proxy: the route its pushes take (SPEC §17)
-	URL           string           `yaml:"url"` // https://hooks.slack.com/services/…
+	URL string `yaml:"url"` // https://hooks.slack.com/services/…
 	// Every is the least pause between two messages to the webhook,
 	// shared by every replica (default 1s: Slack's one message a second).
 	Every section.Duration `yaml:"every"`
 	// Burst is how many messages may go at once before Every applies
 	// (default 1).
 	Burst int `yaml:"burst"`
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)

@@ -13,14 +13,16 @@ const MaxTimeout = 2 * time.Minute
 // Config is an outbound Standard Webhooks recipient
 // (recipients.<name>.webhook).
 type Config struct {
-	section.Route `yaml:",inline"` // proxy: the route its pushes take (SPEC §17)
-	URL           string           `yaml:"url"`
-	Secret        string           `yaml:"secret"` // whsec_<base64>
-	Idempotent    bool             `yaml:"idempotent"`
+	URL        string `yaml:"url"`
+	Secret     string `yaml:"secret"` // whsec_<base64>
+	Idempotent bool   `yaml:"idempotent"`
 	// Timeout bounds one attempt, from dial to the end of the answer
 	// (default 10s, at most MaxTimeout). An attempt that times out
 	// after sending may have arrived: it ends unknown.
 	Timeout section.Duration `yaml:"timeout"`
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)

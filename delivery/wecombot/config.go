@@ -11,8 +11,10 @@ import (
 // Config is a WeCom group robot (recipients.<name>.wecom_bot). Its URL
 // carries the robot's key in the query: a secret.
 type Config struct {
-	section.Route `yaml:",inline"` // proxy: the route its pushes take (SPEC §17)
-	URL           string           `yaml:"url"` // https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=…
+	URL string `yaml:"url"` // https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=…
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)

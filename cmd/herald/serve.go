@@ -168,12 +168,13 @@ type service struct {
 	hooks    *webhook.Hooks
 	server   *webhook.Server
 	channels *channelSet
-	feishu   *feishuApp     // the Feishu app's shared token source (build.go)
-	routeSet *egress.Routes // the routes in force (routes.go)
+	feishu   *feishuApp // the Feishu app's shared token source (build.go)
 	registry *prometheus.Registry
 	metrics  *serviceMetrics // metrics.go
 	ownerG   prometheus.Gauge
 	mu       sync.Mutex
+
+	routeSet *egress.Routes // the routes in force (routes.go); under mu
 }
 
 func serve(e *env, log zerolog.Logger) error {

@@ -26,11 +26,10 @@ func TestWebsocketMode_LongConnectionThroughTheRoute(t *testing.T) {
 		"frontier.feishu.test:80": front.srv.Listener.Addr().String(),
 	}
 	proxy := proxytest.NewSOCKS5(t, hosts, "herald", "long-conn-pa55")
-	rs, err := egress.Network{Proxies: map[string]string{"gfw": proxy.URL()}}.Build()
+	gfw, err := egress.NewRoute("gfw", proxy.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	gfw, _ := rs.Get("gfw")
 	noDNS := &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) { return nil, net.UnknownNetworkError("none") }}
 	eo := egress.Options{Route: gfw, AnyAddress: true, Resolver: noDNS}
 	// The SDK reads the process's defaults; put them back afterwards.

@@ -29,11 +29,10 @@ func TestInterpret_ThroughTheRoute(t *testing.T) {
 	backend, _ := url.Parse(m.URL)
 	front, cert := proxytest.NewTLSServer(t, httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: backend.Host}), "api.model.test")
 	proxy := proxytest.NewSOCKS5(t, map[string]string{"api.model.test:443": strings.TrimPrefix(front.URL, "https://")}, "herald", "model-route-pw")
-	rs, err := egress.Network{Proxies: map[string]string{"gfw": proxy.URL()}}.Build()
+	gfw, err := egress.NewRoute("gfw", proxy.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	gfw, _ := rs.Get("gfw")
 	c, err := New(Options{Endpoint: "https://api.model.test" + backend.Path, APIKey: testKey, Model: "small-model",
 		Egress: egress.Options{Route: gfw, RootCAs: cert.Pool, Resolver: noLookup}})
 	if err != nil {

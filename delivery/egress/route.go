@@ -146,6 +146,13 @@ type Route struct {
 	secrets []string
 }
 
+// NewRoute is the route through the one proxy at proxyURL, shown as
+// name; noProxy hosts, *.domains and CIDRs go direct. Its error never
+// holds the URL.
+func NewRoute(name, proxyURL string, noProxy ...string) (*Route, error) {
+	return fixedRoute(name, proxyURL, strings.Join(noProxy, ","))
+}
+
 func fixedRoute(name, raw, noProxy string) (*Route, error) {
 	u, err := ParseProxy(raw)
 	if err != nil {

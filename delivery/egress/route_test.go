@@ -36,11 +36,7 @@ func originServer(t *testing.T, name string, tlsNames ...string) (*httptest.Serv
 
 func proxyRoute(t *testing.T, proxyURL string) *Route {
 	t.Helper()
-	rs, err := Network{Proxies: map[string]string{"gfw": proxyURL}}.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := rs.Get("gfw")
+	r, err := NewRoute("gfw", proxyURL)
 	if err != nil {
 		t.Fatal(err)
 	}

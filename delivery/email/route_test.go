@@ -22,11 +22,10 @@ func TestSend_ThroughTheRoute(t *testing.T) {
 	for _, mode := range []string{email.TLSStartTLS, email.TLSImplicit} {
 		m := emailtest.New(t, emailtest.WithTLS(cfg, mode == email.TLSImplicit))
 		proxy := proxytest.NewSOCKS5(t, map[string]string{"smtp.campus.test": "127.0.0.1:" + strconv.Itoa(m.Port)}, "herald", "smtp-route-pw")
-		rs, err := egress.Network{Proxies: map[string]string{"campus": proxy.URL()}}.Build()
+		route, err := egress.NewRoute("campus", proxy.URL())
 		if err != nil {
 			t.Fatal(err)
 		}
-		route, _ := rs.Get("campus")
 		srv := email.SMTP{Host: "smtp.campus.test", Port: m.Port, Username: "herald", Password: password, From: "herald@example.edu", TLS: mode}
 		if o := newSink(t, srv, email.WithRootCAs(cert.Pool), email.WithRoute(route)).Send(context.Background(), news("k", 1)); o.Result != delivery.Completed {
 			t.Fatalf("%s through the proxy: %+v", mode, o)

@@ -36,11 +36,10 @@ func TestRoute_WebhookThroughItsProxy(t *testing.T) {
 		{"proxy down", downURL, delivery.Outcome{Result: delivery.RetryAfter, After: delivery.NotSentWait, Reason: delivery.ReasonProxy}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rs, err := egress.Network{Proxies: map[string]string{"campus": tc.proxy}}.Build()
+			route, err := egress.NewRoute("campus", tc.proxy)
 			if err != nil {
 				t.Fatal(err)
 			}
-			route, _ := rs.Get("campus")
 			s, err := New("ops", "https://hooks.ops.test/herald", testSecret, true, egress.Options{Route: route, RootCAs: cert.Pool})
 			if err != nil {
 				t.Fatal(err)

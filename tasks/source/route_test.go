@@ -40,11 +40,10 @@ func TestRoute_SourceThroughItsProxy(t *testing.T) {
 		{"proxy down", downURL, watch.Transient},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rs, err := egress.Network{Proxies: map[string]string{"campus": tc.proxy}}.Build()
+			route, err := egress.NewRoute("campus", tc.proxy)
 			if err != nil {
 				t.Fatal(err)
 			}
-			route, _ := rs.Get("campus")
 			src, err := New(watch.Spec{Kind: KindRSS, URL: "http://news.campus.test/feed.xml", Proxy: "campus"}, Options{Route: route})
 			if err != nil {
 				t.Fatal(err)

@@ -124,11 +124,7 @@ func (s *service) smtpProbes(cfg *configs.Config, secrets []string) []probe.Prob
 // completion) when the endpoint is an OpenAI-style chat-completions URL;
 // otherwise it only connects.
 func (s *service) modelProbe(a configs.Assistant, cfg *configs.Config, secrets []string) probe.Probe {
-	eg := egress.Options{AllowPrivate: cfg.Policy.AllowPrivateNetworks, Route: s.route(a.Proxy)}
-	if a.Local {
-		eg.Trusted = a.TrustedEndpoint()
-	}
-	p := probe.Probe{Check: "model API", Target: a.Endpoint, Options: eg, Secrets: append([]string{a.APIKey}, secrets...)}
+	p := probe.Probe{Check: "model API", Target: a.Endpoint, Options: assistantEgress(cfg, s.route), Secrets: append([]string{a.APIKey}, secrets...)}
 	if models, ok := strings.CutSuffix(strings.TrimRight(a.Endpoint, "/"), "/chat/completions"); ok {
 		p.Request = func(ctx context.Context) (*http.Request, error) {
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, models+"/models", nil)

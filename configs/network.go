@@ -65,7 +65,13 @@ func (v *validator) network() {
 		}
 	}
 	switch p := n.Proxy; {
-	case v.unsetErr("network.proxy"), p == "", p == egress.RouteDirect:
+	case v.unsetErr("network.proxy"), p == egress.RouteDirect:
+	case p == "":
+		// The default route is the environment's: serve reads the same
+		// variables, so check-config says now what serve would refuse.
+		if _, err := (egress.Network{}).Build(); err != nil {
+			v.errf("network.proxy", "the default route is the environment's proxies, and %v", err)
+		}
 	case strings.Contains(p, "://"):
 		if _, err := egress.ParseProxy(p); err != nil {
 			v.errf("network.proxy", "%v", proxyProblem(err))

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -96,7 +97,11 @@ func (n Network) Build() (*Routes, error) {
 	}
 	switch p := strings.TrimSpace(n.Proxy); {
 	case p == "":
-		rs.def = envRoute(getenv, noProxy)
+		r, err := envRoute(getenv, noProxy)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		rs.def = r
 	case p == RouteDirect:
 		rs.def = nil
 	case rs.named[p] != nil:
@@ -164,13 +169,24 @@ func fixedRoute(name, raw, noProxy string) (*Route, error) {
 }
 
 // envRoute reads the proxy variables the way Go does (upper case first),
-// with ALL_PROXY as curl's fallback for either scheme.
-func envRoute(getenv func(string) string, noProxy string) *Route {
+// with ALL_PROXY as curl's fallback for either scheme. A value without a
+// scheme is an http proxy, as for curl and Go; a value herald cannot use
+// is an error naming the variable, never going direct in its stead.
+func envRoute(getenv func(string) string, noProxy string) (*Route, error) {
+	var errs []error
 	get := func(names ...string) string {
 		for _, n := range names {
-			if v := getenv(n); v != "" {
-				return v
+			v := strings.TrimSpace(getenv(n))
+			if v == "" {
+				continue
 			}
+			if !strings.Contains(v, "://") {
+				v = "http://" + v
+			}
+			if _, err := ParseProxy(v); err != nil {
+				errs = append(errs, fmt.Errorf("the environment's %s: %w", n, err))
+			}
+			return v
 		}
 		return ""
 	}
@@ -178,7 +194,7 @@ func envRoute(getenv func(string) string, noProxy string) *Route {
 	cfg := httpproxy.Config{
 		HTTPProxy:  get("HTTP_PROXY", "http_proxy"),
 		HTTPSProxy: get("HTTPS_PROXY", "https_proxy"),
-		NoProxy:    strings.Trim(get("NO_PROXY", "no_proxy")+","+noProxy, ","),
+		NoProxy:    strings.Trim(cmp.Or(getenv("NO_PROXY"), getenv("no_proxy"))+","+noProxy, ","),
 	}
 	if cfg.HTTPProxy == "" {
 		cfg.HTTPProxy = all
@@ -186,8 +202,11 @@ func envRoute(getenv func(string) string, noProxy string) *Route {
 	if cfg.HTTPSProxy == "" {
 		cfg.HTTPSProxy = all
 	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
 	if cfg.HTTPProxy == "" && cfg.HTTPSProxy == "" {
-		return nil
+		return nil, nil
 	}
 	var secrets []string
 	for _, raw := range []string{cfg.HTTPProxy, cfg.HTTPSProxy} {
@@ -196,7 +215,7 @@ func envRoute(getenv func(string) string, noProxy string) *Route {
 		}
 	}
 	return &Route{name: RouteEnvironment, proxy: cfg.ProxyFunc(),
-		key: RouteEnvironment + "\x00" + cfg.HTTPProxy + "\x00" + cfg.HTTPSProxy + "\x00" + cfg.NoProxy, secrets: secrets}
+		key: RouteEnvironment + "\x00" + cfg.HTTPProxy + "\x00" + cfg.HTTPSProxy + "\x00" + cfg.NoProxy, secrets: secrets}, nil
 }
 
 func userSecrets(u *url.URL) []string {

@@ -187,6 +187,16 @@ func TestRoute_NoProxyAndEnvironment(t *testing.T) {
 			t.Errorf("%s: proxy %q, want %q", target, got, want)
 		}
 	}
+	env = map[string]string{"HTTPS_PROXY": "proxy.corp.test:3128"}
+	rs, err = Network{Getenv: func(k string) string { return env[k] }}.Build()
+	if def, _ := rs.Get(""); err != nil || def.ProxyFor(&url.URL{Scheme: "https", Host: "a.test"}).String() != "http://proxy.corp.test:3128" {
+		t.Fatalf("a proxy variable without a scheme: %v", err)
+	}
+	env = map[string]string{"HTTPS_PROXY": "ftp://u:" + secret + "@p.test:21"}
+	if _, err := (Network{Getenv: func(k string) string { return env[k] }}).Build(); err == nil ||
+		!strings.Contains(err.Error(), "HTTPS_PROXY") || strings.Contains(err.Error(), secret) {
+		t.Fatalf("an unusable proxy variable: %v", err)
+	}
 	if d, _ := rs.Get("direct"); d.Name() != "direct" {
 		t.Fatalf("direct route is %s", d.Name())
 	}

@@ -96,6 +96,8 @@ type Config struct {
 	SMTP *email.SMTP `yaml:"smtp"`
 	// Sources holds source-kind settings (RSSHub instances).
 	Sources Sources `yaml:"sources"`
+	// Network is the outbound routes: proxies (SPEC §17; network.go).
+	Network Network `yaml:"network"`
 
 	// Location is Timezone resolved.
 	Location *time.Location `yaml:"-"`
@@ -183,6 +185,9 @@ type Telegram struct {
 	Mode          string `yaml:"mode"` // polling | webhook
 	WebhookSecret string `yaml:"webhook_secret"`
 	APIURL        string `yaml:"api_url"`
+	// Proxy is the route to the Bot API (SPEC §17): polling, webhook
+	// set-up and pushes.
+	Proxy string `yaml:"proxy"`
 }
 
 // Feishu configures the Feishu (Lark) app. Load switches Enabled off (with
@@ -195,6 +200,9 @@ type Feishu struct {
 	VerificationToken string `yaml:"verification_token"`
 	EncryptKey        string `yaml:"encrypt_key"`
 	BaseURL           string `yaml:"base_url"`
+	// Proxy is the route to the open platform (SPEC §17): API calls,
+	// tokens, the long connection and pushes.
+	Proxy string `yaml:"proxy"`
 }
 
 // Assistant configures the optional model that reads plain-language chat
@@ -220,6 +228,8 @@ type Assistant struct {
 	// assistant's voice (relative to the config file; at most
 	// MaxPersonaBytes). It is read by Load, so at start and on SIGHUP.
 	PersonaFile string `yaml:"persona_file"`
+	// Proxy is the route to the model API (SPEC §17).
+	Proxy string `yaml:"proxy"`
 
 	// Enabled is decided by Load: endpoint and api_key are both set.
 	Enabled bool `yaml:"-"`

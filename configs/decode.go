@@ -368,6 +368,28 @@ func fieldName(f reflect.StructField) string {
 	return name
 }
 
+// structFields maps t's keys to their fields' indexes. The keys of an
+// embedded struct tagged `yaml:",inline"` (section.Route) are t's own.
+func structFields(t reflect.Type) map[string][]int {
+	fields := map[string][]int{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if f.Anonymous && f.Type.Kind() == reflect.Struct && strings.HasSuffix(f.Tag.Get("yaml"), ",inline") {
+			for name, idx := range structFields(f.Type) {
+				fields[name] = append([]int{i}, idx...)
+			}
+			continue
+		}
+		if name := fieldName(f); name != "" && name != "-" {
+			fields[name] = []int{i}
+		}
+	}
+	return fields
+}
+
 func (d *decoder) decodeStruct(n ast.Node, v reflect.Value, path string, line int) {
 	m, ok := n.(*ast.MappingNode)
 	if !ok {
@@ -375,12 +397,7 @@ func (d *decoder) decodeStruct(n ast.Node, v reflect.Value, path string, line in
 		return
 	}
 	t := v.Type()
-	fields := map[string]int{}
-	for i := 0; i < t.NumField(); i++ {
-		if name := fieldName(t.Field(i)); name != "" && name != "-" && t.Field(i).IsExported() {
-			fields[name] = i
-		}
-	}
+	fields := structFields(t)
 	first := map[string]int{}
 	var itemURL ast.Node // a json source's second "url": the item URL path
 	itemURLLine := 0
@@ -403,7 +420,7 @@ func (d *decoder) decodeStruct(n ast.Node, v reflect.Value, path string, line in
 			continue
 		}
 		first[key] = kline
-		d.decode(mv.Value, v.Field(i), join(path, key), kline)
+		d.decode(mv.Value, v.FieldByIndex(i), join(path, key), kline)
 	}
 	if itemURL != nil {
 		spec := v.Addr().Interface().(*watch.Spec)

@@ -99,6 +99,7 @@ func (v *validator) validate() {
 	v.rsshub()
 	v.assistant()
 	v.history()
+	v.network()
 
 	// Any unset variable not handled above belongs to a feature in use.
 	paths := make([]string, 0, len(v.d.unset))

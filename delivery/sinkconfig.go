@@ -34,6 +34,14 @@ type SinkConfig interface {
 	Secrets() []string
 }
 
+// Endpointer is a SinkConfig that names the endpoint its pushes go to,
+// for a reachability check that never pushes (herald doctor). Only the
+// URL's scheme and host are tried and shown: its path or query may hold
+// the recipient's token.
+type Endpointer interface {
+	Endpoint() string
+}
+
 // SinkDeps are what every sink may be built with.
 type SinkDeps struct {
 	// Name is the recipient's configured name.

@@ -20,7 +20,31 @@ const (
 	ReasonCanceled      = "canceled"
 	ReasonTimeout       = "timeout"
 	ReasonConnLost      = "connection_lost"
+	// ReasonProxyAuth: the route's proxy refused herald's credentials.
+	// Nothing was sent; the push waits for the config to be fixed.
+	ReasonProxyAuth = "proxy_auth"
+	// ReasonProxy: the route's proxy could not be reached or did not
+	// open the tunnel. Nothing was sent.
+	ReasonProxy = "proxy_connect"
 )
+
+// ProxyWait is how long a push waits after its proxy refused herald's
+// credentials: long enough not to hammer a proxy that will keep refusing
+// until the config is fixed and reloaded.
+const ProxyWait = 5 * time.Minute
+
+// proxyOutcome classifies a failure of the route's proxy, which always
+// happens before the request reaches the target (SPEC §17).
+func proxyOutcome(err error) (Outcome, bool) {
+	pe, ok := egress.ProxyFailure(err)
+	switch {
+	case !ok:
+		return Outcome{}, false
+	case pe.Kind == egress.ProxyAuth:
+		return Outcome{Result: RetryAfter, After: ProxyWait, Reason: ReasonProxyAuth}, true
+	}
+	return Outcome{Result: RetryAfter, After: NotSentWait, Reason: ReasonProxy}, true
+}
 
 // ClassifyTransport classifies an error from a failed round trip, below any
 // API envelope (I3). A failed lookup, dial or TLS handshake sent nothing:
@@ -30,6 +54,9 @@ const (
 // library's decode error) before calling it. The reason never carries the
 // error text.
 func ClassifyTransport(err error) Outcome {
+	if o, ok := proxyOutcome(err); ok {
+		return o
+	}
 	var dns *net.DNSError
 	var nerr net.Error
 	switch {

@@ -29,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -121,6 +122,18 @@ type Options struct {
 	// Now is the clock for signature freshness, and for token expiry when
 	// Tokens is nil (default time.Now).
 	Now func() time.Time
+	// LongConn, when set, is the route of the long connection (SPEC §17).
+	LongConn *LongConn
+}
+
+// LongConn is how the long connection reaches the platform: the
+// transport of its endpoint request and the dialer of its websocket.
+// The SDK's long-connection client takes neither as an option; it uses
+// the process's default HTTP client and websocket dialer, so the channel
+// sets those before it connects. Nothing else in herald uses them.
+type LongConn struct {
+	Transport http.RoundTripper
+	Dial      func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func (o *Options) validate() error {

@@ -3,7 +3,10 @@ package feishu
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
 	"github.com/larksuite/oapi-sdk-go/v3/event/dispatcher"
@@ -38,6 +41,7 @@ func (c *Channel) dispatcher() *dispatcher.EventDispatcher {
 // shutdown: events it still receives then are refused (ErrClosed, so the
 // platform re-pushes them to another connection).
 func (c *Channel) runWS(ctx context.Context) {
+	c.routeLongConn()
 	backoff := wsBackoffMin
 	for {
 		cli := larkws.NewClient(c.o.AppID, c.o.AppSecret,
@@ -69,4 +73,17 @@ func (c *Channel) runWS(ctx context.Context) {
 		}
 		backoff = min(2*backoff, wsBackoffMax)
 	}
+}
+
+// routeLongConn points the process's default HTTP client and websocket
+// dialer, which the SDK's long-connection client uses, at the channel's
+// route (Options.LongConn). The dialer opens the tunnel itself, so the
+// websocket library's own proxy lookup is off.
+func (c *Channel) routeLongConn() {
+	lc := c.o.LongConn
+	if lc == nil {
+		return
+	}
+	http.DefaultClient.Transport = lc.Transport
+	websocket.DefaultDialer = &websocket.Dialer{NetDialContext: lc.Dial, HandshakeTimeout: 45 * time.Second}
 }

@@ -14,15 +14,12 @@ import (
 // be built; nil gives plain text the short help answer. Called at start
 // and on every reload, so SIGHUP can switch it on, off or to another
 // model. Nothing logged here names the endpoint or the key.
-func newAssistant(cfg *configs.Config, log zerolog.Logger) conversation.Assistant {
+func newAssistant(cfg *configs.Config, route func(string) *egress.Route, log zerolog.Logger) conversation.Assistant {
 	a := cfg.Assistant
 	if !a.Enabled {
 		return nil
 	}
-	eg := egress.Options{AllowPrivate: cfg.Policy.AllowPrivateNetworks}
-	if a.Local {
-		eg.Trusted = a.TrustedEndpoint() // that one model server, not the network
-	}
+	eg := assistantEgress(cfg, route)
 	c, err := assistant.New(assistant.Options{
 		Endpoint: a.Endpoint, APIKey: a.APIKey, Model: a.Model, Timeout: a.Timeout.D(), Egress: eg,
 		Persona: a.Persona,
@@ -33,4 +30,21 @@ func newAssistant(cfg *configs.Config, log zerolog.Logger) conversation.Assistan
 	}
 	log.Info().Str("model", a.Model).Int("max_per_hour", a.MaxPerHour).Msg("assistant on")
 	return c
+}
+
+// assistantEgress is how the model API is reached: under the policy's
+// guard, on the assistant's route. A local model server (local: true) is
+// trusted at exactly its address and reached directly unless its section
+// names a proxy: it is on this machine or network, not behind the
+// default route's proxy.
+func assistantEgress(cfg *configs.Config, route func(string) *egress.Route) egress.Options {
+	a := cfg.Assistant
+	eg := egress.Options{AllowPrivate: cfg.Policy.AllowPrivateNetworks, Route: route(a.Proxy)}
+	if a.Local {
+		eg.Trusted = a.TrustedEndpoint() // that one model server, not the network
+		if a.Proxy == "" {
+			eg.Route = nil
+		}
+	}
+	return eg
 }

@@ -52,6 +52,9 @@ func (s *service) assemble(ctx context.Context) error {
 	s.store = countLedger(s.store, s.metrics)
 
 	s.prefs = &chatprefs.Store{KV: s.store.Channels(), Zone: cfg.Location}
+	if err := s.setRoutes(cfg); err != nil {
+		return err
+	}
 	tc, err := s.routing(cfg)
 	if err != nil {
 		return err
@@ -144,8 +147,15 @@ func registerCommitStats(reg prometheus.Registerer, stats func() bolt.CommitStat
 // reload applies a new, valid config: recipients, policy, hooks and
 // declared tasks change; queued deliveries stay queued.
 func (s *service) reload(ctx context.Context, cfg *configs.Config) error {
+	oldRoutes := s.routeSet
+	if err := s.setRoutes(cfg); err != nil {
+		return err
+	}
 	tc, err := s.routing(cfg)
 	if err != nil {
+		s.mu.Lock()
+		s.routeSet = oldRoutes
+		s.mu.Unlock()
 		return err
 	}
 	if err := s.hooks.Set(hooksOf(cfg)); err != nil {
@@ -154,7 +164,7 @@ func (s *service) reload(ctx context.Context, cfg *configs.Config) error {
 	s.table.Swap(tc)
 	s.manager.SetPolicy(policyOf(cfg))
 	s.channels.core.SetDefaults(cfg.Language, cfg.Location)
-	s.channels.core.SetAssistant(newAssistant(cfg, s.log.With().Str("component", "assistant").Logger()), cfg.Assistant.MaxPerHour)
+	s.channels.core.SetAssistant(newAssistant(cfg, s.route, s.log.With().Str("component", "assistant").Logger()), cfg.Assistant.MaxPerHour)
 	s.channels.core.SetChatRate(cfg.Policy.Limits.Chat.PerMinute, cfg.Policy.Limits.Chat.Burst)
 	s.setHistoryBounds(cfg)
 	s.mu.Lock()
@@ -197,7 +207,7 @@ func (s *service) routing(cfg *configs.Config) (delivery.TableConfig, error) {
 			tc.Sinks[t.kind] = sink
 		}
 	}
-	deps := delivery.SinkDeps{Egress: egress.Options{AllowPrivate: cfg.Policy.AllowPrivateNetworks}, Store: s.store, Log: log, Sections: cfg.SinkSections()}
+	deps := delivery.SinkDeps{Store: s.store, Log: log, Sections: cfg.SinkSections()}
 	for name, r := range cfg.Recipients {
 		route := delivery.Route{Lang: r.Language, Format: r.Format, Template: r.Template}
 		if r.Timezone != "" {
@@ -207,6 +217,7 @@ func (s *service) routing(cfg *configs.Config) (delivery.TableConfig, error) {
 		}
 		if sc := r.Sink(); sc != nil {
 			deps.Name = name
+			deps.Egress = egress.Options{AllowPrivate: cfg.Policy.AllowPrivateNetworks, Route: s.sinkRoute(sc)}
 			sink, err := delivery.BuildSink(sc, deps)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("recipient %s: %w", name, err))
@@ -241,12 +252,13 @@ var transports = []struct {
 	{delivery.InboxAddr, func(s *service, cfg *configs.Config, _ zerolog.Logger) (delivery.Sink, string, error) {
 		return inbox.New(s.store.Inbox(), inbox.WithLimit(cfg.Policy.Limits.InboxItems), inbox.WithDropped(s.metrics.inboxDrop)), "", nil
 	}},
-	{delivery.TelegramChat, func(_ *service, cfg *configs.Config, log zerolog.Logger) (delivery.Sink, string, error) {
+	{delivery.TelegramChat, func(s *service, cfg *configs.Config, log zerolog.Logger) (delivery.Sink, string, error) {
 		t := cfg.Channels.Telegram
 		if t.Token == "" {
 			return nil, "channels.telegram.token is not set", nil
 		}
-		sink, err := telegram.New(t.Token, t.APIURL, telegram.WithLogger(log))
+		hc := egress.Client(platformOptions(s.route(t.Proxy), telegram.DefaultTimeout))
+		sink, err := telegram.New(t.Token, t.APIURL, telegram.WithLogger(log), telegram.WithHTTPClient(hc))
 		if err != nil {
 			return nil, "", err
 		}
@@ -257,7 +269,8 @@ var transports = []struct {
 		if f.AppID == "" || f.AppSecret == "" {
 			return nil, "channels.feishu app_id/app_secret are not set", nil
 		}
-		sink, err := feishu.New(f.AppID, f.AppSecret, f.BaseURL, feishu.WithLogger(log), feishu.WithTokenSource(s.feishuTokens(f)))
+		hc := egress.Client(platformOptions(s.route(f.Proxy), feishu.DefaultTimeout))
+		sink, err := feishu.New(f.AppID, f.AppSecret, f.BaseURL, feishu.WithLogger(log), feishu.WithTokenSource(s.feishuTokens(f)), feishu.WithHTTPClient(hc))
 		if err != nil {
 			return nil, "", err
 		}
@@ -268,8 +281,8 @@ var transports = []struct {
 // feishuApp is the Feishu app's one tenant token source and the settings
 // it was built for.
 type feishuApp struct {
-	appID, appSecret, baseURL string
-	tokens                    *feishu.TokenSource
+	appID, appSecret, baseURL, route string
+	tokens                           *feishu.TokenSource
 }
 
 // feishuTokens returns the tenant token source of the configured Feishu
@@ -282,12 +295,25 @@ type feishuApp struct {
 func (s *service) feishuTokens(f configs.Feishu) *feishu.TokenSource {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if a := s.feishu; a != nil && a.appID == f.AppID && a.appSecret == f.AppSecret && a.baseURL == f.BaseURL {
+	r, err := s.routeSet.Get(f.Proxy)
+	if err != nil {
+		r, _ = s.routeSet.Get("")
+	}
+	if a := s.feishu; a != nil && a.appID == f.AppID && a.appSecret == f.AppSecret && a.baseURL == f.BaseURL && a.route == r.Key() {
 		return a.tokens
 	}
-	s.feishu = &feishuApp{appID: f.AppID, appSecret: f.AppSecret, baseURL: f.BaseURL,
-		tokens: feishu.NewTokenSource(f.AppID, f.AppSecret, f.BaseURL, nil, nil)}
+	hc := egress.Client(platformOptions(r, feishu.DefaultTimeout))
+	s.feishu = &feishuApp{appID: f.AppID, appSecret: f.AppSecret, baseURL: f.BaseURL, route: r.Key(),
+		tokens: feishu.NewTokenSource(f.AppID, f.AppSecret, f.BaseURL, hc, nil)}
 	return s.feishu.tokens
+}
+
+// sinkRoute is the route a recipient's sink section names.
+func (s *service) sinkRoute(sc delivery.SinkConfig) *egress.Route {
+	if pn, ok := sc.(interface{ ProxyName() string }); ok {
+		return s.route(pn.ProxyName())
+	}
+	return s.route("")
 }
 
 // offSink holds pushes for a transport that is switched off: they wait
@@ -362,7 +388,7 @@ func (s *service) sourceOpener() tasks.SourceOpener { return sourceOpener{s} }
 // options are the source options in force now; a course site's token
 // given in chat is asked of the credential store at each run.
 func (o sourceOpener) options(spec watch.Spec, zone *time.Location) source.Options {
-	opts := source.Options{AllowPrivate: o.s.manager.Policy().AllowPrivate, DefaultZone: zone,
+	opts := source.Options{AllowPrivate: o.s.manager.Policy().AllowPrivate, DefaultZone: zone, Route: o.s.route(spec.Proxy),
 		Token: tokenResolver(o.s.store.Channels(), spec), Observe: o.s.metrics.fetch}
 	if spec.Kind == source.KindRSSHub {
 		cfg := o.s.currentConfig()

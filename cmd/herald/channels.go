@@ -9,6 +9,7 @@ import (
 	tgchan "github.com/herald-bridge/herald/channels/telegram"
 	"github.com/herald-bridge/herald/conversation"
 	"github.com/herald-bridge/herald/conversation/memory"
+	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/tasks/transfer"
 	hook "github.com/herald-bridge/herald/webhook"
 )
@@ -42,7 +43,7 @@ func newChannelSet(ctx context.Context, s *service) (*channelSet, error) {
 		Lang:   s.cfg.Language,
 		Log:    s.log.With().Str("component", "conversation").Logger(),
 
-		Assistant:        newAssistant(s.cfg, s.log.With().Str("component", "assistant").Logger()),
+		Assistant:        newAssistant(s.cfg, s.route, s.log.With().Str("component", "assistant").Logger()),
 		AssistantPerHour: s.cfg.Assistant.MaxPerHour,
 		ChatPerMinute:    s.cfg.Policy.Limits.Chat.PerMinute,
 		ChatBurst:        s.cfg.Policy.Limits.Chat.Burst,
@@ -60,7 +61,8 @@ func newChannelSet(ctx context.Context, s *service) (*channelSet, error) {
 		ch, err := tgchan.New(tgchan.Options{
 			Token: tg.Token, APIURL: tg.APIURL, Mode: tg.Mode, WebhookSecret: tg.WebhookSecret,
 			PublicURL: s.cfg.Server.PublicURL, Handler: core, Store: s.store, Holder: s.holder,
-			Log: s.log.With().Str("component", "telegram").Logger(),
+			HTTPClient: platformClient(s.route(tg.Proxy), telegramWait),
+			Log:        s.log.With().Str("component", "telegram").Logger(),
 		})
 		if err != nil {
 			return nil, err
@@ -74,8 +76,10 @@ func newChannelSet(ctx context.Context, s *service) (*channelSet, error) {
 		ch, err := fschan.New(fschan.Options{
 			AppID: f.AppID, AppSecret: f.AppSecret, Mode: f.Mode, VerificationToken: f.VerificationToken,
 			EncryptKey: f.EncryptKey, BaseURL: f.BaseURL, Handler: core, Store: s.store,
-			Tokens: s.feishuTokens(f),
-			Log:    s.log.With().Str("component", "feishu").Logger(),
+			Tokens:     s.feishuTokens(f),
+			HTTPClient: egress.Client(platformOptions(s.route(f.Proxy), fschan.DefaultTimeout)),
+			LongConn:   &fschan.LongConn{Transport: egress.SharedTransport(platformOptions(s.route(f.Proxy), fschan.DefaultTimeout)), Dial: platformDial(s.route(f.Proxy))},
+			Log:        s.log.With().Str("component", "feishu").Logger(),
 		})
 		if err != nil {
 			return nil, err

@@ -13,12 +13,16 @@ import (
 // its runs do.
 func (s *service) downloadPlan(ctx context.Context, id string) (download.Plan, error) {
 	plan, err := s.manager.DownloadPlan(ctx, id)
-	if err != nil || plan.Token != "" {
+	if err != nil {
 		return plan, err
 	}
 	t, err := s.manager.Get(ctx, id)
 	if err != nil {
 		return plan, err
+	}
+	plan.Route = s.route(t.Source.Proxy)
+	if plan.Token != "" {
+		return plan, nil
 	}
 	if resolve := tokenResolver(s.store.Channels(), t.Source); resolve != nil {
 		if plan.Token, err = resolve(ctx); err != nil {

@@ -67,6 +67,7 @@ func commands() []command {
 		{"console", "login [--as NAME] [--valid 10m] | logout --all", "sign in to the browser console (GET /console); end its sessions", cmdConsole},
 		{"history", "search PRINCIPAL WORDS [--page N] | list PRINCIPAL [--limit N]", "read a person's or a group chat's conversation history (admins)", cmdHistory},
 		{"downloads", "list TASK", "list the course files a task keeps (name, course, size, when)", cmdDownloads},
+		{"doctor", "", "try every configured endpoint over its route (proxy or direct); exit 1 when any fails", cmdDoctor},
 		{"send-test", "RECIPIENT", "send one test push through the whole path and print its outcome", cmdSendTest},
 		{"agent", "token NAME [--out FILE] | revoke NAME | list", "issue, revoke and list agent tokens (principal agent:NAME)", cmdAgent},
 		{"mcp", "--token-file FILE [--service URL]", "serve MCP on stdio for an agent holding an agent token", cmdMCP},

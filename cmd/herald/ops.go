@@ -59,6 +59,7 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 		{"import", withInput(o.importTasks)},
 		{"backup", withInput(o.backup)},
 		{"downloads.list", withInput(o.listDownloads)},
+		{"doctor", o.doctor},
 	} {
 		a.Register(op.name, op.do)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/herald-bridge/herald/configs"
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/chatprefs"
+	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/datadir"
 	"github.com/herald-bridge/herald/store/redis"
@@ -172,6 +173,8 @@ type service struct {
 	metrics  *serviceMetrics // metrics.go
 	ownerG   prometheus.Gauge
 	mu       sync.Mutex
+
+	routeSet *egress.Routes // the routes in force (routes.go); under mu
 }
 
 func serve(e *env, log zerolog.Logger) error {

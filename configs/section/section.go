@@ -62,3 +62,14 @@ func WhsecProblem(s string) string {
 	}
 	return ""
 }
+
+// Route is the proxy key every outbound section takes (SPEC §17): a name
+// from network.proxies, "direct", or "" for the default route. A sink's
+// section embeds it with `yaml:",inline"`, so its key sits beside the
+// section's own.
+type Route struct {
+	Proxy string `yaml:"proxy"`
+}
+
+// ProxyName is the route the section names.
+func (r Route) ProxyName() string { return r.Proxy }

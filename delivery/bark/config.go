@@ -20,6 +20,9 @@ type Config struct {
 	URL string `yaml:"url"`
 	// Group groups the notices on the phone (unset: by task).
 	Group string `yaml:"group"`
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)
@@ -71,3 +74,6 @@ func splitKey(raw string) (push, key string, err error) {
 	u.Path, u.RawPath = dir+"/push", ""
 	return u.String(), key, nil
 }
+
+// Endpoint implements delivery.Endpointer: the URL pushes go to.
+func (c *Config) Endpoint() string { return c.URL }

@@ -16,6 +16,9 @@ import (
 type Config struct {
 	URL    string `yaml:"url"` // https://oapi.dingtalk.com/robot/send?access_token=…
 	Secret string `yaml:"secret"`
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)
@@ -49,3 +52,6 @@ func (c *Config) NewSink(deps delivery.SinkDeps) (delivery.Sink, error) {
 
 // Secrets implements delivery.SinkConfig.
 func (c *Config) Secrets() []string { return robot.Secrets(c.URL, c.Secret) }
+
+// Endpoint implements delivery.Endpointer: the URL pushes go to.
+func (c *Config) Endpoint() string { return c.URL }

@@ -28,6 +28,9 @@ type Config struct {
 	// Burst is how many messages may go at once before Every applies
 	// (default 5).
 	Burst int `yaml:"burst"`
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)
@@ -62,3 +65,6 @@ func (c *Config) NewSink(deps delivery.SinkDeps) (delivery.Sink, error) {
 
 // Secrets implements delivery.SinkConfig.
 func (c *Config) Secrets() []string { return robot.PathSecrets(c.URL) }
+
+// Endpoint implements delivery.Endpointer: the URL pushes go to.
+func (c *Config) Endpoint() string { return c.URL }

@@ -11,9 +11,16 @@
 // answers fails with ErrBlocked. Refusing the whole name for one private
 // answer would add nothing, since the public address alone is what its
 // owner could have published anyway.
+//
+// egress also owns the routes (SPEC §17): Options.Route sends requests
+// direct or through an HTTP, HTTPS or SOCKS5 proxy. The guard keeps
+// judging targets, not proxies: a proxied target is judged before the
+// proxy is asked (route.go, proxy.go).
 package egress
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -64,6 +71,16 @@ type Options struct {
 	// Resolver looks names up (nil: the system resolver). Tests point it
 	// at their own DNS server; the guard judges whatever it answers.
 	Resolver *net.Resolver
+	// Route is the way out (SPEC §17): nil goes direct. Through a proxy
+	// the guard still judges the target, before the proxy is asked.
+	Route *Route
+	// AnyAddress turns the guard off for an endpoint the admin configured
+	// rather than one a user chose: a chat platform's API URL. The route
+	// still applies.
+	AnyAddress bool
+	// RootCAs are the certificate authorities trusted for TLS (nil: the
+	// system's).
+	RootCAs *x509.CertPool
 }
 
 func (o Options) withDefaults() Options {
@@ -198,10 +215,11 @@ func addrKind(ip netip.Addr) string {
 	return KindNonPublic
 }
 
-// Transport returns a fresh guarded transport: no proxy (a proxy would make
-// the guard check the proxy's address instead of the target's), every dial
-// checked by Guard, TLS handshake bounded by ConnectTimeout.
-func Transport(o Options) *http.Transport {
+// Transport returns a fresh guarded transport on o's route: every direct
+// dial checked by Guard, every proxied target judged before the proxy is
+// asked (the proxy's own address is the admin's and is not judged), TLS
+// handshake bounded by ConnectTimeout.
+func Transport(o Options) http.RoundTripper {
 	return newTransport(o.withDefaults())
 }
 
@@ -216,39 +234,40 @@ type transportKey struct {
 	connectTimeout, timeout time.Duration
 	trusted                 string
 	resolver                *net.Resolver
+	route                   string
+	anyAddress              bool
+	roots                   *x509.CertPool
 }
 
 // SharedTransport returns the guarded transport shared by every caller
-// with the same guard, timeouts and resolver.
-func SharedTransport(o Options) *http.Transport {
+// with the same guard, timeouts, resolver and route.
+func SharedTransport(o Options) http.RoundTripper {
 	o = o.withDefaults()
 	k := transportKey{allowPrivate: o.AllowPrivate, connectTimeout: o.ConnectTimeout, timeout: o.Timeout,
-		trusted: fmt.Sprint(o.Trusted), resolver: o.Resolver}
+		trusted: fmt.Sprint(o.Trusted), resolver: o.Resolver, route: o.Route.Key(), anyAddress: o.AnyAddress, roots: o.RootCAs}
 	if t, ok := shared.Load(k); ok {
-		return t.(*http.Transport)
+		return t.(*routed)
 	}
 	t, _ := shared.LoadOrStore(k, newTransport(o))
-	return t.(*http.Transport)
+	return t.(*routed)
 }
 
-func newTransport(o Options) *http.Transport {
-	d := &net.Dialer{
-		Timeout:   o.ConnectTimeout,
-		KeepAlive: 30 * time.Second,
-		Control:   Guard(o.AllowPrivate, o.Trusted...),
-		Resolver:  o.Resolver,
-	}
-	return &http.Transport{
-		Proxy:                 nil,
-		DialContext:           d.DialContext,
-		ForceAttemptHTTP2:     true,
-		TLSHandshakeTimeout:   o.ConnectTimeout,
-		ResponseHeaderTimeout: o.Timeout,
-		ExpectContinueTimeout: time.Second,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   128, // the dispatcher's workers plus its direct hand-offs: reuse, don't redial
-		IdleConnTimeout:       90 * time.Second,
-	}
+func newTransport(o Options) *routed {
+	return &routed{o: o, base: &http.Transport{
+		// The proxy, when there is one, comes from the hop routed put in
+		// the request's context; SOCKS proxies are dialled, not named here.
+		Proxy:                  proxyFromContext,
+		OnProxyConnectResponse: onConnect,
+		DialContext:            newDialer(o).DialContext,
+		TLSClientConfig:        &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2:      true,
+		TLSHandshakeTimeout:    o.ConnectTimeout,
+		ResponseHeaderTimeout:  o.Timeout,
+		ExpectContinueTimeout:  time.Second,
+		MaxIdleConns:           256,
+		MaxIdleConnsPerHost:    128, // the dispatcher's workers plus its direct hand-offs: reuse, don't redial
+		IdleConnTimeout:        90 * time.Second,
+	}}
 }
 
 // noRedirect hands the 3xx response back to the caller instead of following it.
@@ -280,7 +299,7 @@ func Resty(o Options) *resty.Client {
 
 // userAgent sets a default User-Agent header.
 type userAgent struct {
-	base *http.Transport
+	base http.RoundTripper
 	ua   string
 }
 
@@ -295,7 +314,11 @@ func (u *userAgent) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the transport.
-func (u *userAgent) CloseIdleConnections() { u.base.CloseIdleConnections() }
+func (u *userAgent) CloseIdleConnections() {
+	if c, ok := u.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
 
 // CheckURL validates a destination URL before any request: http or https
 // only; http only for loopback hosts and only with allowPrivate (local

@@ -12,14 +12,15 @@ import (
 // NotSent reports whether err proves that a request never left this host,
 // so that retrying it cannot duplicate an effect (README, The promise: I3): the guard
 // refused the address, DNS failed, the connection could not be opened
-// (refused, unreachable, connect timeout), or the TLS handshake failed.
+// (refused, unreachable, connect timeout), the TLS handshake failed, or
+// the route's proxy failed before the tunnel to the target opened.
 // Anything else — a reset or EOF after the request was written, a response
 // timeout — may have been received and is not NotSent.
 func NotSent(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, ErrBlocked) || errors.Is(err, ErrBadURL) {
+	if errors.Is(err, ErrBlocked) || errors.Is(err, ErrBadURL) || errors.Is(err, ErrProxy) {
 		return true
 	}
 	var dnsErr *net.DNSError
@@ -71,3 +72,8 @@ func Redact(err error) error {
 	}
 	return &url.Error{Op: ue.Op, URL: "[redacted]", Err: cause}
 }
+
+// IsTLSFailure reports whether err is a failed TLS handshake: an
+// untrusted or mismatched certificate, an alert, a peer that does not
+// speak TLS, or the handshake's deadline.
+func IsTLSFailure(err error) bool { return tlsHandshakeFailure(err) }

@@ -2,8 +2,10 @@ package email
 
 import (
 	"fmt"
+	"net"
 	"net/mail"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/herald-bridge/herald/configs/section"
@@ -43,6 +45,9 @@ func (s *SMTP) Mode() string {
 }
 
 // port is the port the section names or its mode's default.
+// Addr is the server's host:port, its port defaulted by Mode.
+func (s *SMTP) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.port())) }
+
 func (s *SMTP) port() int {
 	if s.Port != 0 {
 		return s.Port
@@ -122,6 +127,10 @@ func senderDomain(from string) (string, error) {
 // addresses are personal data: never printed.
 type Config struct {
 	To []string `yaml:"to"`
+	// proxy: a route named here carries the SMTP connection (SPEC §17);
+	// unset, the server is reached directly (not through the default
+	// route, whose proxies are for the web).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)
@@ -156,7 +165,11 @@ func (c *Config) NewSink(deps delivery.SinkDeps) (delivery.Sink, error) {
 	if srv == nil {
 		return nil, fmt.Errorf("an email recipient needs the top-level %s section", SectionKey)
 	}
-	return New(*srv, c.To)
+	var opts []Option
+	if c.Proxy != "" && deps.Egress.Route != nil {
+		opts = append(opts, WithRoute(deps.Egress.Route))
+	}
+	return New(*srv, c.To, opts...)
 }
 
 // Secrets implements delivery.SinkConfig: the addresses, which are

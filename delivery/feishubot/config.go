@@ -12,6 +12,9 @@ import (
 type Config struct {
 	URL    string `yaml:"url"`
 	Secret string `yaml:"secret"` // signing secret; optional
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)
@@ -29,3 +32,6 @@ func (c *Config) NewSink(deps delivery.SinkDeps) (delivery.Sink, error) {
 
 // Secrets implements delivery.SinkConfig.
 func (c *Config) Secrets() []string { return []string{c.URL, c.Secret} }
+
+// Endpoint implements delivery.Endpointer: the URL pushes go to.
+func (c *Config) Endpoint() string { return c.URL }

@@ -29,6 +29,9 @@ type Config struct {
 	Priority int `yaml:"priority"`
 	// Tags are ntfy tags (emoji short codes among them) on every notice.
 	Tags []string `yaml:"tags"`
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)
@@ -105,3 +108,6 @@ func splitTopic(raw string) (base, topic string, err error) {
 	u.Path, u.RawPath = dir+"/", ""
 	return u.String(), topic, nil
 }
+
+// Endpoint implements delivery.Endpointer: the URL pushes go to.
+func (c *Config) Endpoint() string { return c.URL }

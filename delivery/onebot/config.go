@@ -16,6 +16,9 @@ type Config struct {
 	AccessToken string `yaml:"access_token"` // sent as Authorization: Bearer <token>
 	GroupID     int    `yaml:"group_id"`
 	UserID      int    `yaml:"user_id"`
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)
@@ -58,3 +61,6 @@ func (c *Config) Secrets() []string {
 	}
 	return out
 }
+
+// Endpoint implements delivery.Endpointer: the URL pushes go to.
+func (c *Config) Endpoint() string { return c.URL }

@@ -20,6 +20,9 @@ type Config struct {
 	// DailyLimit is how many messages a day herald sends this account
 	// (unset: DefaultDailyLimit); the day starts at midnight UTC+8.
 	DailyLimit int `yaml:"daily_limit"`
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)
@@ -55,3 +58,11 @@ func (c *Config) NewSink(deps delivery.SinkDeps) (delivery.Sink, error) {
 // Secrets implements delivery.SinkConfig: the token, and the topic,
 // which names the recipients.
 func (c *Config) Secrets() []string { return []string{c.Token, c.Topic} }
+
+// Endpoint implements delivery.Endpointer: the gateway pushes go to.
+func (c *Config) Endpoint() string {
+	if c.BaseURL != "" {
+		return c.BaseURL
+	}
+	return DefaultBaseURL
+}

@@ -22,6 +22,9 @@ type Config struct {
 	// (unset: DefaultDailyLimit); set it to the plan's quota. The day
 	// starts at midnight UTC+8.
 	DailyLimit int `yaml:"daily_limit"`
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)
@@ -62,3 +65,9 @@ func (c *Config) NewSink(deps delivery.SinkDeps) (delivery.Sink, error) {
 
 // Secrets implements delivery.SinkConfig.
 func (c *Config) Secrets() []string { return []string{c.SendKey} }
+
+// Endpoint implements delivery.Endpointer: the URL pushes go to.
+func (c *Config) Endpoint() string {
+	u, _ := Endpoint(c.BaseURL, c.SendKey)
+	return u
+}

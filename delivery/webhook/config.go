@@ -47,6 +47,9 @@ type Config struct {
 	// (default 10s, at most MaxTimeout). An attempt that times out
 	// after sending may have arrived: it ends unknown.
 	Timeout section.Duration `yaml:"timeout"`
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)
@@ -120,3 +123,6 @@ func (c *Config) NewSink(deps delivery.SinkDeps) (delivery.Sink, error) {
 
 // Secrets implements delivery.SinkConfig.
 func (c *Config) Secrets() []string { return []string{c.URL, c.Secret} }
+
+// Endpoint implements delivery.Endpointer: the URL pushes go to.
+func (c *Config) Endpoint() string { return c.URL }

@@ -212,6 +212,8 @@ func classifyError(ctx context.Context, err error) delivery.Outcome {
 	switch {
 	case errors.Is(err, egress.ErrBlocked):
 		return delivery.Outcome{Result: delivery.Failed, Reason: ReasonBlocked}
+	case errors.Is(err, egress.ErrProxy):
+		return delivery.ClassifyTransport(err)
 	case egress.NotSent(err):
 		reason := ReasonConnectFailed
 		var dnsErr *net.DNSError

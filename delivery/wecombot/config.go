@@ -12,6 +12,9 @@ import (
 // carries the robot's key in the query: a secret.
 type Config struct {
 	URL string `yaml:"url"` // https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=…
+
+	// proxy: the route its pushes take (SPEC §17).
+	section.Route `yaml:",inline"`
 }
 
 var _ delivery.SinkConfig = (*Config)(nil)
@@ -37,3 +40,6 @@ func (c *Config) NewSink(deps delivery.SinkDeps) (delivery.Sink, error) {
 
 // Secrets implements delivery.SinkConfig.
 func (c *Config) Secrets() []string { return robot.Secrets(c.URL) }
+
+// Endpoint implements delivery.Endpointer: the URL pushes go to.
+func (c *Config) Endpoint() string { return c.URL }

@@ -10,6 +10,7 @@ package download
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/herald-bridge/herald/delivery/egress"
 	"mime"
 	"net/url"
 	"path"
@@ -109,6 +110,8 @@ type Plan struct {
 	// may be redirected to ("*.example.net" patterns).
 	Hosts        []string
 	AllowPrivate bool
+	// Route is the task's source route (SPEC §17; nil: direct).
+	Route *egress.Route
 }
 
 // CheckDir reports whether dir is a usable download dir: relative and

@@ -59,9 +59,9 @@ type Sink struct {
 	o Options
 
 	mu       sync.Mutex
-	clients  map[bool]*http.Client // by AllowPrivate
-	sessions map[string]*session   // by site and token
-	failures map[string]int        // retryable failures by effect key, this process
+	clients  map[clientKey]*http.Client
+	sessions map[string]*session // by site and token
+	failures map[string]int      // retryable failures by effect key, this process
 }
 
 // session serialises one site and token's downloads: one request at a
@@ -97,7 +97,7 @@ func NewSink(o Options) *Sink {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	return &Sink{o: o, clients: map[bool]*http.Client{}, sessions: map[string]*session{}, failures: map[string]int{}}
+	return &Sink{o: o, clients: map[clientKey]*http.Client{}, sessions: map[string]*session{}, failures: map[string]int{}}
 }
 
 var (
@@ -232,18 +232,25 @@ func (s *Sink) forget(key string) {
 // client is the guarded client for downloads: the address guard of every
 // source, redirects handed back (get follows them), a bound on waiting
 // for an answer's header; the whole download is bounded by Timeout.
-func (s *Sink) client(allowPrivate bool) *http.Client {
+func (s *Sink) client(allowPrivate bool, route *egress.Route) *http.Client {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.clients[allowPrivate]
+	k := clientKey{allowPrivate, route.Key()}
+	c, ok := s.clients[k]
 	if !ok {
 		c = &http.Client{
-			Transport:     egress.Transport(egress.Options{AllowPrivate: allowPrivate}),
+			Transport:     egress.Transport(egress.Options{AllowPrivate: allowPrivate, Route: route}),
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
-		s.clients[allowPrivate] = c
+		s.clients[k] = c
 	}
 	return c
+}
+
+// clientKey tells the download clients apart: by guard and by route.
+type clientKey struct {
+	allowPrivate bool
+	route        string
 }
 
 // failure is a classified download failure; its reason is short and
@@ -262,7 +269,7 @@ func final(reason string) error     { return &failure{reason: reason} }
 // fetch downloads f and writes it; it returns where it was written,
 // relative to the task's dir.
 func (s *Sink) fetch(ctx context.Context, plan Plan, f *watch.File, d delivery.Delivery) (string, error) {
-	g := &getter{c: s.client(plan.AllowPrivate), plan: plan}
+	g := &getter{c: s.client(plan.AllowPrivate, plan.Route), plan: plan}
 	src, err := g.source(ctx, f)
 	if err != nil {
 		return "", err

@@ -41,10 +41,11 @@ type clientKey struct {
 	allowPrivate            bool
 	connectTimeout, timeout time.Duration
 	userAgent, trusted      string
+	route                   string
 }
 
 func newClient(o Options) *http.Client {
-	key := clientKey{o.AllowPrivate, o.ConnectTimeout, o.Timeout, o.UserAgent, fmt.Sprint(o.Trusted)}
+	key := clientKey{o.AllowPrivate, o.ConnectTimeout, o.Timeout, o.UserAgent, fmt.Sprint(o.Trusted), o.Route.Key()}
 	if c, ok := clients.Load(key); ok {
 		return c.(*http.Client)
 	}
@@ -54,6 +55,7 @@ func newClient(o Options) *http.Client {
 		Timeout:        o.Timeout,
 		UserAgent:      o.UserAgent,
 		Trusted:        o.Trusted,
+		Route:          o.Route,
 	}))
 	return c.(*http.Client)
 }
@@ -367,6 +369,13 @@ func (s *Source) classifyTransport(parent context.Context, u *url.URL, err error
 		return watch.Errorf(watch.Cancelled, "GET %s: %w", redact(u), parent.Err())
 	case errors.Is(err, egress.ErrBlocked):
 		return &watch.Error{Class: watch.BlockedAddress, Err: refused(target, err)}
+	}
+	if pe, ok := egress.ProxyFailure(err); ok && pe.Kind == egress.ProxyAuth {
+		// The proxy refused herald's credentials: the config must change,
+		// so the run ends at once (I6) instead of retrying.
+		return &watch.Error{Class: watch.Auth, Err: pe}
+	} else if ok {
+		return watch.Errorf(watch.Transient, "GET %s: %w", redact(u), pe)
 	}
 	return watch.Errorf(watch.Transient, "GET %s: %w", redact(u), err)
 }

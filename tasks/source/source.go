@@ -68,6 +68,9 @@ type Options struct {
 	// Observe, when set, hears of every request's answer: its status (0:
 	// none came) and the bytes of the document read (metrics).
 	Observe func(status, bytes int)
+	// Route is the way out (SPEC §17; nil: direct). The guard judges
+	// the target whatever the route.
+	Route *egress.Route
 }
 
 // Within is the Scope of an approval: redirects may go to host (its port

@@ -40,6 +40,10 @@ type Spec struct {
 	// Download, when set, keeps the listed course files in a directory
 	// (docs/sources.md, Learning platforms: downloads).
 	Download *Download `json:"download,omitempty"`
+	// Proxy names the route the source is fetched over (SPEC §17): a
+	// name from network.proxies or "direct"; "" is the default route.
+	// Only config-declared tasks set it.
+	Proxy string `json:"proxy,omitempty"`
 }
 
 // Download says which course files a learning-platform task keeps, and

@@ -136,6 +136,7 @@ type RunRecord struct {
 	Downloads int           `json:"downloads,omitempty"` // course files claimed for download
 	Skipped   int           `json:"skipped,omitempty"`   // unreadable parts of the document left out
 	Selector  string        `json:"selector,omitempty"`  // the html selector picked when the task gives none
+	Blocked   []string      `json:"blocked,omitempty"`   // requests of a rendered page refused by the guard or scope
 	Reason    string        `json:"reason,omitempty"`
 }
 

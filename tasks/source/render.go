@@ -26,6 +26,9 @@ type Renderer interface {
 // Page is a page to render.
 type Page struct {
 	URL *url.URL
+	// Selector is the watch's CSS selector: the page is read once it
+	// matches and the page is quiet ("" : once quiet).
+	Selector string
 	// Fetch sends one request of the page through herald's guarded client
 	// within the task's scope; a refused request fails with ErrRefused.
 	Fetch func(ctx context.Context, r PageRequest) (*PageResponse, error)
@@ -68,7 +71,13 @@ func (s *Source) render(ctx context.Context, parent context.Context, c *call) (*
 		return nil, watch.Errorf(watch.Schema, "%s is to be rendered in a browser, and no browser is configured (browser.path)", redact(s.u))
 	}
 	pf := &pageFetch{s: s, c: c, budget: 3 * s.o.MaxBytes}
-	out, err := s.o.Browser.Render(ctx, Page{URL: s.u, Fetch: pf.fetch})
+	out, err := s.o.Browser.Render(ctx, Page{URL: s.u, Selector: s.spec.Selector, Fetch: pf.fetch})
+	pf.mu.Lock()
+	failed := pf.failed
+	pf.mu.Unlock()
+	if failed != nil {
+		return nil, failed
+	}
 	if err != nil {
 		if parent.Err() != nil {
 			return nil, watch.Errorf(watch.Cancelled, "render %s: %w", redact(s.u), parent.Err())
@@ -80,9 +89,6 @@ func (s *Source) render(ctx context.Context, parent context.Context, c *call) (*
 	}
 	pf.mu.Lock()
 	defer pf.mu.Unlock()
-	if pf.failed != nil {
-		return nil, pf.failed
-	}
 	if int64(len(out.HTML)) > s.o.MaxBytes {
 		return nil, watch.Errorf(watch.TooLarge, "%w: the rendered page exceeds %d bytes", errTooLarge, s.o.MaxBytes)
 	}
@@ -107,9 +113,9 @@ type pageFetch struct {
 
 func (pf *pageFetch) fetch(ctx context.Context, r PageRequest) (*PageResponse, error) {
 	s := pf.s
-	if why := pf.refusal(r.URL); why != "" {
-		pf.block(r.URL, why)
-		return nil, fmt.Errorf("%w: %s", ErrRefused, why)
+	if err := pf.refusal(ctx, r.URL); err != nil {
+		pf.block(r, err)
+		return nil, fmt.Errorf("%w: %s", ErrRefused, err.Error())
 	}
 	var body io.Reader
 	if len(r.Body) > 0 {
@@ -135,9 +141,9 @@ func (pf *pageFetch) fetch(ctx context.Context, r PageRequest) (*PageResponse, e
 	resp, err := s.client.Do(req)
 	if err != nil {
 		if errors.Is(err, egress.ErrBlocked) {
-			why := refused(r.URL, err).Error()
-			pf.block(r.URL, why)
-			return nil, fmt.Errorf("%w: %s", ErrRefused, why)
+			why := refused(r.URL, err)
+			pf.block(r, why)
+			return nil, fmt.Errorf("%w: %s", ErrRefused, why.Error())
 		}
 		return nil, s.classifyTransport(ctx, r.URL, err)
 	}
@@ -164,31 +170,59 @@ func (pf *pageFetch) fetch(ctx context.Context, r PageRequest) (*PageResponse, e
 	return &PageResponse{Status: resp.StatusCode, Header: h, Body: b}, nil
 }
 
-// refusal says why a page may not send a request to u, "" when it may:
+// errOutside refuses a page's request to a host beyond its scope.
+var errOutside = errors.New("outside the task's scope and policy.allowed_hosts")
+
+// refusal says why a page may not send a request to u, nil when it may:
 // only http(s), to the page's own host, the task's scope, the sign-in
-// host, or a host policy.allowed_hosts names. Where the address points
-// is judged when the guarded client dials it.
-func (pf *pageFetch) refusal(u *url.URL) string {
+// host, or a host policy.allowed_hosts names. A literal address is judged
+// here as the dial would judge it; a name, when the guarded client dials.
+func (pf *pageFetch) refusal(ctx context.Context, u *url.URL) error {
 	s := pf.s
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return "only http and https are fetched"
+		return errors.New("only http and https are fetched")
 	case u.User != nil:
-		return "credentials in the address"
-	case strings.EqualFold(u.Host, s.u.Host), s.inScope(u):
-		return ""
-	case pf.c != nil && pf.c.login != nil && strings.EqualFold(u.Host, pf.c.login.Host):
-		return ""
-	case s.o.HostAllowed != nil && s.o.HostAllowed(strings.ToLower(u.Hostname())):
-		return ""
+		return errors.New("credentials in the address")
 	}
-	return "outside the task's scope and policy.allowed_hosts"
+	if err := Refusal(ctx, u, s.o.AllowPrivate, nil); err != nil && !pf.trusted(u) {
+		return err
+	}
+	switch {
+	case strings.EqualFold(u.Host, s.u.Host), s.inScope(u):
+		return nil
+	case pf.c != nil && pf.c.login != nil && strings.EqualFold(u.Host, pf.c.login.Host):
+		return nil
+	case s.o.HostAllowed != nil && s.o.HostAllowed(strings.ToLower(u.Hostname())):
+		return nil
+	}
+	return errOutside
 }
 
-func (pf *pageFetch) block(u *url.URL, why string) {
-	line := redact(u) + ": " + why
+// trusted reports whether u names one of the destinations policy trusts
+// by exact address.
+func (pf *pageFetch) trusted(u *url.URL) bool {
+	for _, t := range pf.s.o.Trusted {
+		if u.Host == t.String() {
+			return true
+		}
+	}
+	return false
+}
+
+// block lists a refused request; one for the page itself (or a frame)
+// fails the run with class blocked_address or scope.
+func (pf *pageFetch) block(r PageRequest, err error) {
+	line := redact(r.URL) + ": " + err.Error()
 	pf.mu.Lock()
 	defer pf.mu.Unlock()
+	if r.Document && pf.failed == nil {
+		class := watch.Scope
+		if errors.Is(err, egress.ErrBlocked) {
+			class = watch.BlockedAddress
+		}
+		pf.failed = &watch.Error{Class: class, Err: err}
+	}
 	if len(pf.blocked) < maxBlocked && !slices.Contains(pf.blocked, line) {
 		pf.blocked = append(pf.blocked, line)
 	}

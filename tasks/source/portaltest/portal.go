@@ -200,7 +200,7 @@ func (p *Portal) list(w http.ResponseWriter) {
 // jsPage is an empty list its script fills from the JSON endpoint.
 func (p *Portal) jsPage(w http.ResponseWriter, _ *http.Request) {
 	p.mu.Lock()
-	extra, _ := json.Marshal(p.Extra)
+	extra, _ := json.Marshal(append([]string{}, p.Extra...))
 	p.mu.Unlock()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	fmt.Fprintf(w, `<!doctype html><html><head><title>通知公告</title></head><body>

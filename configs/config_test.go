@@ -144,6 +144,17 @@ func TestLoad_ErrorsWithFileAndLine(t *testing.T) {
 		{"secrets-file-missing.yaml", []want{{1, "secrets_file: cannot read does-not-exist.yaml"}}},
 		{"assistant-bad-endpoint.yaml", []want{{4, "assistant.endpoint: must use https (http only for loopback hosts with policy.allow_private_networks: true)"}}},
 		{"assistant-unknown-key.yaml", []want{{5, `unknown key "temperature" in assistant`}}},
+		{"source-auth-bad.yaml", []want{
+			{9, "tasks[0].source.auth: auth takes a cookie or a login, not both"},
+			{19, `tasks[1].source.render: render must be "browser" or left out`},
+			{21, "tasks[1].source.auth.login.form: form names the fields to fill in"},
+			{22, "tasks[1].source.auth.login.url: want the http or https address of the sign-in page"},
+			{25, "browser.max_parallel: must be between 1 and 16"},
+			{25, "browser.memory_mb: must be at least 128"},
+		}},
+		{"render-no-browser.yaml", []want{
+			{11, "tasks[0].source.render: render: browser needs Chromium: no browser: browser.path /nonexistent/chromium is not an executable file"},
+		}},
 		{"assistant-bounds.yaml", []want{
 			{1, "assistant: model is required"},
 			{2, "assistant.endpoint: must use https"},

@@ -352,10 +352,18 @@ var _ tasks.ScopedOpener = sourceOpener{}
 func (s *service) sourceOpener() tasks.SourceOpener { return sourceOpener{s} }
 
 // options are the source options in force now; a course site's token
-// given in chat is asked of the credential store at each run.
+// or a cookie given in chat is asked of the credential store at each
+// run, and a form login keeps its session there.
 func (o sourceOpener) options(spec watch.Spec, zone *time.Location) source.Options {
-	return source.Options{AllowPrivate: o.s.manager.Policy().AllowPrivate, DefaultZone: zone,
-		Token: tokenResolver(o.s.store.Channels(), spec), Observe: o.s.metrics.fetch}
+	kv := o.s.store.Channels()
+	opts := source.Options{AllowPrivate: o.s.manager.Policy().AllowPrivate, DefaultZone: zone,
+		Token: tokenResolver(kv, spec), Observe: o.s.metrics.fetch,
+		Session: sessionOf(kv, spec), Cookie: cookieResolver(kv, spec), HostAllowed: o.s.manager.Policy().HostAllowed}
+	if o.s.browser != nil {
+		// A nil *Pool in the interface would not read as "no browser".
+		opts.Browser = o.s.browser
+	}
+	return opts
 }
 
 // Open builds a source with redirects confined to the same host.

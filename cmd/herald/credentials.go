@@ -2,10 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"maps"
+	"regexp"
+	"slices"
 
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/credentials"
+	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -28,5 +34,68 @@ func tokenResolver(kv store.KV, spec watch.Spec) func(ctx context.Context) (stri
 			return "", watch.Errorf(watch.Transient, "the credential store did not answer")
 		}
 		return tok, nil
+	}
+}
+
+// kept is a form login's session in the credential store: the account
+// is the sign-in page with the fields filled in that name the person
+// (a digest of them, never a password), so two watches signing in as
+// the same person share one session and two people never do.
+type kept struct {
+	creds   *credentials.Store
+	url     string
+	account string
+}
+
+var _ source.Session = kept{}
+
+func (k kept) Load(ctx context.Context) (string, error) {
+	return k.creds.Session(ctx, k.url, k.account)
+}
+
+func (k kept) Save(ctx context.Context, state string) error {
+	return k.creds.PutSession(ctx, k.url, k.account, state)
+}
+
+// secretField names form fields whose values are never part of a key.
+var secretField = regexp.MustCompile(`(?i)(passw|pwd|secret|token|captcha)`)
+
+// sessionOf is the Session spec's form login keeps its cookies in; nil
+// when spec signs in with no form.
+func sessionOf(kv store.KV, spec watch.Spec) source.Session {
+	if spec.Auth == nil || spec.Auth.Login == nil {
+		return nil
+	}
+	l := spec.Auth.Login
+	h := sha256.New()
+	h.Write([]byte(l.URL + "\x00" + spec.URL + "\x00"))
+	for _, k := range slices.Sorted(maps.Keys(l.Form)) {
+		if !secretField.MatchString(k) {
+			h.Write([]byte(k + "=" + l.Form[k] + "\x00"))
+		}
+	}
+	return kept{creds: credentials.New(kv), url: l.URL, account: hex.EncodeToString(h.Sum(nil)[:12])}
+}
+
+// cookieResolver is what a source with auth but no cookie or login asks
+// for the cookie its owner gave in chat (/login), kept as their channel
+// credential for the site.
+func cookieResolver(kv store.KV, spec watch.Spec) func(ctx context.Context) (string, error) {
+	if spec.Auth == nil || spec.Auth.Cookie != "" || spec.Auth.Login != nil {
+		return nil
+	}
+	resolve := credentials.New(kv).Resolver(spec.TokenFrom, spec.URL)
+	if resolve == nil {
+		return nil
+	}
+	return func(ctx context.Context) (string, error) {
+		ck, err := resolve(ctx)
+		switch {
+		case errors.Is(err, credentials.ErrNoToken):
+			return "", watch.Errorf(watch.Auth, "no cookie is stored for this site; the owner can give one again with /login")
+		case err != nil:
+			return "", watch.Errorf(watch.Transient, "the credential store did not answer")
+		}
+		return ck, nil
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/engine"
 	"github.com/herald-bridge/herald/tasks/scheduler"
+	"github.com/herald-bridge/herald/tasks/source/browser"
 	"github.com/herald-bridge/herald/webhook"
 )
 
@@ -172,6 +173,7 @@ type service struct {
 	metrics  *serviceMetrics // metrics.go
 	ownerG   prometheus.Gauge
 	mu       sync.Mutex
+	browser  *browser.Pool // renders pages (render: browser); nil: none found
 }
 
 func serve(e *env, log zerolog.Logger) error {
@@ -202,6 +204,7 @@ func serve(e *env, log zerolog.Logger) error {
 	}
 	defer s.store.Close()
 	s.takeOverLeases()
+	s.openBrowser()
 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()

@@ -121,3 +121,57 @@ func (s *Store) Resolver(owner, rawURL string) func(ctx context.Context) (string
 		return tok, nil
 	}
 }
+
+// MaxSession bounds a kept sign-in session (its cookies, encoded).
+const MaxSession = 16 << 10
+
+// Sessions are the cookies a form login of a source obtained
+// (docs/sources.md, Sources behind a login or JavaScript), kept under
+// their own key prefix per sign-in site and account so that later runs
+// and a restarted herald reuse them instead of signing in again.
+
+func sessionKey(site, account string) string { return "session/" + site + "|" + account }
+
+// Session returns the session kept for account at the site rawURL is
+// on; "" when none is kept.
+func (s *Store) Session(ctx context.Context, rawURL, account string) (string, error) {
+	site, err := Site(rawURL)
+	if err != nil {
+		return "", err
+	}
+	b, err := s.kv.Get(ctx, sessionKey(site, account))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "", nil
+	case err != nil:
+		return "", ErrUnanswered
+	}
+	return string(b), nil
+}
+
+// PutSession keeps account's session at rawURL's site, replacing any.
+func (s *Store) PutSession(ctx context.Context, rawURL, account, state string) error {
+	site, err := Site(rawURL)
+	if err != nil {
+		return err
+	}
+	if len(state) > MaxSession {
+		return errors.New("credentials: oversized session")
+	}
+	if err := s.kv.Put(ctx, sessionKey(site, account), []byte(state), 0); err != nil {
+		return fmt.Errorf("store session: %w", err)
+	}
+	return nil
+}
+
+// DeleteSession forgets account's session at rawURL's site.
+func (s *Store) DeleteSession(ctx context.Context, rawURL, account string) error {
+	site, err := Site(rawURL)
+	if err != nil {
+		return err
+	}
+	if err := s.kv.Delete(ctx, sessionKey(site, account)); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return nil
+}

@@ -37,25 +37,7 @@ func tokenResolver(kv store.KV, spec watch.Spec) func(ctx context.Context) (stri
 	}
 }
 
-// kept is a form login's session in the credential store: the account
-// is the sign-in page with the fields filled in that name the person
-// (a digest of them, never a password), so two watches signing in as
-// the same person share one session and two people never do.
-type kept struct {
-	creds   *credentials.Store
-	url     string
-	account string
-}
-
-var _ source.Session = kept{}
-
-func (k kept) Load(ctx context.Context) (string, error) {
-	return k.creds.Session(ctx, k.url, k.account)
-}
-
-func (k kept) Save(ctx context.Context, state string) error {
-	return k.creds.PutSession(ctx, k.url, k.account, state)
-}
+var _ source.Session = credentials.Slot{}
 
 // secretField names form fields whose values are never part of a key.
 var secretField = regexp.MustCompile(`(?i)(passw|pwd|secret|token|captcha)`)
@@ -74,7 +56,10 @@ func sessionOf(kv store.KV, spec watch.Spec) source.Session {
 			h.Write([]byte(k + "=" + l.Form[k] + "\x00"))
 		}
 	}
-	return kept{creds: credentials.New(kv), url: l.URL, account: hex.EncodeToString(h.Sum(nil)[:12])}
+	// The account is the sign-in page with the fields that name the
+	// person (a digest, never a password): two watches signing in as one
+	// person share a session, two people never do.
+	return credentials.New(kv).Slot(l.URL, hex.EncodeToString(h.Sum(nil)[:12]))
 }
 
 // cookieResolver is what a source with auth but no cookie or login asks

@@ -175,3 +175,22 @@ func (s *Store) DeleteSession(ctx context.Context, rawURL, account string) error
 	}
 	return nil
 }
+
+// Slot is one account's session at one site, in the shape a source keeps
+// its sign-in in (source.Session).
+type Slot struct {
+	s       *Store
+	url     string
+	account string
+}
+
+// Slot returns account's session slot at the site rawURL is on.
+func (s *Store) Slot(rawURL, account string) Slot { return Slot{s: s, url: rawURL, account: account} }
+
+// Load returns the kept session, "" when none is kept.
+func (k Slot) Load(ctx context.Context) (string, error) { return k.s.Session(ctx, k.url, k.account) }
+
+// Save keeps state as the session.
+func (k Slot) Save(ctx context.Context, state string) error {
+	return k.s.PutSession(ctx, k.url, k.account, state)
+}

@@ -153,10 +153,19 @@ func TestRender_OnePushPerNewItemAndUnrenderedGivesNoFalsePushes(t *testing.T) {
 	}
 	p := portaltest.New("选课通知", "考试安排")
 	defer p.Close()
+	p.Extra = []string{"http://169.254.169.254/latest/meta-data/"}
 	spec := watch.Spec{Kind: source.KindHTML, URL: p.URL + "/portal/js/notices", Selector: "li.notice", Render: watch.RenderBrowser}
 	r, tk := portalRig(t, spec, source.Options{Browser: pool})
-	if rec := r.run(tk.ID); rec.Outcome != tasks.OutcomeBaseline || rec.Items != 2 {
+	rec := r.run(tk.ID)
+	if rec.Outcome != tasks.OutcomeBaseline || rec.Items != 2 {
 		t.Fatalf("baseline = %+v", rec)
+	}
+	// The page's attempt at the metadata address is in the run record.
+	if len(rec.Blocked) != 1 || !strings.HasPrefix(rec.Blocked[0], "http://169.254.169.254: ") {
+		t.Fatalf("blocked = %q", rec.Blocked)
+	}
+	if runs, _ := r.m.Runs(context.Background(), tk.ID, 1); len(runs) != 1 || len(runs[0].Blocked) != 1 {
+		t.Fatalf("the kept run record lost what was blocked: %+v", runs)
 	}
 	p.Add("放假通知")
 	p.Add("讲座预告")

@@ -424,3 +424,7 @@ func (r *page) watchMemory(ctx context.Context, over chan<- error) {
 		}
 	}
 }
+
+// Leftovers lists the processes running with a profile directory under
+// dir: none once every page is done, and none after a start's Sweep.
+func Leftovers(dir string) []int { return pidsUnder(dir) }

@@ -8,3 +8,5 @@ package browser
 
 func killUnder(string) int       { return 0 }
 func residentUnder(string) int64 { return 0 }
+
+func pidsUnder(string) []int { return nil }

@@ -596,6 +596,10 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 		t.Fatal("the reference config no longer shows the smtp section")
 	}
 	text = strings.Replace(text, "\n# smtp:\n", "\nsmtp:\n", 1)
+	if !strings.Contains(text, "\n# browser:\n") {
+		t.Fatal("the reference config no longer shows the browser section")
+	}
+	text = strings.Replace(text, "\n# browser:\n", "\nbrowser:\n", 1)
 	lookup := func(name string) (string, bool) {
 		switch name {
 		case "HERALD_ASSISTANT_KEY":
@@ -610,6 +614,8 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 			return "7~example", true
 		case "SMTP_PASSWORD":
 			return "smtp-example-password", true
+		case "PORTAL_USER", "PORTAL_PASSWORD":
+			return "example", true
 		case "SLACK_WEBHOOK_PATH":
 			return "T0EXAMPLE/B0EXAMPLE/example", true
 		case "DISCORD_TOKEN":
@@ -629,11 +635,18 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 	if s := cfg.SMTP; s == nil || s.Host != "smtp.example.com" || s.Password != "smtp-example-password" || s.Mode() != "starttls" {
 		t.Errorf("smtp = %+v", s)
 	}
-	if len(cfg.Recipients) != 14 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 5 {
+	if len(cfg.Recipients) != 14 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 6 {
 		t.Errorf("recipients %d, inbound %d, tasks %d: an example block did not uncomment", len(cfg.Recipients), len(cfg.Inbound), len(cfg.Tasks))
 	}
 	if cs, _ := cfg.Task("cs101"); cs.Source.Download == nil || cs.Source.Download.Dir != "cs101" || cs.Source.Download.MaxPerRun != 100 {
 		t.Errorf("cs101 source = %+v", cs.Source)
+	}
+	if pt, _ := cfg.Task("portal"); pt.Source.Auth == nil || pt.Source.Auth.Login == nil || pt.Source.Auth.Login.Check != "PORTALSESSION" ||
+		pt.Source.Auth.Login.Form["password"] != "example" {
+		t.Errorf("portal source = %+v", pt.Source)
+	}
+	if b := cfg.Browser; b.MaxParallel != 2 || b.Timeout.D() != 20*time.Second || b.MemoryMB != 1024 {
+		t.Errorf("browser = %+v", b)
 	}
 	if rel, _ := cfg.Task("releases"); rel.Source.Link != "html_url" {
 		t.Errorf("releases source = %+v", rel.Source)

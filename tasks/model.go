@@ -222,6 +222,7 @@ func ErrorCodes() []string {
 		"bad_url",
 		"busy",
 		"cannot_run",
+		"cookie_not_for_kind",
 		"credentials_in_url",
 		"declared_bad_schedule",
 		"download_dir_changed",

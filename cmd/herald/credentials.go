@@ -69,7 +69,7 @@ func cookieResolver(kv store.KV, spec watch.Spec) func(ctx context.Context) (str
 	if spec.Auth == nil || spec.Auth.Cookie != "" || spec.Auth.Login != nil {
 		return nil
 	}
-	resolve := credentials.New(kv).Resolver(spec.TokenFrom, spec.URL)
+	resolve := credentials.New(kv).Cookies().Resolver(spec.TokenFrom, spec.URL)
 	if resolve == nil {
 		return nil
 	}

@@ -29,11 +29,22 @@ var (
 // MaxToken bounds a stored token; course sites' tokens are under 100 bytes.
 const MaxToken = 1024
 
-// Store keeps credentials in a KV (store.Store.Channels()).
-type Store struct{ kv store.KV }
+// MaxCookie bounds a stored sign-in cookie: browsers keep 4 KiB a cookie.
+const MaxCookie = 4096
 
-// New returns the credential store kept in kv.
-func New(kv store.KV) *Store { return &Store{kv: kv} }
+// Store keeps credentials in a KV (store.Store.Channels()).
+type Store struct {
+	kv     store.KV
+	prefix string // "cred/": access tokens; "cookie/": sign-in cookies
+}
+
+// New returns the credential store kept in kv: its access tokens.
+func New(kv store.KV) *Store { return &Store{kv: kv, prefix: "cred/"} }
+
+// Cookies is the same store's sign-in cookies (/login; a source's
+// auth with neither a cookie nor a login in it), one per principal and
+// site, apart from its access tokens.
+func (s *Store) Cookies() *Store { return &Store{kv: s.kv, prefix: "cookie/"} }
 
 // Site is the origin a credential belongs to: scheme://host[:port], in
 // lower case; the path, query and any user info are not part of it.
@@ -45,7 +56,7 @@ func Site(raw string) (string, error) {
 	return strings.ToLower(u.Scheme + "://" + u.Host), nil
 }
 
-func key(principal, site string) string { return "cred/" + site + "|" + principal }
+func (s *Store) key(principal, site string) string { return s.prefix + site + "|" + principal }
 
 // Put stores principal's token for the site rawURL is on, replacing any.
 func (s *Store) Put(ctx context.Context, principal, rawURL, token string) error {
@@ -53,10 +64,14 @@ func (s *Store) Put(ctx context.Context, principal, rawURL, token string) error 
 	if err != nil {
 		return err
 	}
-	if token == "" || len(token) > MaxToken {
+	max := MaxToken
+	if s.prefix == "cookie/" {
+		max = MaxCookie
+	}
+	if token == "" || len(token) > max {
 		return errors.New("credentials: empty or oversized token")
 	}
-	if err := s.kv.Put(ctx, key(principal, site), []byte(token), 0); err != nil {
+	if err := s.kv.Put(ctx, s.key(principal, site), []byte(token), 0); err != nil {
 		return fmt.Errorf("store credential: %w", err)
 	}
 	return nil
@@ -69,7 +84,7 @@ func (s *Store) Get(ctx context.Context, principal, rawURL string) (string, erro
 	if err != nil {
 		return "", err
 	}
-	b, err := s.kv.Get(ctx, key(principal, site))
+	b, err := s.kv.Get(ctx, s.key(principal, site))
 	if err != nil {
 		return "", err
 	}
@@ -94,7 +109,7 @@ func (s *Store) Delete(ctx context.Context, principal, rawURL string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.kv.Delete(ctx, key(principal, site)); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := s.kv.Delete(ctx, s.key(principal, site)); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	return nil

@@ -6,8 +6,7 @@ import (
 	"github.com/herald-bridge/herald/store/credentials"
 )
 
-// Sign-in cookies from chat (docs/sources.md, Sources behind a login or
-// JavaScript): "/login <site>" asks, in a private chat only, for the
+// Sign-in cookies from chat (docs/sources.md, Sign-in cookies from chat): "/login <site>" asks, in a private chat only, for the
 // Cookie header of a browser signed in to the site. The message carrying
 // it is deleted where the platform allows (Reply.Retract) and the cookie
 // goes to the credential store, one per principal and site, and nowhere

@@ -12,7 +12,7 @@ import (
 // jar holds the cookies of one signed-in session: set by every answer of
 // a sign-in or a read, sent back by host and path, and written out whole
 // so the session outlives the run and a restart (docs/sources.md,
-// Sources behind a login). Its values are secrets (I10).
+// Sources behind a login or JavaScript). Its values are secrets (I10).
 type jar struct {
 	mu      sync.Mutex
 	cookies []jarCookie

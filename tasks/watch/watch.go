@@ -36,7 +36,8 @@ type Spec struct {
 	// (docs/sources.md, Learning platforms: downloads).
 	Download *Download `json:"download,omitempty"`
 	// Auth signs the source's requests in: a cookie, or a form login
-	// whose session is kept (docs/sources.md, Sources behind a login).
+	// whose session is kept (docs/sources.md, Sources behind a login or
+	// JavaScript).
 	// Its values are secrets: never log or show them (I10).
 	Auth *SignIn `json:"auth,omitempty"`
 	// Render, "browser", renders an html page in headless Chromium

@@ -13,18 +13,14 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/tasks/source/browser"
+	"github.com/herald-bridge/herald/tasks/source/browser/browsertest"
 )
 
 // A herald killed while a page renders leaves Chromium's processes
 // behind (the browser's helpers outlive it); the next start on the data
 // dir finds them by their profile directory and kills them.
 func TestRender_KilledHeraldLeavesNoChromiumAfterRestart(t *testing.T) {
-	if _, err := browser.Find(""); err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("%v; the browser tests run in CI", err)
-		}
-		t.Fatal(err)
-	}
+	browsertest.NeedBrowser(t)
 	slow := make(chan struct{}, 1)
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/" {

@@ -3,8 +3,6 @@ package runner_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/source/browser"
+	"github.com/herald-bridge/herald/tasks/source/browser/browsertest"
 	"github.com/herald-bridge/herald/tasks/source/portaltest"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
@@ -141,16 +140,7 @@ func assertNoSecret(t *testing.T, r *rig, id string, secrets ...string) {
 }
 
 func TestRender_OnePushPerNewItemAndUnrenderedGivesNoFalsePushes(t *testing.T) {
-	if _, err := browser.Find(""); err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("%v; the browser tests run in CI", err)
-		}
-		t.Fatal(err)
-	}
-	pool, err := browser.New(browser.Options{Dir: filepath.Join(t.TempDir(), "browser")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool := browsertest.Browser(t, browser.Options{})
 	p := portaltest.New("选课通知", "考试安排")
 	defer p.Close()
 	p.Extra = []string{"http://169.254.169.254/latest/meta-data/"}

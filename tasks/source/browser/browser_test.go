@@ -1,4 +1,4 @@
-package browser
+package browser_test
 
 import (
 	"context"
@@ -16,41 +16,18 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/tasks/source"
+	"github.com/herald-bridge/herald/tasks/source/browser"
+	"github.com/herald-bridge/herald/tasks/source/browser/browsertest"
 	"github.com/herald-bridge/herald/tasks/source/portaltest"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
-
-// newTestPool starts a pool on the installed Chromium; without one the
-// test skips, except in CI (CI=true), where it fails.
-func newTestPool(t *testing.T, o Options) *Pool {
-	t.Helper()
-	if _, err := Find(o.Path); err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("%v; the browser tests run in CI", err)
-		}
-		t.Fatal(err)
-	}
-	if o.Dir == "" {
-		o.Dir = filepath.Join(t.TempDir(), "browser")
-	}
-	p, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if n := len(pidsUnder(o.Dir)); n != 0 {
-			t.Errorf("%d browser processes left running", n)
-		}
-	})
-	return p
-}
 
 func jsSpec(p *portaltest.Portal) watch.Spec {
 	return watch.Spec{Kind: source.KindHTML, URL: p.URL + "/portal/js/notices", Selector: "li.notice", Render: watch.RenderBrowser}
 }
 
 func TestRender_ListBuiltByJavaScriptYieldsItsItems(t *testing.T) {
-	pool := newTestPool(t, Options{})
+	pool := browsertest.Browser(t, browser.Options{})
 	p := portaltest.New("选课通知", "考试安排", "放假通知")
 	defer p.Close()
 	s, err := source.New(jsSpec(p), source.Options{AllowPrivate: true, Browser: pool})
@@ -86,7 +63,7 @@ func TestRender_ListBuiltByJavaScriptYieldsItsItems(t *testing.T) {
 }
 
 func TestRender_PageRequestsOutsideTheGuardOrScopeAreBlockedAndListed(t *testing.T) {
-	pool := newTestPool(t, Options{})
+	pool := browsertest.Browser(t, browser.Options{})
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("the page reached a host outside the scope: %s", r.URL)
 	}))
@@ -143,11 +120,11 @@ func TestRender_PageRequestsOutsideTheGuardOrScopeAreBlockedAndListed(t *testing
 }
 
 func TestRender_WithoutABrowserTheWatchFailsAndIsNeverReadUnrendered(t *testing.T) {
-	if _, err := Find("/nonexistent/chromium"); err == nil || !strings.Contains(err.Error(), "browser.path") {
+	if _, err := browser.Find("/nonexistent/chromium"); err == nil || !strings.Contains(err.Error(), "browser.path") {
 		t.Fatalf("Find = %v", err)
 	}
 	t.Setenv("PATH", t.TempDir())
-	if _, err := New(Options{Dir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "install chromium") {
+	if _, err := browser.New(browser.Options{Dir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "install chromium") {
 		t.Fatalf("New without chromium on PATH = %v", err)
 	}
 	p := portaltest.New("选课通知")
@@ -162,7 +139,7 @@ func TestRender_WithoutABrowserTheWatchFailsAndIsNeverReadUnrendered(t *testing.
 }
 
 func TestRender_PageTimeBoundEndsAHangingPage(t *testing.T) {
-	pool := newTestPool(t, Options{Timeout: 3 * time.Second})
+	pool := browsertest.Browser(t, browser.Options{Timeout: 3 * time.Second})
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		if r.URL.Path == "/" {
@@ -183,7 +160,7 @@ func TestRender_PageTimeBoundEndsAHangingPage(t *testing.T) {
 }
 
 func TestSweep_KillsTheBrowserAKilledHeraldLeftBehind(t *testing.T) {
-	path, err := Find("")
+	path, err := browser.Find("")
 	if err != nil {
 		t.Skip(err)
 	}
@@ -200,14 +177,14 @@ func TestSweep_KillsTheBrowserAKilledHeraldLeftBehind(t *testing.T) {
 	}
 	go func() { _ = cmd.Wait() }()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(pidsUnder(dir)) < 2 && time.Now().Before(deadline) {
+	for len(browser.Leftovers(dir)) < 2 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if len(pidsUnder(dir)) == 0 {
+	if len(browser.Leftovers(dir)) == 0 {
 		t.Fatal("the browser did not start")
 	}
-	newTestPool(t, Options{Dir: dir})
-	if n := len(pidsUnder(dir)); n != 0 {
+	browsertest.Browser(t, browser.Options{Dir: dir})
+	if n := len(browser.Leftovers(dir)); n != 0 {
 		t.Fatalf("%d processes left after start", n)
 	}
 	if _, err := os.Stat(left); !os.IsNotExist(err) {

@@ -91,8 +91,13 @@ func (s *Source) timeout() time.Duration {
 // fetch GETs the source, following in-scope redirects by hand so that each
 // hop is checked against the scope and dialled through the address guard.
 func (s *Source) fetch(parent context.Context, cond watch.Conditional) (*document, error) {
-	// One deadline for the whole fetch, redirects, a sign-in and body included.
-	ctx, cancel := context.WithTimeout(parent, s.timeout())
+	// One deadline for the whole fetch, redirects, a sign-in and body
+	// included; a page rendered in a browser has the browser's bound more.
+	bound := s.timeout()
+	if s.spec.Render == watch.RenderBrowser && s.o.Browser != nil {
+		bound += s.o.Browser.Bound()
+	}
+	ctx, cancel := context.WithTimeout(parent, bound)
 	defer cancel()
 	c, err := s.newCall(ctx)
 	if err != nil {

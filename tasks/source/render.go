@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/herald-bridge/herald/delivery/egress"
 	"github.com/herald-bridge/herald/tasks/watch"
@@ -21,6 +22,8 @@ import (
 // no network.
 type Renderer interface {
 	Render(ctx context.Context, p Page) (Rendered, error)
+	// Bound is the most one page may take.
+	Bound() time.Duration
 }
 
 // Page is a page to render.

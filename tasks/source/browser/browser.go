@@ -137,6 +137,9 @@ func Sweep(dir string) int {
 	return n
 }
 
+// Bound is the most one page may take (Options.Timeout).
+func (p *Pool) Bound() time.Duration { return p.o.Timeout }
+
 // PeakMemory is the highest resident memory, in bytes, that one page's
 // browser processes held together so far.
 func (p *Pool) PeakMemory() int64 { return p.peak.Load() }
@@ -176,7 +179,12 @@ func (p *Pool) Render(ctx context.Context, pg source.Page) (source.Rendered, err
 	defer cancelB()
 
 	r := &page{p: p, pg: pg, ctx: bctx, dir: dir, last: time.Now()}
-	return r.run(pg.Selector)
+	out, err := r.run(pg.Selector)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.As(err, new(*watch.Error)) {
+		// The page's own bound, wherever it struck (start, load, settle).
+		return out, watch.Errorf(watch.Transient, "browser: the page did not settle within %s", p.o.Timeout)
+	}
+	return out, err
 }
 
 func (p *Pool) flags(dir string) []chromedp.ExecAllocatorOption {

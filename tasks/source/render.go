@@ -43,7 +43,7 @@ type PageRequest struct {
 	URL      *url.URL
 	Header   http.Header
 	Body     []byte
-	Document bool // the page itself or a frame, not a script's request
+	Document bool // the page itself (its main frame), not a frame or a script's request
 }
 
 // PageResponse is the answer the browser is given.
@@ -213,8 +213,8 @@ func (pf *pageFetch) trusted(u *url.URL) bool {
 	return false
 }
 
-// block lists a refused request; one for the page itself (or a frame)
-// fails the run with class blocked_address or scope.
+// block lists a refused request; one for the page itself fails the run
+// with class blocked_address or scope.
 func (pf *pageFetch) block(r PageRequest, err error) {
 	line := redact(r.URL) + ": " + err.Error()
 	pf.mu.Lock()

@@ -371,8 +371,11 @@ func (r *page) answer(ctx context.Context, ev fetch.EventRequestPaused) {
 		failWith(network.ErrorReasonBlockedByClient)
 		return
 	}
+	// The main frame's id is its target's: only the page itself, not a
+	// frame in it, decides the run.
+	main := string(ev.FrameID) == string(chromedp.FromContext(r.ctx).Target.TargetID)
 	req := source.PageRequest{Method: ev.Request.Method, URL: u, Header: http.Header{},
-		Document: ev.ResourceType == network.ResourceTypeDocument}
+		Document: ev.ResourceType == network.ResourceTypeDocument && main}
 	for k, v := range ev.Request.Headers {
 		if s, ok := v.(string); ok {
 			req.Header.Set(k, s)

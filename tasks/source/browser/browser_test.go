@@ -71,6 +71,8 @@ func TestRender_PageRequestsOutsideTheGuardOrScopeAreBlockedAndListed(t *testing
 	p := portaltest.New("选课通知")
 	defer p.Close()
 	p.Extra = []string{"http://169.254.169.254/latest/meta-data/iam", other.URL + "/track?id=1", "file:///etc/passwd"}
+	// A frame outside the scope is refused too, and the page still reads.
+	p.Frames = []string{"http://frames.example.net:8080/ad"}
 	for _, c := range []struct {
 		name string
 		o    source.Options
@@ -79,7 +81,8 @@ func TestRender_PageRequestsOutsideTheGuardOrScopeAreBlockedAndListed(t *testing
 		// Private networks allowed: metadata stays refused, and a host
 		// outside the scope is refused by the scope.
 		{"private allowed", source.Options{AllowPrivate: true},
-			[]string{"169.254.169.254: 169.254.169.254 is a cloud metadata address", other.URL + ": outside the task's scope"}},
+			[]string{"169.254.169.254: 169.254.169.254 is a cloud metadata address", other.URL + ": outside the task's scope",
+				"http://frames.example.net:8080: outside the task's scope"}},
 		// Only the portal's exact address is trusted: every other private
 		// address is refused by the guard, as for herald's own fetches.
 		{"portal trusted", source.Options{Trusted: []netip.AddrPort{netip.MustParseAddrPort(p.Listener.Addr().String())}},

@@ -36,8 +36,9 @@ type Portal struct {
 	tickets  map[string]bool
 	posts    int // sign-in forms received
 	logins   int // sign-ins accepted
-	// Extra are addresses the JavaScript page's script also fetches.
-	Extra []string
+	// Extra are addresses the JavaScript page's script also fetches,
+	// Frames those it shows in frames.
+	Extra, Frames []string
 }
 
 // New starts a portal listing notices.
@@ -201,10 +202,14 @@ func (p *Portal) list(w http.ResponseWriter) {
 func (p *Portal) jsPage(w http.ResponseWriter, _ *http.Request) {
 	p.mu.Lock()
 	extra, _ := json.Marshal(append([]string{}, p.Extra...))
+	var frames strings.Builder
+	for _, f := range p.Frames {
+		fmt.Fprintf(&frames, `<iframe src="%s"></iframe>`, html.EscapeString(f))
+	}
 	p.mu.Unlock()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	fmt.Fprintf(w, `<!doctype html><html><head><title>通知公告</title></head><body>
-<ul id="list"></ul><p id="state">loading</p>
+<ul id="list"></ul><p id="state">loading</p>%s
 <script>
 for (const u of %s) { fetch(u).catch(() => {}); const i = new Image(); i.src = u; }
 fetch("/portal/api/notices.json").then(r => r.json()).then(rows => {
@@ -216,7 +221,7 @@ fetch("/portal/api/notices.json").then(r => r.json()).then(rows => {
   }
   document.getElementById("state").textContent = "done";
 });
-</script></body></html>`, extra)
+</script></body></html>`, frames.String(), extra)
 }
 
 func (p *Portal) jsonList(w http.ResponseWriter, _ *http.Request) {

@@ -194,3 +194,18 @@ func TestSweep_KillsTheBrowserAKilledHeraldLeftBehind(t *testing.T) {
 		t.Fatalf("the left profile directory is still there: %v", err)
 	}
 }
+
+func TestRender_PageOverTheMemoryBoundFailsTooLarge(t *testing.T) {
+	// A browser takes about 200 MiB to show anything: 64 MiB is too little.
+	pool := browsertest.Browser(t, browser.Options{MemoryMB: 64})
+	p := portaltest.New("选课通知")
+	defer p.Close()
+	s, err := source.New(jsSpec(p), source.Options{AllowPrivate: true, Browser: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Fetch(context.Background(), watch.Conditional{})
+	if c := watch.ClassOf(err); c != watch.TooLarge || !strings.Contains(err.Error(), "64 MiB") {
+		t.Fatalf("a page over the memory bound: %v (%s), want too_large", err, c)
+	}
+}

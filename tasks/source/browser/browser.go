@@ -429,8 +429,15 @@ func (r *page) watchMemory(ctx context.Context, over chan<- error) {
 			}
 		}
 		if rss > limit {
+			err := watch.Errorf(watch.TooLarge, "the page took more than %d MiB of memory in the browser", r.p.o.MemoryMB)
+			// Recorded before the kill, so the browser's end reads as this.
+			r.mu.Lock()
+			if r.failure == nil {
+				r.failure = err
+			}
+			r.mu.Unlock()
 			killUnder(r.dir)
-			over <- watch.Errorf(watch.TooLarge, "the page took more than %d MiB of memory in the browser", r.p.o.MemoryMB)
+			over <- err
 			return
 		}
 	}

@@ -74,6 +74,24 @@ func TestLogin_SignsInThroughCASHiddenFieldsAndKeepsTheSession(t *testing.T) {
 	}
 }
 
+func TestLogin_A401SignsInAgainOnce(t *testing.T) {
+	p := portaltest.New("选课通知")
+	defer p.Close()
+	spec := loginSpec(p, portaltest.Password, "")
+	spec.URL = p.URL + "/portal/strict/notices"
+	sess := &memSession{}
+	open := func() *Source { return newTestSource(t, spec, Options{Session: sess}) }
+	mustFetch(t, open())
+	mustFetch(t, open())
+	p.Expire()
+	if res := mustFetch(t, open()); len(res.Items) != 1 {
+		t.Fatalf("items after a 401 = %+v", res.Items)
+	}
+	if posts, _ := p.Posts(); posts != 2 {
+		t.Fatalf("sign-in forms = %d, want 2: one at first, one after the 401", posts)
+	}
+}
+
 func TestLogin_WrongPasswordIsAuthAfterOneAttempt(t *testing.T) {
 	p := portaltest.New("选课通知")
 	defer p.Close()

@@ -49,6 +49,7 @@ func New(notices ...string) *Portal {
 	mux.HandleFunc("POST /cas/login", p.casPost)
 	mux.HandleFunc("GET /portal/callback", p.callback)
 	mux.HandleFunc("GET /portal/notices", p.notices_)
+	mux.HandleFunc("GET /portal/strict/notices", p.strictNotices)
 	mux.HandleFunc("GET /portal/cookie/notices", p.cookieNotices)
 	mux.HandleFunc("GET /portal/js/notices", p.jsPage)
 	mux.HandleFunc("GET /portal/api/notices.json", p.jsonList)
@@ -173,6 +174,15 @@ func (p *Portal) signedIn(r *http.Request) bool {
 func (p *Portal) notices_(w http.ResponseWriter, r *http.Request) {
 	if !p.signedIn(r) {
 		http.Redirect(w, r, p.LoginURL(), http.StatusFound)
+		return
+	}
+	p.list(w)
+}
+
+// strictNotices answers 401 without a session, as an API-style page does.
+func (p *Portal) strictNotices(w http.ResponseWriter, r *http.Request) {
+	if !p.signedIn(r) {
+		http.Error(w, "session expired", http.StatusUnauthorized)
 		return
 	}
 	p.list(w)

@@ -17,7 +17,7 @@ import (
 )
 
 // A herald killed while a page renders leaves Chromium's processes
-// behind (the browser's helpers outlive it); the next start on the data
+// behind (its child processes may outlive it); the next start on the data
 // dir finds them by their profile directory and kills them.
 func TestRender_KilledHeraldLeavesNoChromiumAfterRestart(t *testing.T) {
 	browsertest.NeedBrowser(t)

@@ -132,10 +132,7 @@ func (cs courseSites) takeToken(d dialog, text string) []Reply {
 	}
 	tok := strings.TrimSpace(text)
 	if !plausibleToken(tok) {
-		if err := (dialogs{cs.t}).saveDialog(d); err != nil {
-			return cs.t.failed(err)
-		}
-		return retract(cs.t.reply("coursesite.that_does_not_look"))
+		return cs.t.askAgain(d, "coursesite.that_does_not_look")
 	}
 	if err := cs.creds().Put(cs.t.ctx, cs.t.m.Principal, d.URL, tok); err != nil {
 		return retract(cs.t.failed(err))
@@ -201,6 +198,15 @@ func (cs courseSites) courseSite(b *strings.Builder, tk *tasks.Task) {
 	case tk.Source.Token != "":
 		b.WriteString(cs.t.tr("coursesite.access_token_from_config"))
 	}
+}
+
+// askAgain keeps the question d open after an answer that is no
+// credential, deleting that answer too, and says so in the words of key.
+func (t *turn) askAgain(d dialog, key string) []Reply {
+	if err := (dialogs{t}).saveDialog(d); err != nil {
+		return t.failed(err)
+	}
+	return t.retracted(t.reply(key))
 }
 
 // retracted asks the channel to delete the message a reply answers (a

@@ -49,10 +49,7 @@ func (si signIns) takeCookie(d dialog, text string) []Reply {
 		ck = strings.TrimSpace(ck[7:])
 	}
 	if !plausibleCookie(ck) {
-		if err := (dialogs{t}).saveDialog(d); err != nil {
-			return t.failed(err)
-		}
-		return t.retracted(t.reply("login.not_a_cookie"))
+		return t.askAgain(d, "login.not_a_cookie")
 	}
 	if err := si.cookies().Put(t.ctx, t.m.Principal, d.URL, ck); err != nil {
 		return t.retracted(t.failed(err))

@@ -65,11 +65,14 @@ func (s *Store) Put(ctx context.Context, principal, rawURL, token string) error 
 		return err
 	}
 	max := MaxToken
-	if s.prefix == "cookie/" {
+	switch s.prefix {
+	case "cookie/":
 		max = MaxCookie
+	case "session/":
+		max = MaxSession
 	}
 	if token == "" || len(token) > max {
-		return errors.New("credentials: empty or oversized token")
+		return errors.New("credentials: empty or oversized credential")
 	}
 	if err := s.kv.Put(ctx, s.key(principal, site), []byte(token), 0); err != nil {
 		return fmt.Errorf("store credential: %w", err)
@@ -144,51 +147,31 @@ const MaxSession = 16 << 10
 // (docs/sources.md, Sources behind a login or JavaScript), kept under
 // their own key prefix per sign-in site and account so that later runs
 // and a restarted herald reuse them instead of signing in again.
-
-func sessionKey(site, account string) string { return "session/" + site + "|" + account }
+func (s *Store) sessions() *Store { return &Store{kv: s.kv, prefix: "session/"} }
 
 // Session returns the session kept for account at the site rawURL is
 // on; "" when none is kept.
 func (s *Store) Session(ctx context.Context, rawURL, account string) (string, error) {
-	site, err := Site(rawURL)
-	if err != nil {
-		return "", err
-	}
-	b, err := s.kv.Get(ctx, sessionKey(site, account))
+	state, err := s.sessions().Get(ctx, account, rawURL)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return "", nil
+	case errors.Is(err, ErrBadSite):
+		return "", err
 	case err != nil:
 		return "", ErrUnanswered
 	}
-	return string(b), nil
+	return state, nil
 }
 
 // PutSession keeps account's session at rawURL's site, replacing any.
 func (s *Store) PutSession(ctx context.Context, rawURL, account, state string) error {
-	site, err := Site(rawURL)
-	if err != nil {
-		return err
-	}
-	if len(state) > MaxSession {
-		return errors.New("credentials: oversized session")
-	}
-	if err := s.kv.Put(ctx, sessionKey(site, account), []byte(state), 0); err != nil {
-		return fmt.Errorf("store session: %w", err)
-	}
-	return nil
+	return s.sessions().Put(ctx, account, rawURL, state)
 }
 
 // DeleteSession forgets account's session at rawURL's site.
 func (s *Store) DeleteSession(ctx context.Context, rawURL, account string) error {
-	site, err := Site(rawURL)
-	if err != nil {
-		return err
-	}
-	if err := s.kv.Delete(ctx, sessionKey(site, account)); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	return nil
+	return s.sessions().Delete(ctx, account, rawURL)
 }
 
 // Slot is one account's session at one site, in the shape a source keeps

@@ -98,6 +98,9 @@ type Config struct {
 	Sources Sources `yaml:"sources"`
 	// Network is the outbound routes: proxies (SPEC §17; network.go).
 	Network Network `yaml:"network"`
+	// Browser renders the pages of tasks with render: browser
+	// (docs/sources.md, Pages rendered in a browser).
+	Browser Browser `yaml:"browser"`
 
 	// Location is Timezone resolved.
 	Location *time.Location `yaml:"-"`
@@ -524,3 +527,23 @@ func RestartOnly(old, new *Config) []string {
 	}
 	return out
 }
+
+// Browser is the headless Chromium that renders pages (render: browser).
+type Browser struct {
+	// Path is the browser executable; empty: chromium (or
+	// chromium-browser, google-chrome) found on PATH.
+	Path string `yaml:"path"`
+	// MaxParallel bounds the pages rendered at once (default 2).
+	MaxParallel int `yaml:"max_parallel"`
+	// Timeout bounds one page, the browser's start included (default 20s).
+	Timeout Duration `yaml:"timeout"`
+	// MemoryMB bounds the resident memory of one page's browser (default 1024).
+	MemoryMB int `yaml:"memory_mb"`
+}
+
+// Browser bounds.
+const (
+	MaxBrowserParallel = 16
+	MaxBrowserTimeout  = 5 * time.Minute
+	MinBrowserMemoryMB = 128
+)

@@ -158,6 +158,17 @@ func TestLoad_ErrorsWithFileAndLine(t *testing.T) {
 		{"secrets-file-missing.yaml", []want{{1, "secrets_file: cannot read does-not-exist.yaml"}}},
 		{"assistant-bad-endpoint.yaml", []want{{4, "assistant.endpoint: must use https (http only for loopback hosts with policy.allow_private_networks: true)"}}},
 		{"assistant-unknown-key.yaml", []want{{5, `unknown key "temperature" in assistant`}}},
+		{"source-auth-bad.yaml", []want{
+			{9, "tasks[0].source.auth: auth takes a cookie or a login, not both"},
+			{19, `tasks[1].source.render: render must be "browser" or left out`},
+			{21, "tasks[1].source.auth.login.form: form names the fields to fill in"},
+			{22, "tasks[1].source.auth.login.url: want the http or https address of the sign-in page"},
+			{25, "browser.max_parallel: must be between 1 and 16"},
+			{25, "browser.memory_mb: must be at least 128"},
+		}},
+		{"render-no-browser.yaml", []want{
+			{11, "tasks[0].source.render: render: browser needs Chromium: no browser: browser.path /nonexistent/chromium is not an executable file"},
+		}},
 		{"assistant-bounds.yaml", []want{
 			{1, "assistant: model is required"},
 			{2, "assistant.endpoint: must use https"},
@@ -620,6 +631,10 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 		t.Fatal("the reference config no longer shows the sources section")
 	}
 	text = strings.Replace(text, "\n# sources:\n", "\nsources:\n", 1)
+	if !strings.Contains(text, "\n# browser:\n") {
+		t.Fatal("the reference config no longer shows the browser section")
+	}
+	text = strings.Replace(text, "\n# browser:\n", "\nbrowser:\n", 1)
 	lookup := func(name string) (string, bool) {
 		switch name {
 		case "HERALD_ASSISTANT_KEY":
@@ -636,6 +651,8 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 			return "smtp-example-password", true
 		case "RSSHUB_ACCESS_KEY":
 			return "rsshub-example-key", true
+		case "PORTAL_USER", "PORTAL_PASSWORD":
+			return "example", true
 		case "SLACK_WEBHOOK_PATH":
 			return "T0EXAMPLE/B0EXAMPLE/example", true
 		case "DISCORD_TOKEN":
@@ -658,11 +675,18 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 	if in := cfg.Sources.RSSHub.Instances; len(in) != 2 || in[1].Key != "rsshub-example-key" {
 		t.Errorf("sources.rsshub.instances = %+v", in)
 	}
-	if len(cfg.Recipients) != 14 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 6 {
+	if len(cfg.Recipients) != 14 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 7 {
 		t.Errorf("recipients %d, inbound %d, tasks %d: an example block did not uncomment", len(cfg.Recipients), len(cfg.Inbound), len(cfg.Tasks))
 	}
 	if cs, _ := cfg.Task("cs101"); cs.Source.Download == nil || cs.Source.Download.Dir != "cs101" || cs.Source.Download.MaxPerRun != 100 {
 		t.Errorf("cs101 source = %+v", cs.Source)
+	}
+	if pt, _ := cfg.Task("portal"); pt.Source.Auth == nil || pt.Source.Auth.Login == nil || pt.Source.Auth.Login.Check != "PORTALSESSION" ||
+		pt.Source.Auth.Login.Form["password"] != "example" {
+		t.Errorf("portal source = %+v", pt.Source)
+	}
+	if b := cfg.Browser; b.MaxParallel != 2 || b.Timeout.D() != 20*time.Second || b.MemoryMB != 1024 {
+		t.Errorf("browser = %+v", b)
 	}
 	if rel, _ := cfg.Task("releases"); rel.Source.Link != "html_url" {
 		t.Errorf("releases source = %+v", rel.Source)

@@ -18,6 +18,8 @@ import (
 	"github.com/herald-bridge/herald/delivery/address"
 	"github.com/herald-bridge/herald/tasks/schedule"
 	"github.com/herald-bridge/herald/tasks/source"
+	"github.com/herald-bridge/herald/tasks/source/browser"
+	"github.com/herald-bridge/herald/tasks/watch"
 )
 
 // parseSchedule validates a schedule string (docs/configuration.md, Configuration: schedules) in the default zone.
@@ -100,6 +102,7 @@ func (v *validator) validate() {
 	v.assistant()
 	v.history()
 	v.network()
+	v.browser()
 
 	// Any unset variable not handled above belongs to a feature in use.
 	paths := make([]string, 0, len(v.d.unset))
@@ -455,6 +458,63 @@ func (v *validator) source(sp string, t TaskDecl) {
 		if k == "" || strings.ContainsAny(k, " :\r\n") {
 			v.errf(sp+".headers", "malformed header name")
 		}
+	}
+	v.signIn(sp, s)
+}
+
+// signIn checks a source's auth and render (docs/sources.md, Sources
+// behind a login or JavaScript). Values are secrets: never quoted.
+func (v *validator) signIn(sp string, s watch.Spec) {
+	switch s.Render {
+	case "":
+	case watch.RenderBrowser:
+		if s.Kind != "" && s.Kind != source.KindHTML {
+			v.errf(sp+".render", "only html pages are rendered in a browser, not kind %s", s.Kind)
+		} else if _, err := findBrowser(v.cfg.Browser.Path); err != nil {
+			// Never read without rendering: refused here, with the reason.
+			v.errf(sp+".render", "render: browser needs Chromium: %v", err)
+		}
+	default:
+		v.errf(sp+".render", "render must be %q or left out", watch.RenderBrowser)
+	}
+	a := s.Auth
+	if a == nil {
+		return
+	}
+	ap := sp + ".auth"
+	switch {
+	case a.Cookie == "" && a.Login == nil && !v.unsetErr(ap+".cookie"):
+		v.errf(ap, "auth needs a cookie or a login")
+	case a.Cookie != "" && a.Login != nil:
+		v.errf(ap, "auth takes a cookie or a login, not both")
+	case strings.ContainsAny(a.Cookie, "\r\n"):
+		v.errf(ap+".cookie", "the cookie holds a line break")
+	}
+	if l := a.Login; l != nil {
+		lp := ap + ".login"
+		u, err := url.Parse(l.URL)
+		if !v.unsetErr(lp+".url") && (l.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "") {
+			v.errf(lp+".url", "want the http or https address of the sign-in page")
+		}
+		if len(l.Form) == 0 {
+			v.errf(lp+".form", "form names the fields to fill in, such as username and password")
+		}
+	}
+}
+
+// findBrowser finds the browser render: browser runs (tests replace it).
+var findBrowser = browser.Find
+
+func (v *validator) browser() {
+	b := v.cfg.Browser
+	if b.MaxParallel < 0 || b.MaxParallel > MaxBrowserParallel {
+		v.errf("browser.max_parallel", "must be between 1 and %d", MaxBrowserParallel)
+	}
+	if b.Timeout < 0 || b.Timeout.D() > MaxBrowserTimeout {
+		v.errf("browser.timeout", "must be a positive duration of at most %s", MaxBrowserTimeout)
+	}
+	if b.MemoryMB != 0 && b.MemoryMB < MinBrowserMemoryMB {
+		v.errf("browser.memory_mb", "must be at least %d", MinBrowserMemoryMB)
 	}
 }
 

@@ -124,7 +124,7 @@ func (p *argParser) parse() error {
 		return p.quiet()
 	case "watch", "remind":
 		return p.watch()
-	case "token":
+	case "token", "login":
 		return p.site()
 	}
 	return unknownCommand(c.Name)

@@ -90,7 +90,7 @@ var kindChoice = strings.Join(source.Names(), "|")
 
 // commands are the command names; usage.<name> in the catalogue is each
 // one's usage line.
-var commands = []string{"help", "watch", "remind", "tasks", "task", "pause", "resume", "delete", "run", "approve", "reject", "inbox", "read", "lang", "mute", "quiet", "cancel", "history", "forget", "token", "downloads", "whoami"}
+var commands = []string{"help", "watch", "remind", "tasks", "task", "pause", "resume", "delete", "run", "approve", "reject", "inbox", "read", "lang", "mute", "quiet", "cancel", "history", "forget", "token", "downloads", "whoami", "login"}
 
 // usageLine is the usage of command name in lang.
 func usageLine(lang, name string) string {

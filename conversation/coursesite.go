@@ -42,16 +42,21 @@ func (p *argParser) courses(args []string) error {
 	return nil
 }
 
-// site reads "/token <site-url> [off]".
+// site reads "/token <site-url> [off]" and "/login <site-url> [off]".
 func (p *argParser) site() error {
+	name := p.cmd.Name
 	if len(p.toks) == 2 && isWord(p.toks[1].text, wordsTokenOff) {
 		p.cmd.ID = "off"
 		p.toks = p.toks[:1]
 	}
 	if len(p.toks) != 1 || !looksLikeURL(p.toks[0].text) {
-		return usageErr("token", CodeMissingURL, "coursesite.give_course_site_address")
+		key := "coursesite.give_course_site_address"
+		if name == "login" {
+			key = "login.give_site_address"
+		}
+		return usageErr(name, CodeMissingURL, key)
 	}
-	u, err := checkURL("token", p.toks[0].text)
+	u, err := checkURL(name, p.toks[0].text)
 	if err != nil {
 		return err
 	}
@@ -120,21 +125,14 @@ func (cs courseSites) token(cmd Command) []Reply {
 // deletes it.
 func (cs courseSites) takeToken(d dialog, text string) []Reply {
 	cs.t.secret = true
-	retract := func(r []Reply) []Reply {
-		r[0].Retract = true
-		r[0].Unretracted = cs.t.tr("coursesite.i_could_not_delete")
-		return r
-	}
+	retract := cs.t.retracted
 	if cs.t.m.Group { // a dialog is only ever opened in a private chat
 		dialogs{cs.t}.clearDialog()
 		return retract(cs.t.reply("coursesite.token_must_not_be"))
 	}
 	tok := strings.TrimSpace(text)
 	if !plausibleToken(tok) {
-		if err := (dialogs{cs.t}).saveDialog(d); err != nil {
-			return cs.t.failed(err)
-		}
-		return retract(cs.t.reply("coursesite.that_does_not_look"))
+		return cs.t.askAgain(d, "coursesite.that_does_not_look")
 	}
 	if err := cs.creds().Put(cs.t.ctx, cs.t.m.Principal, d.URL, tok); err != nil {
 		return retract(cs.t.failed(err))
@@ -191,11 +189,32 @@ func (cs courseSites) courseSite(b *strings.Builder, tk *tasks.Task) {
 		fmt.Fprintf(b, cs.t.tr("coursesite.courses"), strings.Join(tk.Source.Courses, ", "))
 	}
 	switch {
+	case tk.Source.Auth != nil && tk.Source.TokenFrom != "":
+		b.WriteString(cs.t.tr("login.cookie_owner_own"))
+	case tk.Source.Auth != nil:
+		b.WriteString(cs.t.tr("login.sign_in_from_config"))
 	case tk.Source.TokenFrom != "":
 		b.WriteString(cs.t.tr("coursesite.access_token_owner_own"))
 	case tk.Source.Token != "":
 		b.WriteString(cs.t.tr("coursesite.access_token_from_config"))
 	}
+}
+
+// askAgain keeps the question d open after an answer that is no
+// credential, deleting that answer too, and says so in the words of key.
+func (t *turn) askAgain(d dialog, key string) []Reply {
+	if err := (dialogs{t}).saveDialog(d); err != nil {
+		return t.failed(err)
+	}
+	return t.retracted(t.reply(key))
+}
+
+// retracted asks the channel to delete the message a reply answers (a
+// secret), saying so where it could not.
+func (t *turn) retracted(r []Reply) []Reply {
+	r[0].Retract = true
+	r[0].Unretracted = t.tr("coursesite.i_could_not_delete")
+	return r
 }
 
 // takesToken reports whether cmd watches a course site.

@@ -23,6 +23,8 @@ var helpLines = []string{
 	"help.watch_rsshub_route",
 	"help.token_site",
 	"help.token_site_off",
+	"help.login_site",
+	"help.login_site_off",
 	"help.remind_calendar_url_before_72h_24h_2h",
 	"help.tasks",
 	"help.task",

@@ -108,8 +108,13 @@ func (t *turn) submit(cmd Command) []Reply {
 			return t.reply("requests.that_time_has_already")
 		}
 	}
+	cookie, err := signIns{t}.storedCookie(cmd)
+	if err != nil {
+		return t.failed(err)
+	}
 	sub := tasks.Submission{
-		Principal: t.m.Principal, By: clipName(t.m.Name), ReplyTo: t.replyTo(), Lang: t.lang, URL: cmd.URL, Kind: cmd.Kind, Selector: cmd.Selector,
+		StoredCookie: cookie,
+		Principal:    t.m.Principal, By: clipName(t.m.Name), ReplyTo: t.replyTo(), Lang: t.lang, URL: cmd.URL, Kind: cmd.Kind, Selector: cmd.Selector,
 		Schedule: cmd.Schedule, Parsed: cmd.Parsed, Name: cmd.TaskName, Notify: t.notifyFor(),
 		Courses: cmd.Courses, StoredToken: takesToken(cmd),
 	}

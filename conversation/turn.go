@@ -114,6 +114,8 @@ func (t *turn) run() []Reply {
 		return historySearch{t}.forget()
 	case "token":
 		return courseSites{t}.token(cmd)
+	case "login":
+		return signIns{t}.login(cmd)
 	case "downloads":
 		return t.downloads(cmd.ID)
 	case "whoami":
@@ -242,6 +244,8 @@ func (t *turn) answer(d dialog, text string) []Reply {
 		return t.submit(Command{Name: d.Command, URL: d.URL, Kind: d.Kind, Selector: d.Selector, TaskName: d.Name, Before: d.Before, Schedule: sched, Courses: d.Courses})
 	case "token":
 		return courseSites{t}.takeToken(d, text)
+	case "cookie":
+		return signIns{t}.takeCookie(d, text)
 	case "confirm":
 		return plainTalk{t}.answerDraft(d, text)
 	case "feed":

@@ -247,6 +247,9 @@ type Submission struct {
 	// StoredToken: a course site read with the token the requester gave
 	// in chat, kept in the credential store (never in the task).
 	StoredToken bool
+	// StoredCookie: a page read with the sign-in cookie the requester
+	// gave in chat (/login), kept in the credential store (never in the task).
+	StoredCookie bool
 	// Fields are a source's fields beyond its address, kind, selector and
 	// courses, from an imported task (docs/operations.md, Export, import and backup).
 	Fields SourceFields
@@ -320,6 +323,9 @@ func (m *Manager) build(p Policy, s Submission) (*Task, error) {
 	if (len(s.Courses) > 0 || s.StoredToken) && !source.TakesToken(s.Kind) {
 		return nil, userErr(ErrInvalid, "token_not_for_kind", "courses and access tokens belong to course sites (canvas, moodle)")
 	}
+	if s.StoredCookie && source.TakesToken(s.Kind) {
+		return nil, userErr(ErrInvalid, "cookie_not_for_kind", "a course site reads with an access token, not a cookie")
+	}
 	if s.Schedule == "" && s.Parsed == nil {
 		s.Schedule = "every 1h"
 	}
@@ -346,8 +352,11 @@ func (m *Manager) build(p Policy, s Submission) (*Task, error) {
 	now := m.clock.Now()
 	spec := watch.Spec{Kind: s.Kind, URL: u.String(), Route: route, Selector: strings.TrimSpace(s.Selector), Courses: s.Courses}
 	s.Fields.fill(&spec)
-	if s.StoredToken {
+	if s.StoredToken || s.StoredCookie {
 		spec.TokenFrom = s.Principal // the requester's own credential, never another's
+	}
+	if s.StoredCookie {
+		spec.Auth = &watch.SignIn{} // the cookie is asked for at each run
 	}
 	t := &Task{
 		Name: strings.TrimSpace(s.Name), Source: spec,

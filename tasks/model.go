@@ -155,6 +155,7 @@ type RunRecord struct {
 	Downloads int           `json:"downloads,omitempty"` // course files claimed for download
 	Skipped   int           `json:"skipped,omitempty"`   // unreadable parts of the document left out
 	Selector  string        `json:"selector,omitempty"`  // the html selector picked when the task gives none
+	Blocked   []string      `json:"blocked,omitempty"`   // requests of a rendered page refused by the guard or scope
 	Reason    string        `json:"reason,omitempty"`
 }
 
@@ -244,6 +245,7 @@ func ErrorCodes() []string {
 		"bad_url",
 		"busy",
 		"cannot_run",
+		"cookie_not_for_kind",
 		"credentials_in_url",
 		"declared_bad_schedule",
 		"download_dir_changed",

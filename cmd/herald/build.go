@@ -386,13 +386,20 @@ var _ tasks.ScopedOpener = sourceOpener{}
 func (s *service) sourceOpener() tasks.SourceOpener { return sourceOpener{s} }
 
 // options are the source options in force now; a course site's token
-// given in chat is asked of the credential store at each run.
+// or a cookie given in chat is asked of the credential store at each
+// run, and a form login keeps its session there.
 func (o sourceOpener) options(spec watch.Spec, zone *time.Location) source.Options {
+	kv := o.s.store.Channels()
 	opts := source.Options{AllowPrivate: o.s.manager.Policy().AllowPrivate, DefaultZone: zone, Route: o.s.route(spec.Proxy),
-		Token: tokenResolver(o.s.store.Channels(), spec), Observe: o.s.metrics.fetch}
+		Token: tokenResolver(kv, spec), Observe: o.s.metrics.fetch,
+		Session: sessionOf(kv, spec), Cookie: cookieResolver(kv, spec), HostAllowed: o.s.manager.Policy().HostAllowed}
 	if spec.Kind == source.KindRSSHub {
 		cfg := o.s.currentConfig()
 		opts.Instances, opts.Trusted = rsshubInstances(cfg), rsshubTrusted(cfg)
+	}
+	if o.s.browser != nil {
+		// A nil *Pool in the interface would not read as "no browser".
+		opts.Browser = o.s.browser
 	}
 	return opts
 }

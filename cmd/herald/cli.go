@@ -178,6 +178,13 @@ func cmdTasks(e *env, args []string) int {
 			fmt.Fprintln(e.stdout)
 			table(e.stdout, "STARTED\tOUTCOME\tITEMS\tNEW/CHG/DEL\tPUSHES\tTOOK\tNOTE", rows)
 		}
+		if n := len(d.Runs); n > 0 && len(d.Runs[0].Blocked) > 0 {
+			// What a rendered page tried to reach and the guard or scope refused.
+			fmt.Fprintf(e.stdout, "\nblocked in the run of %s:\n", d.Runs[0].Start.Local().Format("01-02 15:04:05"))
+			for _, b := range d.Runs[0].Blocked {
+				fmt.Fprintf(e.stdout, "  %s\n", b)
+			}
+		}
 		return exitOK
 	case "pause", "resume", "delete", "rebaseline":
 		return e.taskState(sub, id)
@@ -207,6 +214,9 @@ func cmdTasks(e *env, args []string) int {
 		fmt.Fprintf(e.stdout, "%s: %s — %d %s, %d new, %d changed, %d removed, %d pushes queued (%s)\n", id, r.Outcome, r.Items, items, r.New, r.Changed, r.Removed, r.Effects, r.Duration.Round(time.Millisecond))
 		if r.Reason != "" {
 			fmt.Fprintf(e.stdout, "note: %s\n", r.Reason)
+		}
+		for _, b := range r.Blocked {
+			fmt.Fprintf(e.stdout, "blocked: %s\n", b)
 		}
 		if r.Outcome == "failed" {
 			fmt.Fprintf(e.stdout, "error class: %s\nerror: %s\n", r.Class, r.Error)

@@ -34,6 +34,7 @@ import (
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/engine"
 	"github.com/herald-bridge/herald/tasks/scheduler"
+	"github.com/herald-bridge/herald/tasks/source/browser"
 	"github.com/herald-bridge/herald/webhook"
 )
 
@@ -175,6 +176,7 @@ type service struct {
 	mu       sync.Mutex
 
 	routeSet *egress.Routes // the routes in force (routes.go); under mu
+	browser  *browser.Pool  // renders pages (render: browser); nil: none found
 }
 
 func serve(e *env, log zerolog.Logger) error {
@@ -205,6 +207,7 @@ func serve(e *env, log zerolog.Logger) error {
 	}
 	defer s.store.Close()
 	s.takeOverLeases()
+	s.openBrowser()
 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()

@@ -132,3 +132,50 @@ func (downKV) Put(context.Context, string, []byte, time.Duration) error {
 	return store.ErrUnavailable
 }
 func (downKV) Delete(context.Context, string) error { return store.ErrUnavailable }
+
+// TestTokenCookieAndSessionAreSeparateCredentials: a person's course
+// token, sign-in cookie and a form login's session for one site are kept
+// apart: forgetting one leaves the others, and each has its own bound.
+func TestTokenCookieAndSessionAreSeparateCredentials(t *testing.T) {
+	backends(t, func(t *testing.T, s *credentials.Store) {
+		ctx := context.Background()
+		const who, site = "telegram:42", "https://portal.example.edu/notices"
+		if err := s.Put(ctx, who, site, "tok-123456789"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Cookies().Put(ctx, who, site, "JSESSIONID=abc"); err != nil {
+			t.Fatal(err)
+		}
+		slot := s.Slot(site, "account-1")
+		if err := slot.Save(ctx, `[{"n":"S","v":"1"}]`); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = s.Delete(ctx, who, site)
+			_ = s.Cookies().Delete(ctx, who, site)
+			_ = s.DeleteSession(ctx, site, "account-1")
+		})
+		if err := s.Cookies().Delete(ctx, who, site); err != nil {
+			t.Fatal(err)
+		}
+		if tok, err := s.Get(ctx, who, site); err != nil || tok != "tok-123456789" {
+			t.Fatalf("token after the cookie was forgotten: %q, %v", tok, err)
+		}
+		if st, err := slot.Load(ctx); err != nil || st != `[{"n":"S","v":"1"}]` {
+			t.Fatalf("session after the cookie was forgotten: %q, %v", st, err)
+		}
+		if st, err := s.Slot(site, "account-2").Load(ctx); err != nil || st != "" {
+			t.Fatalf("another account's session: %q, %v", st, err)
+		}
+		long := make([]byte, credentials.MaxToken+1)
+		for i := range long {
+			long[i] = 'a'
+		}
+		if err := s.Put(ctx, who, site, string(long)); err == nil {
+			t.Error("a token over its bound was kept")
+		}
+		if err := s.Cookies().Put(ctx, who, site, "c="+string(long)); err != nil {
+			t.Errorf("a cookie within its bound was refused: %v", err)
+		}
+	})
+}

@@ -108,6 +108,15 @@ func FromTask(t *tasks.Task) Task {
 	if s.Token != "" || s.TokenFrom != "" {
 		out.Needs = append(out.Needs, "token")
 	}
+	if s.Auth != nil {
+		// A cookie, a password, a kept session: all secrets (I10).
+		out.Needs = append(out.Needs, "sign-in")
+	}
+	if s.Render != "" {
+		// Declared in the configuration only: an import never turns a
+		// rendered page into one read as served.
+		out.Needs = append(out.Needs, "render "+s.Render)
+	}
 	for _, h := range slices.Sorted(maps.Keys(s.Headers)) {
 		out.Needs = append(out.Needs, "header "+h)
 	}

@@ -225,7 +225,8 @@ func TestI10_NewerFormatRefusedPlainly(t *testing.T) {
 // exports with none of them — the bytes of the archive and of its YAML
 // are searched — and names what it left out.
 func TestI10_ExportCarriesNoSecretOrAddress(t *testing.T) {
-	secrets := []string{"7~CanvasSecretTokenValue123", "Bearer hdr-secret-42", "qs-secret-99", "pw-in-url", "telegram:chat:-100777", "feishu:user:ou_secret", "4242424242"}
+	secrets := []string{"7~CanvasSecretTokenValue123", "Bearer hdr-secret-42", "qs-secret-99", "pw-in-url", "telegram:chat:-100777", "feishu:user:ou_secret", "4242424242",
+		"JSESSIONID=portal-cookie-77", "cas-Passw0rd-88", "2026010203"}
 	tk := &tasks.Task{
 		Name: "course", Owner: "telegram:4242424242", ReplyTo: "telegram:chat:4242424242",
 		Source: watch.Spec{Kind: "canvas", URL: "https://lms.example.edu/api/v1?api_key=qs-secret-99&page=2", Token: secrets[0],
@@ -237,7 +238,13 @@ func TestI10_ExportCarriesNoSecretOrAddress(t *testing.T) {
 	chatToken := &tasks.Task{Name: "moodle", Owner: "telegram:4242424242", Source: watch.Spec{Kind: "moodle", URL: "https://moodle.example.edu/", TokenFrom: "telegram:4242424242"}}
 	feed := &tasks.Task{Name: "news", Owner: "telegram:4242424242", Source: watch.Spec{Kind: "rss", URL: "https://u:pw-in-url@news.example.edu/feed.xml"},
 		Notify: []string{"inbox:telegram:4242424242"}}
-	b := Bundle{Format: Format, Created: time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC), Herald: "test", Tasks: []Task{FromTask(tk), FromTask(feed), FromTask(chatToken)}}
+	portal := &tasks.Task{Name: "portal", Owner: "console:admin", Source: watch.Spec{Kind: "html", URL: "https://portal.example.edu/notices",
+		Selector: "li", Render: watch.RenderBrowser, Auth: &watch.SignIn{Login: &watch.Login{URL: "https://cas.example.edu/login",
+			Form: map[string]string{"username": "2026010203", "password": "cas-Passw0rd-88"}}}}}
+	cookie := &tasks.Task{Name: "cookie", Owner: "console:admin", Source: watch.Spec{Kind: "html", URL: "https://portal.example.edu/n",
+		Selector: "li", Auth: &watch.SignIn{Cookie: "JSESSIONID=portal-cookie-77"}}}
+	b := Bundle{Format: Format, Created: time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC), Herald: "test",
+		Tasks: []Task{FromTask(tk), FromTask(feed), FromTask(chatToken), FromTask(portal), FromTask(cookie)}}
 	var zipped bytes.Buffer
 	if err := Write(&zipped, b); err != nil {
 		t.Fatal(err)
@@ -265,6 +272,11 @@ func TestI10_ExportCarriesNoSecretOrAddress(t *testing.T) {
 	}
 	if m := got.Tasks[2]; strings.Join(m.Needs, ",") != "token" {
 		t.Errorf("a task reading a token given in chat: needs %q", m.Needs)
+	}
+	for i, want := range []string{"sign-in,render browser", "sign-in"} {
+		if p := got.Tasks[3+i]; strings.Join(p.Needs, ",") != want {
+			t.Errorf("a task signing in: needs %q, want %q", p.Needs, want)
+		}
 	}
 	if f := got.Tasks[1]; f.Source.URL != "https://news.example.edu/feed.xml" || len(f.Notify) != 0 || strings.Join(f.Needs, ",") != "url credentials" {
 		t.Errorf("feed = %+v", f)

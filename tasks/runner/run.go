@@ -193,7 +193,7 @@ func (r *Runner) run(ctx context.Context, j *job) tasks.RunRecord {
 		if diff.Next != nil && !res.NotModified && !diff.Suspect {
 			diff.Next.Validators = res.Validators
 		}
-		rec.Items, rec.Skipped, rec.Selector = len(res.Items), res.Skipped, res.Selector
+		rec.Items, rec.Skipped, rec.Selector, rec.Blocked = len(res.Items), res.Skipped, res.Selector, res.Blocked
 		if !res.NotModified && !diff.Suspect {
 			listed = res.Items
 		}

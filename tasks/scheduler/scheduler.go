@@ -12,7 +12,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -236,6 +238,17 @@ func sessionKey(t *tasks.Task) string {
 		h.Write([]byte(k + "\x00" + t.Source.Headers[k] + "\x00"))
 	}
 	h.Write([]byte("token\x00" + t.Source.Token + "\x00" + t.Source.TokenFrom))
+	if a := t.Source.Auth; a != nil {
+		// A sign-in is a credential: two watches signing in as one person
+		// take turns with one session instead of signing each other out.
+		h.Write([]byte("auth\x00" + a.Cookie))
+		if a.Login != nil {
+			h.Write([]byte("\x00" + a.Login.URL))
+			for _, k := range slices.Sorted(maps.Keys(a.Login.Form)) {
+				h.Write([]byte("\x00" + k + "=" + a.Login.Form[k]))
+			}
+		}
+	}
 	return host + "|" + hex.EncodeToString(h.Sum(nil)[:8])
 }
 

@@ -29,6 +29,7 @@ type document struct {
 	header      http.Header
 	validators  watch.Conditional
 	notModified bool
+	blocked     []string // a rendered page's refused requests
 }
 
 // clients are the guarded HTTP clients every Source shares, one per
@@ -93,24 +94,43 @@ func (s *Source) timeout() time.Duration {
 // fetch GETs the source, following in-scope redirects by hand so that each
 // hop is checked against the scope and dialled through the address guard.
 func (s *Source) fetch(parent context.Context, cond watch.Conditional) (*document, error) {
-	// One deadline for the whole fetch, redirects and body included.
-	ctx, cancel := context.WithTimeout(parent, s.timeout())
+	// One deadline for the whole fetch, redirects, a sign-in and body
+	// included; a page rendered in a browser has the browser's bound more.
+	bound := s.timeout()
+	if s.spec.Render == watch.RenderBrowser && s.o.Browser != nil {
+		bound += s.o.Browser.Bound()
+	}
+	ctx, cancel := context.WithTimeout(parent, bound)
 	defer cancel()
-	return s.follow(ctx, parent, kind.Request{URL: s.u}, cond)
+	c, err := s.newCall(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.readSignedIn(ctx, parent, c, func() (*document, error) {
+		if s.spec.Render == watch.RenderBrowser {
+			return s.render(ctx, parent, c)
+		}
+		return s.follow(ctx, parent, kind.Request{URL: s.u}, cond, c)
+	})
 }
 
 // follow sends r, following in-scope redirects; a POST redirected with
-// 301, 302 or 303 goes on as a GET without its body.
-func (s *Source) follow(ctx, parent context.Context, r kind.Request, cond watch.Conditional) (*document, error) {
+// 301, 302 or 303 goes on as a GET without its body. c, when not nil,
+// signs each request and keeps each answer's cookies; a read redirected
+// to the sign-in page ends with errSignedOut.
+func (s *Source) follow(ctx, parent context.Context, r kind.Request, cond watch.Conditional, c *call) (*document, error) {
 	if r.Method == "" {
 		r.Method = http.MethodGet
 	}
 	cur := r.URL
 	for hop := 0; ; hop++ {
-		resp, err := s.get(ctx, r.Method, cur, r.Form, r.Header, cond)
+		resp, err := s.get(ctx, r.Method, cur, r.Form, r.Header, cond, c)
 		if err != nil {
 			s.observe(0, 0)
 			return nil, s.classifyTransport(parent, cur, err)
+		}
+		if c != nil && c.jar != nil {
+			c.jar.set(cur, resp.Header)
 		}
 		if resp.StatusCode < 200 || resp.StatusCode >= 300 {
 			s.observe(resp.StatusCode, 0)
@@ -126,7 +146,10 @@ func (s *Source) follow(ctx, parent context.Context, r kind.Request, cond watch.
 			if loc == "" || err != nil || (next.Scheme != "http" && next.Scheme != "https") || next.User != nil {
 				return nil, watch.Errorf(watch.Schema, "%s %s: unusable redirect", r.Method, redact(cur))
 			}
-			if !s.inScope(next) && !s.isInstance(next) {
+			if c != nil && !c.signingIn && c.atLogin(next, s.u) {
+				return nil, errSignedOut
+			}
+			if !s.inScope(next) && !s.isInstance(next) && !c.allows(next, s.u) {
 				return nil, watch.Errorf(watch.Scope, "%s %s: redirect to %s is outside the approved scope", r.Method, redact(cur), next.Hostname())
 			}
 			if r.Method != http.MethodGet && r.Method != http.MethodHead &&
@@ -176,7 +199,7 @@ func (s *Source) follow(ctx, parent context.Context, r kind.Request, cond watch.
 	}
 }
 
-func (s *Source) get(ctx context.Context, method string, u *url.URL, form url.Values, hdr http.Header, cond watch.Conditional) (*http.Response, error) {
+func (s *Source) get(ctx context.Context, method string, u *url.URL, form url.Values, hdr http.Header, cond watch.Conditional, c *call) (*http.Response, error) {
 	var body io.Reader
 	if form != nil {
 		body = strings.NewReader(form.Encode())
@@ -205,6 +228,9 @@ func (s *Source) get(ctx context.Context, method string, u *url.URL, form url.Va
 		for k, vs := range hdr {
 			req.Header[http.CanonicalHeaderKey(k)] = vs
 		}
+	}
+	if ck := c.cookieHeader(u, s.u); ck != "" {
+		req.Header.Set("Cookie", ck)
 	}
 	if cond.ETag != "" {
 		req.Header.Set("If-None-Match", cond.ETag)
@@ -395,7 +421,7 @@ func (g getter) Do(ctx context.Context, r kind.Request) (*kind.Document, error) 
 	if !sameOrigin(r.URL, s.u) && !s.inScope(r.URL) && !s.isInstance(r.URL) {
 		return nil, watch.Errorf(watch.Scope, "request to %s is outside the approved scope", r.URL.Hostname())
 	}
-	doc, err := s.follow(ctx, g.parent, r, watch.Conditional{})
+	doc, err := s.follow(ctx, g.parent, r, watch.Conditional{}, nil)
 	if err != nil {
 		return nil, err
 	}

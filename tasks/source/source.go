@@ -71,6 +71,19 @@ type Options struct {
 	// Route is the way out (SPEC §17; nil: direct). The guard judges
 	// the target whatever the route.
 	Route *egress.Route
+	// Session keeps a form login's cookies between runs (source.auth.login);
+	// nil: each run signs in afresh.
+	Session Session
+	// Cookie, when set, is asked at each run of a watch with source.auth
+	// but no cookie or login in it for the cookie its owner gave in chat.
+	Cookie func(ctx context.Context) (string, error)
+	// Browser renders the pages of watches with render: browser; nil:
+	// such a watch fails, never read without rendering.
+	Browser Renderer
+	// HostAllowed reports whether policy.allowed_hosts lets a rendered
+	// page's request reach host, one other than the page's own and the
+	// scope's; nil: none.
+	HostAllowed func(host string) bool
 }
 
 // Within is the Scope of an approval: redirects may go to host (its port
@@ -132,6 +145,7 @@ func New(spec watch.Spec, o Options) (*Source, error) {
 		}
 		s.selector = sel
 	}
+	errs = append(errs, checkAuth(spec)...)
 	for k, v := range spec.Headers {
 		// The value may be a secret: name the header, never the value.
 		if k == "" || strings.ContainsAny(k, " \t\r\n:") || strings.ContainsAny(v, "\r\n") {
@@ -213,6 +227,11 @@ func (s *Source) read(doc *document) (watch.Result, error) {
 	}
 	d := &kind.Document{URL: doc.url, Body: doc.body, ContentType: doc.contentType, Header: doc.header}
 	items, err := k.Parse(d, s.input())
+	if (err != nil || len(items) == 0) && s.loginPage(doc) {
+		// A sign-in page where the list was expected: not an empty list,
+		// which would read as every item removed.
+		return watch.Result{}, watch.Errorf(watch.Auth, "%s answers with a sign-in page instead of the list; see source.auth", redact(doc.url))
+	}
 	if err != nil {
 		return watch.Result{}, err
 	}
@@ -221,7 +240,7 @@ func (s *Source) read(doc *document) (watch.Result, error) {
 	if err := s.checkCount(items); err != nil {
 		return watch.Result{}, err
 	}
-	res.Items, res.Skipped, res.Selector = items, d.Skipped, d.Selector
+	res.Items, res.Skipped, res.Selector, res.Blocked = items, d.Skipped, d.Selector, doc.blocked
 	return res, nil
 }
 
@@ -274,4 +293,34 @@ func (s *Source) run(parent context.Context, k kind.Kind) (watch.Result, error) 
 		return watch.Result{}, err
 	}
 	return watch.Result{Kind: k.Name, Items: items}, nil
+}
+
+// checkAuth checks a watch's sign-in and rendering; errors name the
+// field, never its value (a secret, I10).
+func checkAuth(spec watch.Spec) []error {
+	var errs []error
+	switch spec.Render {
+	case "", watch.RenderBrowser:
+	default:
+		errs = append(errs, fmt.Errorf("%w: render must be %q or empty", ErrInvalidSpec, watch.RenderBrowser))
+	}
+	if spec.Render != "" && spec.Kind != "" && spec.Kind != KindHTML {
+		errs = append(errs, fmt.Errorf("%w: only html pages are rendered in a browser", ErrInvalidSpec))
+	}
+	a := spec.Auth
+	if a == nil {
+		return errs
+	}
+	if strings.ContainsAny(a.Cookie, "\r\n") {
+		errs = append(errs, fmt.Errorf("%w: auth.cookie is malformed", ErrInvalidSpec))
+	}
+	if a.Login != nil {
+		if a.Cookie != "" {
+			errs = append(errs, fmt.Errorf("%w: auth takes a cookie or a login, not both", ErrInvalidSpec))
+		}
+		if _, err := checkSourceURL(a.Login.URL); err != nil {
+			errs = append(errs, fmt.Errorf("%w: auth.login.url must be an http(s) address", ErrInvalidSpec))
+		}
+	}
+	return errs
 }

@@ -44,6 +44,34 @@ type Spec struct {
 	// name from network.proxies or "direct"; "" is the default route.
 	// Only config-declared tasks set it.
 	Proxy string `json:"proxy,omitempty"`
+	// Auth signs the source's requests in: a cookie, or a form login
+	// whose session is kept (docs/sources.md, Sources behind a login or
+	// JavaScript).
+	// Its values are secrets: never log or show them (I10).
+	Auth *SignIn `json:"auth,omitempty"`
+	// Render, "browser", renders an html page in headless Chromium
+	// before the selector applies; "" reads the page as served.
+	Render string `json:"render,omitempty"`
+}
+
+// RenderBrowser is Spec.Render for a page rendered in a browser.
+const RenderBrowser = "browser"
+
+// SignIn is how a source signs in: Cookie is sent as the Cookie header;
+// Login signs in with an HTML form and keeps the session's cookies.
+type SignIn struct {
+	Cookie string `json:"cookie,omitempty"`
+	Login  *Login `json:"login,omitempty"`
+}
+
+// Login is a form sign-in: the page at URL holds the form (its hidden
+// fields are sent back), Form the fields to fill in (username, password,
+// …), Check a CSS selector the watched page matches, or a cookie name
+// the site sets, only while signed in.
+type Login struct {
+	URL   string            `json:"url"`
+	Form  map[string]string `json:"form,omitempty"`
+	Check string            `json:"check,omitempty"`
 }
 
 // Download says which course files a learning-platform task keeps, and
@@ -109,6 +137,7 @@ type Result struct {
 	Title       string      // the source's own title (a feed's), "" when it gives none
 	Skipped     int         // unreadable lines or entries left out of a leniently read document
 	Selector    string      // the CSS selector picked for an html page watched without one
+	Blocked     []string    // requests a rendered page made that the guard or scope refused, each "origin: reason"
 }
 
 // Class is a failure class the manager's retry policy decides on.

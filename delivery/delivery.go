@@ -11,6 +11,7 @@
 //	resolve            the recipient's route; pushes to one that is gone end
 //	unclaimed(         skipped by pushes handed over in flight (Reserve checked them)
 //	    ownerOnly      another replica's downloads are left to it, untouched
+//	    digest         a recipient's notices wait for its digest, and go in it
 //	    transportOff   wait while the recipient's transport is switched off
 //	    expiry         pushes past their expiry end unsent
 //	    hold           quiet hours and mutes hold the rest
@@ -44,6 +45,9 @@ const (
 	KindInbound  = "inbound.event"
 	KindState    = "task.state"
 	KindTest     = "test"
+	// KindDigest is a recipient's digest: the change notices held for it
+	// until its digest schedule fired, from any number of tasks (digest.go).
+	KindDigest = "watch.digest"
 )
 
 // Item changes.
@@ -64,12 +68,24 @@ type Message struct {
 	Items      []Item    `json:"items,omitempty"`
 	More       int       `json:"more,omitempty"` // items not listed ("and N more")
 	OccurredAt time.Time `json:"occurred_at"`
+	// Digest, on a digest (KindDigest), says what it gathered.
+	Digest *DigestInfo `json:"digest,omitempty"`
+}
+
+// DigestInfo is what a digest gathered: the notices it carries, by
+// effect key, so that every replica can tell which queued notices it
+// took (the claim that won is the one that counts).
+type DigestInfo struct {
+	Window  time.Time `json:"window"`          // the fire of the recipient's digest schedule it is for
+	Members []string  `json:"members"`         // the effect keys of the notices it carries
+	Inbox   bool      `json:"inbox,omitempty"` // the items beyond those listed (More) wait in the recipient's inbox
 }
 
 // Item is one listed item of a message.
 type Item struct {
 	ID     string    `json:"id"`
 	Title  string    `json:"title"`
+	Task   string    `json:"task,omitempty"` // in a digest: the name of the task the item is from
 	URL    string    `json:"url,omitempty"`
 	Change string    `json:"change"` // new | changed | removed | deadline
 	Due    time.Time `json:"due,omitzero"`

@@ -22,6 +22,10 @@ type Route struct {
 	// DedupWindow, when set, is how long after a first request the
 	// provider still drops a repeat (Windowed).
 	DedupWindow time.Duration
+	// Digest, when its Schedule is set, is the recipient's digest
+	// (recipients.<name>.digest); a chat's own (/digest) is the
+	// DigestPolicy's.
+	Digest DigestPlan
 	// OwnerOnly: only the replica that schedules the push's task delivers
 	// it (Options.Owns); the sink keeps what it sends on that replica's
 	// disk (a course download).
@@ -62,6 +66,9 @@ type Options struct {
 	Owns    func(taskID string) bool
 	Log     zerolog.Logger
 	Metrics *Metrics
+	// Digests tells which chats take their notices as digests (/digest;
+	// nil: none does); a named recipient's is its Route.Digest.
+	Digests DigestPolicy
 }
 
 // Metrics are the dispatcher's Prometheus series (no recipient labels: I10).

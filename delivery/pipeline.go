@@ -16,6 +16,7 @@ var stages = pipeline{
 	resolve, // resolve.go: the recipient's route; pushes to one that is gone end
 	unclaimed( // checked by Reserve already for pushes handed over in flight
 		ownerOnly,    // owner.go: another replica's downloads are left to it, untouched
+		digest,       // digest.go: a recipient's notices wait for its digest, and go in it
 		transportOff, // transportoff.go: wait while the recipient's transport is off
 		expiry,       // expiry.go: pushes past their expiry end unsent
 		hold,         // hold.go: quiet hours and mutes hold the rest

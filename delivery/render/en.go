@@ -49,6 +49,19 @@ var en = words{
 		NoticeRecovered:   {"Watch recovered", "%[1]s works again."},
 		NoticeUnreachable: {"A recipient is unreachable", "Pushes for %[1]s cannot reach one of its recipients (%[2]s). Check that the bot is still in that chat."},
 	},
+	digest: func(n int) string {
+		if n == 1 {
+			return "Digest: 1 change"
+		}
+		return fmt.Sprintf("Digest: %d changes", n)
+	},
+	inTask: func(task, title string) string { return task + ": " + title },
+	moreInInbox: func(n int) string {
+		if n == 1 {
+			return "1 more waits in your inbox (/inbox)"
+		}
+		return fmt.Sprintf("%d more wait in your inbox (/inbox)", n)
+	},
 	noticeOne: map[string]string{
 		NoticeBaseline:     "Now watching %[1]s: %[2]d item. You will hear about changes only.",
 		NoticeWatchingMany: "Now watching %[1]s sources (%[2]s item in all). You will hear about changes only.",

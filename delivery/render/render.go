@@ -48,6 +48,12 @@ type words struct {
 	// noticeOne are the formats of notices whose count (countArg) is 1,
 	// in a language that words one apart ("1 item").
 	noticeOne map[string]string
+	// digest is a digest's headline over its number of items; inTask
+	// names an item's task in a digest; moreInInbox says how many more
+	// of its items wait in the recipient's inbox.
+	digest      func(n int) string
+	inTask      func(task, title string) string
+	moreInInbox func(n int) string
 }
 
 type notice struct{ title, format string }
@@ -213,6 +219,8 @@ func title(m delivery.Message, w words, now time.Time) string {
 		if task != "" {
 			return w.changes(len(m.Items)+m.More, task)
 		}
+	case delivery.KindDigest:
+		return w.digest(len(m.Items) + m.More)
 	case delivery.KindDeadline:
 		if it, ok := firstDue(m.Items); ok {
 			if d := it.Due.Sub(now); d >= 0 {
@@ -249,9 +257,16 @@ func prepare(m delivery.Message, lang string, zone *time.Location, now time.Time
 	w := phrasebook(lang)
 	v := view{title: title(m, w, now), more: m.More, text: strings.TrimSpace(m.Text), w: w}
 	items := m.Items
-	if len(items) > delivery.MaxItems {
-		v.more += len(items) - delivery.MaxItems
-		items = items[:delivery.MaxItems]
+	limit := delivery.MaxItems
+	if m.Digest != nil {
+		limit = len(items) // a digest is cut to its own digest_max_items
+		if m.Digest.Inbox {
+			v.w.more = w.moreInInbox
+		}
+	}
+	if len(items) > limit {
+		v.more += len(items) - limit
+		items = items[:limit]
 	}
 	for _, it := range items {
 		iv := itemView{title: oneLine(it.Title), url: it.URL, due: w.dueChangeText(it.Due, it.WasDue, zone, now)}
@@ -265,6 +280,9 @@ func prepare(m delivery.Message, lang string, zone *time.Location, now time.Time
 			iv.title = it.ID
 		}
 		iv.was = w.wasText(it.WasTitle, iv.title)
+		if it.Task != "" {
+			iv.title = w.inTask(oneLine(it.Task), iv.title)
+		}
 		v.items = append(v.items, iv)
 	}
 	v.title = oneLine(v.title)

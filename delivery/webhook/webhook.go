@@ -169,7 +169,7 @@ func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
 
 func knownKind(k string) bool {
 	switch k {
-	case delivery.KindChanged, delivery.KindDeadline, delivery.KindInbound, delivery.KindState, delivery.KindTest:
+	case delivery.KindChanged, delivery.KindDeadline, delivery.KindInbound, delivery.KindState, delivery.KindTest, delivery.KindDigest:
 		return true
 	}
 	return false
@@ -260,6 +260,7 @@ type BodyTask struct {
 type BodyItem struct {
 	ID       string `json:"id"`
 	Title    string `json:"title"`
+	Task     string `json:"task,omitempty"` // a watch.digest's item: the name of its task
 	URL      string `json:"url,omitempty"`
 	Change   string `json:"change"`
 	Due      string `json:"due,omitempty"`
@@ -286,7 +287,7 @@ func Encode(key string, m delivery.Message, now time.Time) ([]byte, error) {
 		b.Task = &BodyTask{ID: m.TaskID, Name: m.TaskName}
 	}
 	for _, it := range m.Items {
-		bi := BodyItem{ID: it.ID, Title: it.Title, URL: it.URL, Change: it.Change, WasTitle: it.WasTitle}
+		bi := BodyItem{ID: it.ID, Title: it.Title, Task: it.Task, URL: it.URL, Change: it.Change, WasTitle: it.WasTitle}
 		if !it.Due.IsZero() {
 			bi.Due = it.Due.UTC().Format(time.RFC3339)
 		}

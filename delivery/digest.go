@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -343,7 +344,7 @@ func digestMessage(held []store.Effect, window time.Time, max int) (Message, *Me
 			return Message{}, nil, err
 		}
 		for _, it := range m.Items {
-			it.Task = firstOf(m.TaskName, m.TaskID)
+			it.Task = cmp.Or(m.TaskName, m.TaskID)
 			items = append(items, it)
 		}
 	}
@@ -355,15 +356,6 @@ func digestMessage(held []store.Effect, window time.Time, max int) (Message, *Me
 	msg.Items, msg.More = items[:max:max], len(items)-max
 	rest := Message{Kind: KindDigest, Items: items[max:], OccurredAt: window, Digest: &DigestInfo{Window: window}}
 	return msg, &rest, nil
-}
-
-func firstOf(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 // ownerInbox is the inbox of the person a route reaches, where a

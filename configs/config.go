@@ -356,6 +356,8 @@ type TaskDecl struct {
 	Exclude []string `yaml:"exclude"`
 	// Owner is the principal that owns the task; empty: the file's admins.
 	Owner string `yaml:"owner"`
+	// Summarize asks the assistant for a short summary of each notice.
+	Summarize bool `yaml:"summarize"`
 }
 
 // RemindDurations returns RemindBefore as time.Durations.

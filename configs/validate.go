@@ -96,6 +96,7 @@ func (v *validator) validate() {
 	v.tasks()
 	v.assistant()
 	v.history()
+	v.notices()
 
 	// Any unset variable not handled above belongs to a feature in use.
 	paths := make([]string, 0, len(v.d.unset))

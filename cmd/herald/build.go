@@ -26,6 +26,7 @@ import (
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/download"
 	"github.com/herald-bridge/herald/tasks/engine"
+	"github.com/herald-bridge/herald/tasks/schedule"
 	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
 	hook "github.com/herald-bridge/herald/webhook"
@@ -71,6 +72,7 @@ func (s *service) assemble(ctx context.Context) error {
 	dispatch, err := delivery.NewDispatcher(delivery.Options{
 		Ledger: s.store.Ledger(), Router: download.Router{Next: s.table, Sink: files}, Holds: delivery.PrefHolds{Prefs: s.prefs}, Worker: s.holder,
 		Owns: owns, Log: s.log.With().Str("component", "delivery").Logger(), Metrics: delivery.NewMetrics(s.registry),
+		Digests: delivery.PrefDigests{Prefs: s.prefs},
 		Hooks: delivery.Hooks{
 			Unreachable: func(ctx context.Context, taskID, recipient, reason string) {
 				_ = s.manager.MarkUnreachable(ctx, taskID, recipient, reason)
@@ -197,6 +199,11 @@ func (s *service) routing(cfg *configs.Config) (delivery.TableConfig, error) {
 		if r.Timezone != "" {
 			if z, err := time.LoadLocation(r.Timezone); err == nil {
 				route.Zone = z
+			}
+		}
+		if r.Digest != "" {
+			if sc, err := schedule.Parse(r.Digest, cfg.Location); err == nil { // validated by Load
+				route.Digest = delivery.DigestPlan{Schedule: sc, MaxItems: r.DigestMaxItems}
 			}
 		}
 		if sc := r.Sink(); sc != nil {

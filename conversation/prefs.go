@@ -49,3 +49,25 @@ func (t *turn) quiet(q string) []Reply {
 	}
 	return t.reply("prefs.quiet_hours_set_for", q, t.c.zone())
 }
+
+// digest sets or lifts the chat's digest (SPEC §20): its change notices
+// wait and go out together at each fire of s, or one by one again.
+func (t *turn) digest(s string) []Reply {
+	err := t.c.o.Prefs.Update(t.ctx, t.m.Chat, func(p *chatprefs.Prefs) {
+		if s == "off" {
+			p.Digest = ""
+			return
+		}
+		p.Digest = s
+		if p.Zone == "" {
+			p.Zone = t.c.zone().String()
+		}
+	})
+	if err != nil {
+		return t.failed(err)
+	}
+	if s == "off" {
+		return t.reply("prefs.digest_is_off")
+	}
+	return t.reply("prefs.digest_set_for", s, t.c.zone())
+}

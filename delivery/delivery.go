@@ -22,6 +22,7 @@
 //	    begin          a new attempt on each push; on with the ones won
 //	    claimedInOrder none after a push another replica claimed
 //	    compose        one message of the group's payloads
+//	    annotate       the model's summary or translation, if asked and in time
 //	    record         the sending record, before anything leaves
 //	    transmit       the sink sends and classifies
 //	    settle         the outcome recorded; another part goes round again
@@ -70,6 +71,18 @@ type Message struct {
 	OccurredAt time.Time `json:"occurred_at"`
 	// Digest, on a digest (KindDigest), says what it gathered.
 	Digest *DigestInfo `json:"digest,omitempty"`
+	// Machine is what a model wrote about the notice as it was sent
+	// (annotate.go): never stored in a payload, always shown marked as
+	// machine-written.
+	Machine *MachineText `json:"machine,omitempty"`
+}
+
+// MachineText is a model's text about one notice: a short summary, a
+// translation into Lang. Either may be empty.
+type MachineText struct {
+	Summary     string `json:"summary,omitempty"`
+	Translation string `json:"translation,omitempty"`
+	Lang        string `json:"lang,omitempty"` // the translation's language: en | zh
 }
 
 // DigestInfo is what a digest gathered: the notices it carries, by

@@ -22,6 +22,9 @@ type Route struct {
 	// DedupWindow, when set, is how long after a first request the
 	// provider still drops a repeat (Windowed).
 	DedupWindow time.Duration
+	// Translate (en | zh), when set, asks the Model for a translation of
+	// each notice to the recipient (recipients.<name>.translate).
+	Translate string
 	// Digest, when its Schedule is set, is the recipient's digest
 	// (recipients.<name>.digest); a chat's own (/digest) is the
 	// DigestPolicy's.
@@ -69,6 +72,9 @@ type Options struct {
 	// Digests tells which chats take their notices as digests (/digest;
 	// nil: none does); a named recipient's is its Route.Digest.
 	Digests DigestPolicy
+	// Model, when set, writes the machine-written part of notices
+	// (summarize, translate); nil: notices go out as they are.
+	Model Model
 }
 
 // Metrics are the dispatcher's Prometheus series (no recipient labels: I10).

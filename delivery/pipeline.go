@@ -27,6 +27,7 @@ var stages = pipeline{
 		begin,          // begin.go: a new attempt on each push; on with the ones won
 		claimedInOrder, // order.go: none after a push another replica claimed
 		compose,        // merge.go: one message of the group's payloads
+		annotate,       // annotate.go: the model's summary or translation, if asked and in time
 		record,         // sending.go: the sending record, before anything leaves
 		transmit,       // send.go: the sink sends and classifies
 		settle,         // settle.go: the outcome recorded; another part goes round again
@@ -52,6 +53,7 @@ type batch struct {
 	msg      *Message       // what fx's payloads encode (compose, or Handoff)
 	answered func()         // called once the recipient answered the first send (Handoff)
 	again    bool           // a later part of the message than the first this delivery sends (settle)
+	machine  *MachineText   // annotate: the model's text, on every part this delivery sends
 
 	// transmit: the attempt, and the sink's report on it.
 	part, attempt int

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/configs"
+	"github.com/herald-bridge/herald/conversation/assistant"
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/chatprefs"
 	"github.com/herald-bridge/herald/delivery/egress"
@@ -53,6 +54,7 @@ func (s *service) assemble(ctx context.Context) error {
 	s.store = countLedger(s.store, s.metrics)
 
 	s.prefs = &chatprefs.Store{KV: s.store.Channels(), Zone: cfg.Location}
+	s.notices = &assistant.Notices{} // on with the assistant (newAssistant)
 	tc, err := s.routing(cfg)
 	if err != nil {
 		return err
@@ -72,7 +74,7 @@ func (s *service) assemble(ctx context.Context) error {
 	dispatch, err := delivery.NewDispatcher(delivery.Options{
 		Ledger: s.store.Ledger(), Router: download.Router{Next: s.table, Sink: files}, Holds: delivery.PrefHolds{Prefs: s.prefs}, Worker: s.holder,
 		Owns: owns, Log: s.log.With().Str("component", "delivery").Logger(), Metrics: delivery.NewMetrics(s.registry),
-		Digests: delivery.PrefDigests{Prefs: s.prefs},
+		Digests: delivery.PrefDigests{Prefs: s.prefs}, Model: s.notices,
 		Hooks: delivery.Hooks{
 			Unreachable: func(ctx context.Context, taskID, recipient, reason string) {
 				_ = s.manager.MarkUnreachable(ctx, taskID, recipient, reason)
@@ -150,7 +152,7 @@ func (s *service) reload(ctx context.Context, cfg *configs.Config) error {
 	s.table.Swap(tc)
 	s.manager.SetPolicy(policyOf(cfg))
 	s.channels.core.SetDefaults(cfg.Language, cfg.Location)
-	s.channels.core.SetAssistant(newAssistant(cfg, s.log.With().Str("component", "assistant").Logger()), cfg.Assistant.MaxPerHour)
+	s.channels.core.SetAssistant(newAssistant(cfg, s.log.With().Str("component", "assistant").Logger(), s.notices), cfg.Assistant.MaxPerHour)
 	s.channels.core.SetChatRate(cfg.Policy.Limits.Chat.PerMinute, cfg.Policy.Limits.Chat.Burst)
 	s.setHistoryBounds(cfg)
 	s.mu.Lock()
@@ -201,6 +203,7 @@ func (s *service) routing(cfg *configs.Config) (delivery.TableConfig, error) {
 				route.Zone = z
 			}
 		}
+		route.Translate = r.Translate
 		if r.Digest != "" {
 			if sc, err := schedule.Parse(r.Digest, cfg.Location); err == nil { // validated by Load
 				route.Digest = delivery.DigestPlan{Schedule: sc, MaxItems: r.DigestMaxItems}

@@ -55,7 +55,9 @@ var en = words{
 		}
 		return fmt.Sprintf("Digest: %d changes", n)
 	},
-	inTask: func(task, title string) string { return task + ": " + title },
+	inTask:             func(task, title string) string { return task + ": " + title },
+	machineSummary:     func(text string) string { return "Summary (machine-written): " + text },
+	machineTranslation: func(text string) string { return "Translation (machine-written):\n" + text },
 	moreInInbox: func(n int) string {
 		if n == 1 {
 			return "1 more waits in your inbox (/inbox)"

@@ -48,6 +48,10 @@ type words struct {
 	// noticeOne are the formats of notices whose count (countArg) is 1,
 	// in a language that words one apart ("1 item").
 	noticeOne map[string]string
+	// machineSummary and machineTranslation mark a model's summary and
+	// translation of a notice as machine-written.
+	machineSummary     func(text string) string
+	machineTranslation func(text string) string
 	// digest is a digest's headline over its number of items; inTask
 	// names an item's task in a digest; moreInInbox says how many more
 	// of its items wait in the recipient's inbox.
@@ -123,6 +127,10 @@ type view struct {
 	more  int
 	text  string
 	w     words
+	// machine are the lines a model wrote about the message, each marked
+	// as machine-written; they come last, so a message split in parts
+	// reads the same in its earlier parts with or without them.
+	machine []string
 }
 
 type itemView struct {
@@ -286,6 +294,14 @@ func prepare(m delivery.Message, lang string, zone *time.Location, now time.Time
 		v.items = append(v.items, iv)
 	}
 	v.title = oneLine(v.title)
+	if mt := m.Machine; mt != nil {
+		if s := strings.TrimSpace(mt.Summary); s != "" {
+			v.machine = append(v.machine, w.machineSummary(oneLine(s)))
+		}
+		if s := strings.TrimSpace(mt.Translation); s != "" {
+			v.machine = append(v.machine, w.machineTranslation(strings.TrimSpace(s)))
+		}
+	}
 	return v
 }
 
@@ -324,6 +340,9 @@ func Text(m delivery.Message, lang string, zone *time.Location, now time.Time) s
 	}
 	if v.more > 0 {
 		b.WriteString(v.w.more(v.more) + "\n")
+	}
+	for _, l := range v.machine {
+		b.WriteString("\n" + l + "\n")
 	}
 	return b.String()
 }

@@ -40,8 +40,10 @@ var zh = words{
 		NoticeRecovered:   {"关注任务已恢复", "%[1]s 已恢复正常。"},
 		NoticeUnreachable: {"有接收方无法送达", "%[1]s 的推送无法送达其中一个接收方（%[2]s）。请确认机器人仍在该会话中。"},
 	},
-	noticeOne:   map[string]string{}, // no plural: one reads as many
-	digest:      func(n int) string { return fmt.Sprintf("摘要：%d 项更新", n) },
-	inTask:      func(task, title string) string { return task + "：" + title },
-	moreInInbox: func(n int) string { return fmt.Sprintf("另有 %d 项在收件箱中（/inbox）", n) },
+	noticeOne:          map[string]string{}, // no plural: one reads as many
+	digest:             func(n int) string { return fmt.Sprintf("摘要：%d 项更新", n) },
+	inTask:             func(task, title string) string { return task + "：" + title },
+	machineSummary:     func(text string) string { return "摘要（机器生成）：" + text },
+	machineTranslation: func(text string) string { return "译文（机器生成）：\n" + text },
+	moreInInbox:        func(n int) string { return fmt.Sprintf("另有 %d 项在收件箱中（/inbox）", n) },
 }

@@ -246,6 +246,9 @@ type Body struct {
 	OccurredAt string     `json:"occurred_at"`
 	Items      []BodyItem `json:"items"`
 	Text       string     `json:"text,omitempty"`
+	// Machine is what a model wrote about the notice (summarize,
+	// translate): machine-written, never the source's own words.
+	Machine *delivery.MachineText `json:"machine,omitempty"`
 }
 
 // BodyTask names the task a message is about.
@@ -282,6 +285,7 @@ func Encode(key string, m delivery.Message, now time.Time) ([]byte, error) {
 		OccurredAt: occurred.UTC().Format(time.RFC3339),
 		Items:      make([]BodyItem, 0, len(m.Items)),
 		Text:       m.Text,
+		Machine:    m.Machine,
 	}
 	if m.TaskID != "" || m.TaskName != "" {
 		b.Task = &BodyTask{ID: m.TaskID, Name: m.TaskName}

@@ -96,8 +96,9 @@ const (
 	// reasonInDigest, followed by the digest's key, ends a notice the
 	// digest carries.
 	reasonInDigest = "sent on in digest "
-	// digestSource is the task id digests are claimed under.
-	digestSource = "digest"
+	// DigestSource is the task id digests are claimed under (herald
+	// ledger show digest).
+	DigestSource = "digest"
 	// digestWorkerPrefix starts the worker name a member of a digest is
 	// ended under; the digest's key follows.
 	digestWorkerPrefix = "digest:"
@@ -109,7 +110,7 @@ func digestWorker(key string) string { return digestWorkerPrefix + key }
 
 // digestKey is the claim-once key of recipient's digest for window.
 func digestKey(recipient string, window time.Time) string {
-	return EffectKey(digestSource, window.UTC().Format(time.RFC3339Nano), recipient)
+	return EffectKey(DigestSource, window.UTC().Format(time.RFC3339Nano), recipient)
 }
 
 // digest holds a batch's notices for the recipient's digest, and at a
@@ -123,10 +124,9 @@ func digest(ctx context.Context, d *Dispatcher, b *batch) []*batch {
 	if !on && !heldForDigest(b.fx) {
 		return pass(b)
 	}
-	var next time.Time
-	if on {
-		next, on = plan.next(b.now)
-	}
+	// An `at` digest that fired has no next fire: it still gathers what
+	// it held, and holds nothing more.
+	next, more := plan.next(b.now)
 	windows := map[time.Time][]store.Effect{}
 	var keep, wait []store.Effect
 	for _, fx := range b.fx {
@@ -135,7 +135,7 @@ func digest(ctx context.Context, d *Dispatcher, b *batch) []*batch {
 			d.endMember(ctx, fx, carriedBy(fx))
 		case on && fx.Error == reasonDigest && !fx.NotBefore.After(b.now):
 			windows[fx.NotBefore] = append(windows[fx.NotBefore], fx)
-		case on && d.holdForDigest(ctx, b, chat, fx, next):
+		case on && more && d.holdForDigest(ctx, b, chat, fx, next):
 			wait = append(wait, fx)
 		default:
 			keep = append(keep, fx)
@@ -287,9 +287,9 @@ func (d *Dispatcher) claimDigest(ctx context.Context, b *batch, plan DigestPlan,
 	}
 	effects := []store.Effect{d.digestEffect(key, recipient, window, msg, b.now)}
 	if rest != nil && inbox != "" {
-		effects = append(effects, d.digestEffect(EffectKey(digestSource, window.UTC().Format(time.RFC3339Nano)+"/rest", recipient), inbox, window, *rest, b.now))
+		effects = append(effects, d.digestEffect(EffectKey(DigestSource, window.UTC().Format(time.RFC3339Nano)+"/rest", recipient), inbox, window, *rest, b.now))
 	}
-	res, err := d.o.Ledger.Commit(ctx, store.RunCommit{TaskID: digestSource, Effects: effects})
+	res, err := d.o.Ledger.Commit(ctx, store.RunCommit{TaskID: DigestSource, Effects: effects})
 	if err != nil {
 		return nil, err
 	}
@@ -305,9 +305,9 @@ func (d *Dispatcher) claimDigest(ctx context.Context, b *batch, plan DigestPlan,
 
 func (d *Dispatcher) digestEffect(key, recipient string, window time.Time, msg Message, now time.Time) store.Effect {
 	payload, _ := json.Marshal(msg) // a Message always encodes
-	return store.Effect{Key: key, TaskID: digestSource, Recipient: recipient, Kind: KindDigest, Payload: payload,
+	return store.Effect{Key: key, TaskID: DigestSource, Recipient: recipient, Kind: KindDigest, Payload: payload,
 		State: store.Pending, NotBefore: now, ExpiresAt: now.Add(ChangeTTL), CreatedAt: now, UpdatedAt: now,
-		RunID: digestSource + "/" + window.UTC().Format(time.RFC3339)}
+		RunID: DigestSource + "/" + window.UTC().Format(time.RFC3339)}
 }
 
 // digestMembers reads the members of a claimed digest.

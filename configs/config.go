@@ -354,6 +354,10 @@ type TaskDecl struct {
 	// paths; an exclude match wins; no include keywords means every item.
 	Include []string `yaml:"include"`
 	Exclude []string `yaml:"exclude"`
+	// NotifyRemoved makes an item leaving a feed (rss, rsshub) news; and
+	// Template lays out the task's notices (SPEC §20).
+	NotifyRemoved bool   `yaml:"notify_removed"`
+	Template      string `yaml:"template"`
 	// Owner is the principal that owns the task; empty: the file's admins.
 	Owner string `yaml:"owner"`
 	// Summarize asks the assistant for a short summary of each notice.

@@ -43,6 +43,11 @@ type Recipient struct {
 	PushPlus    *pushplus.Config    `yaml:"pushplus"`
 	ServerChan  *serverchan.Config  `yaml:"serverchan"`
 
+	// Format (full, title or link) and Template lay out the recipient's
+	// notices (SPEC §20); its template wins over a task's.
+	Format   string `yaml:"format"`
+	Template string `yaml:"template"`
+
 	Address  string `yaml:"address"`
 	Language string `yaml:"language"`
 	Timezone string `yaml:"timezone"`

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 	"time"
@@ -92,11 +93,12 @@ func (v *validator) validate() {
 	v.channels()
 	v.policy()
 	v.recipients()
+	v.notices()
 	v.inbound()
 	v.tasks()
 	v.assistant()
 	v.history()
-	v.notices()
+	v.digests()
 
 	// Any unset variable not handled above belongs to a feature in use.
 	paths := make([]string, 0, len(v.d.unset))
@@ -446,4 +448,45 @@ func (v *validator) source(sp string, t TaskDecl) {
 			v.errf(sp+".headers", "malformed header name")
 		}
 	}
+}
+
+// notices checks how recipients and tasks lay out their notices (SPEC
+// §20): each recipient's format, and every template parsed, a bad one
+// named at its own line in the file.
+func (v *validator) notices() {
+	for _, name := range slices.Sorted(maps.Keys(v.cfg.Recipients)) {
+		r, rp := v.cfg.Recipients[name], "recipients."+name
+		if !delivery.ValidFormat(r.Format) {
+			v.errf(rp+".format", "unknown format %s (want %s)", v.d.quote(rp+".format", r.Format), strings.Join(delivery.Formats, ", "))
+		}
+		v.template(rp+".template", r.Template)
+	}
+	for i, t := range v.cfg.Tasks {
+		v.template(fmt.Sprintf("tasks[%d].template", i), t.Template)
+	}
+}
+
+// templateLine finds the template's own line in a parse error
+// ("notice:3: …" or "notice:3:7: …").
+var templateLine = regexp.MustCompile(`^notice:(\d+):(?:\d+:)?\s*`)
+
+// template parses the notice template at path; a bad one is reported at
+// the file line its error is on (a block scalar's lines follow its key).
+func (v *validator) template(path, src string) {
+	if src == "" || v.unsetErr(path) {
+		return
+	}
+	_, err := delivery.ParseTemplate(src)
+	if err == nil {
+		return
+	}
+	line, msg := v.line(path), err.Error()
+	if m := templateLine.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		msg = msg[len(m[0]):]
+		if strings.Contains(src, "\n") {
+			line += n
+		}
+	}
+	v.ps.add(v.d.file, line, "%s: bad template: %s", where(path), msg)
 }

@@ -24,7 +24,7 @@
 //	    compose        one message of the group's payloads
 //	    annotate       the model's summary or translation, if asked and in time
 //	    record         the sending record, before anything leaves
-//	    transmit       the sink sends and classifies
+//	    transmit       the sink sends and classifies, the message laid out for the recipient (layout.go)
 //	    settle         the outcome recorded; another part goes round again
 //	)
 //
@@ -61,6 +61,15 @@ const (
 
 // Message is the neutral model of one push, rendered per channel.
 type Message struct {
+	// Template is the task's own layout of its notices (SPEC §20), kept
+	// with the push so it needs no task to render; a recipient's own
+	// template wins (layout.go). Body, when set, is the whole text of the
+	// notice as a template laid it out: its first line is the headline.
+	// It is set on the way to the sink (layout.go), so what a sink keeps
+	// (the inbox) shows it.
+	Template string `json:"template,omitempty"`
+	Body     string `json:"body,omitempty"`
+
 	Kind       string    `json:"kind"`
 	Title      string    `json:"title"`
 	Text       string    `json:"text,omitempty"` // free text (inbound summary, notices)
@@ -107,7 +116,27 @@ type Item struct {
 	// before they existed decode without them and render as they did.
 	WasTitle string    `json:"was_title,omitempty"`
 	WasDue   time.Time `json:"was_due,omitzero"`
+	// Summary is the item's own text in plain words (HTML stripped,
+	// entities decoded, at most SummaryMax characters; SPEC §20). Diff is
+	// the lines a page or JSON watch gained and lost. Both are optional:
+	// payloads written before they existed decode without them.
+	Summary string    `json:"summary,omitempty"`
+	Diff    *ItemDiff `json:"diff,omitempty"`
 }
+
+// ItemDiff is the changed lines of an html or json watch's item, at most
+// DiffMaxLines each way.
+type ItemDiff struct {
+	Added   []string `json:"added,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+}
+
+// SummaryMax is the most characters (runes) an item summary holds, and
+// DiffMaxLines the most lines each side of an item diff (SPEC §20).
+const (
+	SummaryMax   = 280
+	DiffMaxLines = 20
+)
 
 // MaxItems is how many items one message lists before "and N more".
 const MaxItems = 20

@@ -33,6 +33,10 @@ type Route struct {
 	// it (Options.Owns); the sink keeps what it sends on that replica's
 	// disk (a course download).
 	OwnerOnly bool
+	// Format and Template are how the recipient wants its notices laid
+	// out (layout.go): full, title or link; and a template of its own,
+	// which wins over the task's.
+	Format, Template string
 }
 
 // Router resolves a recipient (address or configured name) to a Route.

@@ -114,6 +114,7 @@ func fold(was, next Item) (Item, bool) {
 		return Item{}, false
 	case was.Change == ChangeNew && next.Change == ChangeChanged:
 		next.Change, next.WasTitle, next.WasDue = ChangeNew, "", time.Time{}
+		next.Diff = nil // new to them: no lines changed since they heard of it
 		return next, true
 	case was.Change == ChangeChanged && next.Change == ChangeChanged:
 		// Before: what they were last told (the first change's "was").

@@ -8,7 +8,7 @@ import "context"
 func transmit(ctx context.Context, d *Dispatcher, b *batch) []*batch {
 	first := b.fx[0]
 	b.part, b.attempt = first.PartsSent, len(first.Attempts)
-	b.out = b.route.Sink.Send(ctx, Delivery{Key: first.Key, To: b.route.To, Message: *b.msg, Lang: b.route.Lang, Zone: b.route.Zone, Attempt: b.attempt, Part: b.part})
+	b.out = b.route.Sink.Send(ctx, Delivery{Key: first.Key, To: b.route.To, Message: d.present(b), Lang: b.route.Lang, Zone: b.route.Zone, Attempt: b.attempt, Part: b.part})
 	if b.answered != nil {
 		b.answered()
 		b.answered = nil

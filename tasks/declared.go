@@ -25,6 +25,9 @@ type Declared struct {
 	Include      []string
 	Exclude      []string
 	Owner        string
+	// NotifyRemoved and Template are the task's notice settings (SPEC §20).
+	NotifyRemoved bool
+	Template      string
 }
 
 // SetDeclared makes the catalog match the config file's tasks: new ones
@@ -104,12 +107,14 @@ func (m *Manager) SetDeclared(ctx context.Context, decls []Declared) error {
 func (d Declared) applyTo(t *Task) {
 	t.Name, t.Source, t.Schedule, t.RemindBefore = d.Name, d.Source, d.Schedule, d.RemindBefore
 	t.Notify, t.Include, t.Exclude, t.Owner = slices.Clone(d.Notify), d.Include, d.Exclude, d.Owner
+	t.NotifyRemoved, t.Template = d.NotifyRemoved, d.Template
 }
 
 // matches reports whether t already has every field the file declares.
 func (d Declared) matches(t *Task) bool {
 	if t.Name != d.Name || t.Schedule != d.Schedule || t.Owner != d.Owner || !slices.Equal(t.RemindBefore, d.RemindBefore) ||
-		!slices.Equal(t.Notify, d.Notify) || !slices.Equal(t.Include, d.Include) || !slices.Equal(t.Exclude, d.Exclude) {
+		!slices.Equal(t.Notify, d.Notify) || !slices.Equal(t.Include, d.Include) || !slices.Equal(t.Exclude, d.Exclude) ||
+		t.NotifyRemoved != d.NotifyRemoved || t.Template != d.Template {
 		return false
 	}
 	// As stored: an empty header map is no header map.

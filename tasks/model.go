@@ -80,6 +80,15 @@ type Task struct {
 
 	// Revision is the catalog revision this copy was read at (not stored in the value).
 	Revision uint64 `json:"-"`
+
+	// NotifyRemoved makes an item leaving a feed news (RemovalsNotified),
+	// and Template is the task's own layout of its notices (a Go
+	// text/template; a recipient's own wins), both SPEC §20.
+	NotifyRemoved bool   `json:"notify_removed,omitempty"`
+	Template      string `json:"template,omitempty"`
+	// SourceTitle is the source's own title (a feed's), as its last read
+	// gave it: what notices call a task that has no name.
+	SourceTitle string `json:"source_title,omitempty"`
 }
 
 // Request records who asked for a task, and when.

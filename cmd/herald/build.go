@@ -197,7 +197,7 @@ func (s *service) routing(cfg *configs.Config) (delivery.TableConfig, error) {
 	}
 	deps := delivery.SinkDeps{Egress: egress.Options{AllowPrivate: cfg.Policy.AllowPrivateNetworks}, Store: s.store, Log: log, Sections: cfg.SinkSections()}
 	for name, r := range cfg.Recipients {
-		route := delivery.Route{Lang: r.Language}
+		route := delivery.Route{Lang: r.Language, Format: r.Format, Template: r.Template}
 		if r.Timezone != "" {
 			if z, err := time.LoadLocation(r.Timezone); err == nil {
 				route.Zone = z
@@ -333,6 +333,7 @@ func declared(cfg *configs.Config) []tasks.Declared {
 	for _, t := range cfg.Tasks {
 		d := tasks.Declared{ID: t.ID, Name: t.Name, Source: t.Source, Schedule: t.Schedule, Notify: t.Notify,
 			Include: t.Include, Exclude: t.Exclude, Owner: t.Owner}
+		d.NotifyRemoved, d.Template = t.NotifyRemoved, t.Template
 		if d.Owner == "" {
 			d.Owner = owner
 		}

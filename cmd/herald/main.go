@@ -75,6 +75,7 @@ func commands() []command {
 		{"restore", "FILE", "restore a backup into a new, empty data dir (herald must not be running on it)", cmdRestore},
 		{"init", "[--non-interactive] [--telegram-token T] [--feishu-app-id ID --feishu-app-secret S] [--admin P]... [--timezone TZ] [--language en|zh] [--secrets FILE] [--force]", "first run: ask the questions, write herald.yaml and its 0600 secrets file, check them", cmdInit},
 		{"version", "", "print the version, the commit and the Go version (also --version)", cmdVersion},
+		{"template", "preview --task ID [--recipient NAME]", "render a task's latest items as a recipient gets them (its format and template)", cmdTemplate},
 	}
 }
 

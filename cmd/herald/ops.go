@@ -55,6 +55,7 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 		{"import", withInput(o.importTasks)},
 		{"backup", withInput(o.backup)},
 		{"downloads.list", withInput(o.listDownloads)},
+		{"template.preview", withInput(o.previewTemplate)},
 	} {
 		a.Register(op.name, op.do)
 	}

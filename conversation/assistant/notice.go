@@ -175,6 +175,9 @@ func noticeInput(m delivery.Message) string {
 		if !it.Due.IsZero() {
 			line += " (due " + it.Due.UTC().Format(time.RFC3339) + ")"
 		}
+		if s := oneLineText(it.Summary); s != "" {
+			line += "\n  " + s
+		}
 		b.WriteString(line + "\n")
 	}
 	s := textcut.Bytes(b.String(), maxNoticeInput)

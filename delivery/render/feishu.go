@@ -67,6 +67,9 @@ func FeishuCard(m delivery.Message, lang string, zone *time.Location, now time.T
 		if it.due != "" {
 			s += "\n" + it.due
 		}
+		for _, l := range it.under() {
+			s += "\n" + l
+		}
 		t := plain(s)
 		el := cardElement{Tag: "div", Text: &t}
 		if safeLink(it.url) {

@@ -69,6 +69,9 @@ func Markdown(m delivery.Message, lang string, zone *time.Location, now time.Tim
 		default:
 			add(plain, plain)
 		}
+		for _, l := range it.under() {
+			add("  "+l, "  "+l)
+		}
 	}
 	if v.more > 0 {
 		add(v.w.more(v.more), v.w.more(v.more))

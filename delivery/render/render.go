@@ -139,6 +139,45 @@ type itemView struct {
 	was    string // localised previous-title phrase (" (was: …)"), may be empty
 	url    string
 	due    string // localised due phrase, may be empty
+	// summary is the item's own text in one line, and lines the changed
+	// lines shown under it ("+ added", "- removed"); either may be empty.
+	summary  string
+	lines    []string
+	linkOnly bool // the title is the link itself
+}
+
+// MaxDiffLines is how many of an item's changed lines a notice shows
+// each way; a webhook body carries them all (at most 20 each way).
+const MaxDiffLines = 5
+
+// diffLines are an item's changed lines as a notice shows them.
+func diffLines(d *delivery.ItemDiff) []string {
+	if d == nil {
+		return nil
+	}
+	var out []string
+	for i, l := range d.Added {
+		if i == MaxDiffLines {
+			break
+		}
+		out = append(out, "+ "+oneLine(l))
+	}
+	for i, l := range d.Removed {
+		if i == MaxDiffLines {
+			break
+		}
+		out = append(out, "- "+oneLine(l))
+	}
+	return out
+}
+
+// under is what a notice shows under an item's title: its summary, then
+// its changed lines.
+func (it itemView) under() []string {
+	if it.summary == "" {
+		return it.lines
+	}
+	return append([]string{it.summary}, it.lines...)
 }
 
 // MaxWasTitle caps, in characters, the previous title a changed item
@@ -221,6 +260,10 @@ func Title(m delivery.Message, lang string, now time.Time) string {
 }
 
 func title(m delivery.Message, w words, now time.Time) string {
+	if m.Body != "" {
+		head, _, _ := strings.Cut(strings.TrimSpace(m.Body), "\n")
+		return head
+	}
 	task := firstNonEmpty(m.TaskName, m.TaskID, m.Title)
 	switch m.Kind {
 	case delivery.KindChanged:
@@ -264,6 +307,12 @@ func prepare(m delivery.Message, lang string, zone *time.Location, now time.Time
 	}
 	w := phrasebook(lang)
 	v := view{title: title(m, w, now), more: m.More, text: strings.TrimSpace(m.Text), w: w}
+	if m.Body != "" { // laid out by a template: its first line heads the rest
+		_, v.text, _ = strings.Cut(strings.TrimSpace(m.Body), "\n")
+		v.text, v.more = strings.Trim(v.text, "\r\n"), 0
+		v.title = oneLine(v.title)
+		return v
+	}
 	items := m.Items
 	limit := delivery.MaxItems
 	if m.Digest != nil {
@@ -278,6 +327,8 @@ func prepare(m delivery.Message, lang string, zone *time.Location, now time.Time
 	}
 	for _, it := range items {
 		iv := itemView{title: oneLine(it.Title), url: it.URL, due: w.dueChangeText(it.Due, it.WasDue, zone, now)}
+		iv.summary, iv.lines = oneLine(it.Summary), diffLines(it.Diff)
+		iv.linkOnly = iv.url != "" && iv.url == oneLine(it.Title) // format: link shows it once
 		if it.Change != "" {
 			iv.change = w.change[it.Change]
 			if iv.change == "" {
@@ -333,7 +384,10 @@ func Text(m delivery.Message, lang string, zone *time.Location, now time.Time) s
 		if it.due != "" {
 			b.WriteString(v.w.separator + it.due)
 		}
-		if it.url != "" {
+		for _, l := range it.under() {
+			b.WriteString("\n  " + l)
+		}
+		if it.url != "" && !it.linkOnly {
 			b.WriteString("\n  " + it.url)
 		}
 		b.WriteString("\n")

@@ -88,6 +88,10 @@ func TelegramHTML(m delivery.Message, lang string, zone *time.Location, now time
 			p.WriteString(d)
 		}
 		add(h.String(), p.String())
+		for _, l := range it.under() {
+			e := "  " + EscapeHTML(l)
+			add(e, e)
+		}
 	}
 	if v.more > 0 {
 		e := EscapeHTML(v.w.more(v.more))

@@ -6,6 +6,7 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -269,6 +270,10 @@ type BodyItem struct {
 	Due      string `json:"due,omitempty"`
 	WasTitle string `json:"was_title,omitempty"`
 	WasDue   string `json:"was_due,omitempty"`
+	// Summary is the item's own text in plain words, and Diff the lines
+	// a page or JSON item gained and lost (SPEC §20); both optional.
+	Summary string             `json:"summary,omitempty"`
+	Diff    *delivery.ItemDiff `json:"diff,omitempty"`
 }
 
 // Encode renders the webhook body for message m under effect key key.
@@ -284,7 +289,7 @@ func Encode(key string, m delivery.Message, now time.Time) ([]byte, error) {
 		ID:         key,
 		OccurredAt: occurred.UTC().Format(time.RFC3339),
 		Items:      make([]BodyItem, 0, len(m.Items)),
-		Text:       m.Text,
+		Text:       cmp.Or(m.Body, m.Text), // a recipient's template lays out the text
 		Machine:    m.Machine,
 	}
 	if m.TaskID != "" || m.TaskName != "" {
@@ -298,6 +303,7 @@ func Encode(key string, m delivery.Message, now time.Time) ([]byte, error) {
 		if !it.WasDue.IsZero() {
 			bi.WasDue = it.WasDue.UTC().Format(time.RFC3339)
 		}
+		bi.Summary, bi.Diff = it.Summary, it.Diff
 		b.Items = append(b.Items, bi)
 	}
 	var buf bytes.Buffer

@@ -29,6 +29,9 @@ type scripted struct {
 	last    step
 	calls   int
 	onFetch func(n int) // runs inside Fetch, before it answers
+	// kind and title are the kind the source is read as and its own
+	// title, in every answer.
+	kind, title string
 }
 
 type step struct {
@@ -58,7 +61,7 @@ func (s *scripted) Fetch(ctx context.Context, _ watch.Conditional) (watch.Result
 	if st.err != nil {
 		return watch.Result{}, st.err
 	}
-	return watch.Result{Items: st.items}, nil
+	return watch.Result{Items: st.items, Kind: s.kind, Title: s.title}, nil
 }
 
 func (s *scripted) Calls() int {

@@ -86,6 +86,9 @@ func New(o Options) (*Runner, error) {
 // the task's record keeps.
 type job struct {
 	scheduler.Job
+	// sourceTitle is the source's own title as this run read it, for
+	// the task record (Task.SourceTitle); "" when it gave none.
+	sourceTitle string
 	// remindAt is the committed snapshot's next reminder instant, for
 	// the task record (Task.NextRemind); nil when nothing was committed.
 	remindAt *time.Time
@@ -176,6 +179,7 @@ func (r *Runner) run(ctx context.Context, j *job) tasks.RunRecord {
 		if res.NotModified && prev != nil {
 			rec.Items = len(prev.Items)
 		}
+		j.noticeContent(t, res, &diff)
 	}
 	rec.New, rec.Changed, rec.Removed, rec.Deadline = diff.Counts.New, diff.Counts.Changed, diff.Counts.Removed, diff.Counts.Deadline
 	rec.Deferred = diff.Deferred
@@ -339,6 +343,9 @@ func (r *Runner) finish(ctx context.Context, j *job, t *tasks.Task, rec tasks.Ru
 		cur.LastError = ""
 		if j.remindAt != nil {
 			cur.NextRemind = j.remindAt
+		}
+		if j.sourceTitle != "" {
+			cur.SourceTitle = j.sourceTitle
 		}
 		if failed {
 			cur.LastError = string(rec.Class)

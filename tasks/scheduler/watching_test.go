@@ -106,7 +106,8 @@ func TestI2_StopDuringBaselinesSendsTheConfirmationBegun(t *testing.T) {
 	cancel()
 	<-done
 	fxs, _ := r.store.Ledger().List(context.Background(), scheduler.WatchingSource, 0)
-	if len(fxs) != 1 || !strings.HasPrefix(decodeMsg(t, fxs[0]).Text, "Now watching bulk-") {
+	// A task without a name is named by its source, never by its id (SPEC §20).
+	if len(fxs) != 1 || !strings.HasPrefix(decodeMsg(t, fxs[0]).Text, "Now watching h") || strings.Contains(decodeMsg(t, fxs[0]).Text, "bulk-") {
 		t.Fatalf("confirmations after the stop: %d", len(fxs))
 	}
 }

@@ -3,11 +3,13 @@ package source
 import (
 	"bytes"
 	"net/url"
+	"strings"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/andybalholm/cascadia"
 	"golang.org/x/net/html/charset"
 
+	"github.com/herald-bridge/herald/tasks/source/kind"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -52,6 +54,7 @@ func parseHTML(body []byte, contentType string, base *url.URL, sel cascadia.Sele
 		if title == "" {
 			title = truncate(text, 200)
 		}
+		lines := elementLines(el)
 		id := link
 		if id == "" {
 			id = normTitle(text)
@@ -61,15 +64,27 @@ func parseHTML(body []byte, contentType string, base *url.URL, sel cascadia.Sele
 		}
 		cs = append(cs, candidate{
 			item: watch.Item{
-				ID:     id,
-				Title:  title,
-				URL:    link,
-				Digest: digest(text),
-				Alt:    alt(id, normTitle(title)),
+				ID:      id,
+				Title:   title,
+				URL:     link,
+				Digest:  digest(text),
+				Alt:     alt(id, normTitle(title)),
+				Summary: watch.Summary(strings.Join(lines, " "), title),
+				Lines:   lines,
 			},
 			link:  link,
 			title: normTitle(text),
 		})
 	})
 	return separate(cs), nil
+}
+
+// elementLines is the element's text line by line, as its blocks and
+// <br>s break it (watch.Lines).
+func elementLines(el *goquery.Selection) []string {
+	h, err := goquery.OuterHtml(el)
+	if err != nil {
+		return nil
+	}
+	return watch.Lines(kind.HTMLLines(h))
 }

@@ -258,12 +258,13 @@ func buildItem(p props, id string, due time.Time, base *url.URL) watch.Item {
 	desc := plainText(unescapeText(p.value(ics.ComponentPropertyDescription)))
 	loc := unescapeText(p.value(ics.ComponentPropertyLocation))
 	return watch.Item{
-		ID:     id,
-		Title:  title,
-		URL:    link,
-		Due:    due,
-		Done:   done,
-		Digest: digest(summary, fmtTime(due), link, loc, desc, strconv.FormatBool(done)),
+		ID:      id,
+		Title:   title,
+		URL:     link,
+		Due:     due,
+		Done:    done,
+		Digest:  digest(summary, fmtTime(due), link, loc, desc, strconv.FormatBool(done)),
+		Summary: watch.Summary(desc, title),
 	}
 }
 

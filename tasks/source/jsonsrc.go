@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/herald-bridge/herald/tasks/source/kind"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -62,18 +63,36 @@ func parseJSON(body []byte, contentType string, base *url.URL, spec watch.Spec, 
 		text := field(el, "", "body", "description", "content", "text").String()
 		cs = append(cs, candidate{
 			item: watch.Item{
-				ID:     id,
-				Title:  title,
-				URL:    link,
-				Due:    due,
-				Digest: digest(title, link, fmtTime(due), text),
-				Alt:    alt(id, link, nt),
+				ID:      id,
+				Title:   title,
+				URL:     link,
+				Due:     due,
+				Digest:  digest(title, link, fmtTime(due), text),
+				Alt:     alt(id, link, nt),
+				Summary: watch.Summary(plainText(text), title),
+				Lines:   jsonLines(title, link, fmtTime(due), text),
 			},
 			link:  link,
 			title: nt,
 		})
 	}
 	return separate(cs), nil
+}
+
+// jsonLines are the lines of a JSON item its digest covers, for its
+// changed lines: the mapped fields one a line, then its text line by line.
+func jsonLines(title, link, due, text string) []string {
+	var b strings.Builder
+	for _, f := range [][2]string{{"title", title}, {"url", link}, {"due", due}} {
+		if f[1] != "" {
+			b.WriteString(f[0] + ": " + f[1] + "\n")
+		}
+	}
+	if looksLikeHTML(text) {
+		text = kind.HTMLLines(text)
+	}
+	b.WriteString(text)
+	return watch.Lines(b.String())
 }
 
 // field returns el at path, or at the first fallback that exists when path

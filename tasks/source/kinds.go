@@ -49,7 +49,11 @@ var registry = []kind.Kind{
 			return strings.Contains(doc.Get("version").String(), "jsonfeed.org"), nil
 		},
 		Parse: func(d *kind.Document, _ kind.Input) ([]watch.Item, error) {
-			return parseFeed(d.Body, d.ContentType, d.URL)
+			items, err := parseFeed(d.Body, d.ContentType, d.URL)
+			if err == nil {
+				d.Title = feedTitle(d.Body, d.ContentType)
+			}
+			return items, err
 		},
 	},
 	{

@@ -101,6 +101,8 @@ func parseFeed(body []byte, contentType string, base *url.URL) ([]watch.Item, er
 			link:  link,
 			title: nt,
 		})
+		// The item's own text, for notices (not part of its identity).
+		cs[len(cs)-1].item.Summary = watch.Summary(text, title)
 	}
 	return separate(cs), nil
 }

@@ -200,6 +200,8 @@ func (s *Source) Fetch(ctx context.Context, cond watch.Conditional) (watch.Resul
 	if err != nil {
 		return watch.Result{}, err
 	}
+	res.Title = d.Title
+
 	if err := s.checkCount(items); err != nil {
 		return watch.Result{}, err
 	}

@@ -9,6 +9,8 @@ import (
 	"unicode"
 
 	"golang.org/x/net/html"
+
+	"github.com/herald-bridge/herald/tasks/source/kind"
 )
 
 // normSpace collapses runs of white space to one space and trims.
@@ -47,40 +49,8 @@ func plainTitle(s string) string {
 }
 
 // htmlText is the text of an HTML fragment: markup stripped, entities
-// decoded (once), white space collapsed.
-func htmlText(s string) string {
-	z := html.NewTokenizer(strings.NewReader(s))
-	var b strings.Builder
-	skip := 0
-	for {
-		switch z.Next() {
-		case html.ErrorToken:
-			return normSpace(b.String())
-		case html.TextToken:
-			if skip == 0 {
-				b.Write(z.Text())
-			}
-		case html.StartTagToken, html.SelfClosingTagToken:
-			name, _ := z.TagName()
-			switch string(name) {
-			case "script", "style":
-				skip++
-			case "br", "p", "div", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6":
-				b.WriteByte(' ')
-			}
-		case html.EndTagToken:
-			name, _ := z.TagName()
-			switch string(name) {
-			case "script", "style":
-				if skip > 0 {
-					skip--
-				}
-			case "p", "div", "li", "tr", "td":
-				b.WriteByte(' ')
-			}
-		}
-	}
-}
+// decoded (once), white space collapsed (kind.HTMLText).
+func htmlText(s string) string { return kind.HTMLText(s) }
 
 // entityRef matches a character or named entity reference.
 var entityRef = regexp.MustCompile(`&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});`)

@@ -45,6 +45,10 @@ type Event struct {
 	// are not part of Identity.
 	WasTitle string
 	WasDue   time.Time
+	// Added and Removed are the lines a changed page or JSON item gained
+	// and lost (at most DiffMaxLines each), when the entry it replaces
+	// recorded its lines; not part of Identity.
+	Added, Removed []string
 }
 
 // changedEvent is the changed event of item it under key, replacing the
@@ -56,6 +60,9 @@ func changedEvent(key string, it Item, p Entry) Event {
 	}
 	if !p.Due.Equal(it.Due) {
 		ev.WasDue = p.Due
+	}
+	if len(p.Lines) > 0 && len(it.Lines) > 0 {
+		ev.Added, ev.Removed = lineDiff(p.Lines, it.Lines)
 	}
 	return ev
 }
@@ -378,7 +385,7 @@ func Compute(prev *Snapshot, items []Item, now time.Time, o Options) Diff {
 				d.Counts.Filtered++
 			default:
 				changed := e
-				e.Digest = p.Digest // the change is recorded only if returned
+				e.Digest, e.Lines = p.Digest, p.Lines // the change is recorded only if returned
 				next.Items[key] = e
 				d.Counts.Changed++
 				cs = append(cs, candidate{

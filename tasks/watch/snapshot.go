@@ -33,6 +33,10 @@ type Entry struct {
 	Done   bool      `json:"done,omitempty"`
 	Alt    []string  `json:"alt,omitempty"`
 	Series string    `json:"series,omitempty"`
+	// Summary and Lines are the item's as last recorded: a notice of its
+	// removal shows the summary, and a change is told against the lines.
+	Summary string   `json:"summary,omitempty"`
+	Lines   []string `json:"lines,omitempty"`
 	// Reminded lists the remind-before offsets already emitted (or passed
 	// over in favour of a nearer one) for this Due, ascending. It is reset
 	// when Due changes.
@@ -153,13 +157,15 @@ func (s *Snapshot) settle() {
 // entryOf records item it.
 func entryOf(it Item) Entry {
 	return Entry{
-		Digest: it.Digest,
-		Title:  it.Title,
-		URL:    it.URL,
-		Due:    it.Due,
-		Done:   it.Done,
-		Alt:    slices.Clone(it.Alt),
-		Series: it.Series,
+		Digest:  it.Digest,
+		Title:   it.Title,
+		URL:     it.URL,
+		Due:     it.Due,
+		Done:    it.Done,
+		Alt:     slices.Clone(it.Alt),
+		Series:  it.Series,
+		Summary: it.Summary,
+		Lines:   slices.Clone(it.Lines),
 	}
 }
 
@@ -168,7 +174,8 @@ func entryOf(it Item) Entry {
 // An unchanged item keeps p itself, sharing its slices.
 func mergeEntry(p Entry, it Item) Entry {
 	if p.Digest == it.Digest && p.Title == it.Title && p.URL == it.URL &&
-		p.Due.Equal(it.Due) && p.Done == it.Done && slices.Equal(p.Alt, it.Alt) && p.Series == it.Series {
+		p.Due.Equal(it.Due) && p.Done == it.Done && slices.Equal(p.Alt, it.Alt) && p.Series == it.Series &&
+		p.Summary == it.Summary && slices.Equal(p.Lines, it.Lines) {
 		p.Removed = time.Time{}
 		return p
 	}
@@ -182,13 +189,14 @@ func mergeEntry(p Entry, it Item) Entry {
 // itemOf rebuilds the item an entry recorded under identity id.
 func itemOf(id string, e Entry) Item {
 	return Item{
-		ID:     id,
-		Title:  e.Title,
-		URL:    e.URL,
-		Digest: e.Digest,
-		Due:    e.Due,
-		Done:   e.Done,
-		Alt:    slices.Clone(e.Alt),
-		Series: e.Series,
+		ID:      id,
+		Title:   e.Title,
+		URL:     e.URL,
+		Digest:  e.Digest,
+		Due:     e.Due,
+		Done:    e.Done,
+		Alt:     slices.Clone(e.Alt),
+		Series:  e.Series,
+		Summary: e.Summary,
 	}
 }

@@ -59,6 +59,11 @@ type Item struct {
 	// calendar event's UID), empty for single items. A series continuing
 	// into view is not news (Compute).
 	Series string `json:"series,omitempty"`
+	// Summary is the item's own text in plain words (Summary), and Lines
+	// the text of a page or JSON item line by line (Lines), from which
+	// its changed lines are told; neither is part of the digest.
+	Summary string   `json:"summary,omitempty"`
+	Lines   []string `json:"lines,omitempty"`
 	// File describes the course file this item is, for a task that keeps
 	// files; it is never stored in a snapshot.
 	File *File `json:"-"`
@@ -92,6 +97,7 @@ type Result struct {
 	NotModified bool        // 304: Items is empty, keep the snapshot
 	Validators  Conditional // to send next time
 	Kind        string      // the kind used (detected when Spec.Kind was empty)
+	Title       string      // the source's own title (a feed's), "" when it gives none
 	Skipped     int         // unreadable lines or entries left out of a leniently read document
 	Selector    string      // the CSS selector picked for an html page watched without one
 }

@@ -130,6 +130,19 @@
     if (due) {
       li.append(" ", node("span", "meta", "due "), due);
     }
+    // The item's summary and changed lines, under its title, as chat shows them.
+    const summary = text(x.summary);
+    if (summary) {
+      li.append(node("div", "meta summary", summary));
+    }
+    const diff = x.diff !== null && typeof x.diff === "object" ? x.diff : {};
+    for (const [sign, lines] of [["+ ", diff.added], ["- ", diff.removed]]) {
+      if (Array.isArray(lines)) {
+        for (const l of lines.slice(0, 5)) {
+          li.append(node("div", "meta diff", sign + text(l)));
+        }
+      }
+    }
     return li;
   }
 
@@ -149,7 +162,12 @@
     if (text(msg.text)) {
       li.append(node("p", "text", msg.text));
     }
-    if (Array.isArray(msg.items) && msg.items.length > 0) {
+    // A recipient's template laid the notice out: its text is the notice.
+    const body = text(msg.body).split("\n").slice(1).join("\n").trim();
+    if (body) {
+      li.append(node("p", "text", body));
+    }
+    if (!text(msg.body) && Array.isArray(msg.items) && msg.items.length > 0) {
       const ul = node("ul", "entries");
       for (const x of msg.items) {
         if (x !== null && typeof x === "object") {

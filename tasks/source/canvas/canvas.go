@@ -331,6 +331,7 @@ func assignment(host string, co course, r gjson.Result) watch.Item {
 		Done:  done,
 		Digest: kind.Digest(r.Get("name").String(), r.Get("due_at").String(), r.Get("lock_at").String(),
 			r.Get("unlock_at").String(), r.Get("points_possible").String(), state, boolText(excused)),
+		Summary: watch.Summary(kind.HTMLText(r.Get("description").String()), ""),
 	}
 }
 
@@ -340,10 +341,11 @@ func announcement(host, courseName string, r gjson.Result) watch.Item {
 		title = courseName + ": " + title
 	}
 	return watch.Item{
-		ID:     "canvas:" + host + ":announcement:" + r.Get("id").String(),
-		Title:  title,
-		URL:    r.Get("html_url").String(),
-		Digest: kind.Digest(r.Get("title").String(), r.Get("message").String()),
+		ID:      "canvas:" + host + ":announcement:" + r.Get("id").String(),
+		Title:   title,
+		URL:     r.Get("html_url").String(),
+		Digest:  kind.Digest(r.Get("title").String(), r.Get("message").String()),
+		Summary: watch.Summary(kind.HTMLText(r.Get("message").String()), ""),
 	}
 }
 

@@ -74,7 +74,8 @@ func (f *fakeCanvas) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if f.submitted {
 			sub = `{"workflow_state":"submitted","submitted_at":"2029-12-01T10:00:00Z","excused":false}`
 		}
-		rows = []string{fmt.Sprintf(`{"id":11,"name":"Homework 1","due_at":%q,"points_possible":10,"html_url":"%s/courses/1/assignments/11","submission":%s}`, f.asgDue, f.srv.URL, sub)}
+		rows = []string{fmt.Sprintf(`{"id":11,"name":"Homework 1","due_at":%q,"points_possible":10,"html_url":"%s/courses/1/assignments/11","submission":%s,`+
+			`"description":"<p>Solve problems 1&ndash;5 from <b>chapter 2</b>.</p>"}`, f.asgDue, f.srv.URL, sub)}
 	case "/api/v1/courses/2/assignments":
 		rows = []string{`{"id":21,"name":"Lab report","due_at":null,"submission":{"workflow_state":"graded","excused":true}}`}
 	case "/api/v1/announcements":
@@ -277,6 +278,26 @@ func BenchmarkCanvasRun2000(b *testing.B) {
 		res, err := s.Fetch(context.Background(), watch.Conditional{})
 		if err != nil || len(res.Items) != 2003 {
 			b.Fatalf("%d items, %v", len(res.Items), err)
+		}
+	}
+}
+
+// An assignment's and an announcement's text reach notices as plain-text
+// summaries (SPEC §20).
+func TestCanvas_AssignmentAndAnnouncementSummaries(t *testing.T) {
+	f := newFake(t)
+	res, err := open(t, f, watch.Spec{Watch: []string{"assignments", "announcements"}}).Fetch(context.Background(), watch.Conditional{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(f.srv.URL, "http://")
+	items := byID(res.Items)
+	for id, want := range map[string]string{
+		"canvas:" + host + ":assignment:11":   "Solve problems 1–5 from chapter 2.",
+		"canvas:" + host + ":announcement:31": "Hi",
+	} {
+		if got := items[id].Summary; got != want {
+			t.Errorf("%s: summary %q, want %q", id, got, want)
 		}
 	}
 }

@@ -95,6 +95,9 @@ type Document struct {
 	Skipped int
 	// Selector is set by a Parse that picked its own CSS selector.
 	Selector string
+	// Title is set by a Parse that reads the document's own title (a
+	// feed's), as plain text.
+	Title string
 }
 
 // Digest hashes the fields of an item a person cares about, in order: an

@@ -129,6 +129,7 @@ func run(ctx context.Context, g kind.Getter, in kind.Input) ([]watch.Item, error
 					Due:   unix(a.Get("duedate").Int()),
 					Digest: kind.Digest(a.Get("name").String(), a.Get("duedate").String(), a.Get("cutoffdate").String(),
 						a.Get("allowsubmissionsfromdate").String(), a.Get("grade").String()),
+					Summary: watch.Summary(kind.HTMLText(a.Get("intro").String()), ""),
 				})
 			}
 		}
@@ -169,12 +170,13 @@ func run(ctx context.Context, g kind.Getter, in kind.Input) ([]watch.Item, error
 				continue
 			}
 			items = append(items, watch.Item{
-				ID:     "moodle:" + host + ":event:" + e.Get("id").String(),
-				Title:  e.Get("course.fullname").String() + ": " + e.Get("name").String(),
-				URL:    e.Get("url").String(),
-				Due:    unix(e.Get("timesort").Int()),
-				Done:   done,
-				Digest: kind.Digest(e.Get("name").String(), e.Get("timesort").String(), strconv.FormatBool(done)),
+				ID:      "moodle:" + host + ":event:" + e.Get("id").String(),
+				Title:   e.Get("course.fullname").String() + ": " + e.Get("name").String(),
+				URL:     e.Get("url").String(),
+				Due:     unix(e.Get("timesort").Int()),
+				Done:    done,
+				Digest:  kind.Digest(e.Get("name").String(), e.Get("timesort").String(), strconv.FormatBool(done)),
+				Summary: watch.Summary(kind.HTMLText(e.Get("description").String()), ""),
 			})
 		}
 	}

@@ -9,11 +9,11 @@ import (
 // MaxDigestItems bounds recipients.<name>.digest_max_items.
 const MaxDigestItems = 1000
 
-// notices checks what shapes a recipient's notices beyond its sink (SPEC
-// §20): a digest schedule and its bound, and the model's part (translate
-// on a recipient, summarize on a task), which needs the assistant: set
-// without it, it is off, and check-config says so.
-func (v *validator) notices() {
+// digests checks when a recipient's notices go and what a model adds to
+// them (SPEC §20): a digest schedule and its bound, and the model's part
+// (translate on a recipient, summarize on a task), which needs the
+// assistant: set without it, it is off, and check-config says so.
+func (v *validator) digests() {
 	var model []string
 	for _, name := range slices.Sorted(maps.Keys(v.cfg.Recipients)) {
 		r := v.cfg.Recipients[name]

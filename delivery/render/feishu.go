@@ -97,7 +97,7 @@ func template(kind string) string {
 	switch kind {
 	case delivery.KindDeadline:
 		return "orange"
-	case delivery.KindChanged:
+	case delivery.KindChanged, delivery.KindDigest:
 		return "blue"
 	}
 	return "grey"

@@ -104,7 +104,7 @@ func TestCommandReplies(t *testing.T) {
 		{name: "quiet zh", who: alice, text: "/免打扰 22:00-07:00", want: []string{"免打扰 22:00-07:00"}},
 		{name: "quiet off", who: alice, text: "/quiet off", want: []string{"Quiet hours are off"}},
 		{name: "digest", who: alice, text: "/digest daily 20:00", want: []string{"Digest daily 20:00", "one message"}},
-		{name: "digest zh", who: alice, text: "/摘要 每天 20:00", want: []string{"已为本聊天设置摘要 daily 20:00"}},
+		{name: "digest zh", who: alice, text: "/汇总 每天 20:00", want: []string{"已为本聊天设置汇总推送 daily 20:00"}},
 		{name: "digest off", who: alice, text: "/digest off", want: []string{"The digest is off"}},
 		{name: "digest bad", who: alice, text: "/digest daily 25:00", want: []string{"Usage: /digest"}},
 		{name: "inbox empty", who: alice, text: "/inbox", want: []string{"nothing unread"}},

@@ -41,7 +41,7 @@ var zh = words{
 		NoticeUnreachable: {"有接收方无法送达", "%[1]s 的推送无法送达其中一个接收方（%[2]s）。请确认机器人仍在该会话中。"},
 	},
 	noticeOne:          map[string]string{}, // no plural: one reads as many
-	digest:             func(n int) string { return fmt.Sprintf("摘要：%d 项更新", n) },
+	digest:             func(n int) string { return fmt.Sprintf("汇总：%d 项更新", n) },
 	inTask:             func(task, title string) string { return task + "：" + title },
 	machineSummary:     func(text string) string { return "摘要（机器生成）：" + text },
 	machineTranslation: func(text string) string { return "译文（机器生成）：\n" + text },

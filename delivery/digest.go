@@ -233,9 +233,14 @@ func (d *Dispatcher) gather(ctx context.Context, b *batch, plan DigestPlan, wind
 	}
 	var held []store.Effect
 	for _, fx := range queued {
-		if fx.Recipient == recipient && fx.Error == reasonDigest && fx.NotBefore.Equal(window) && ordered(fx.Kind) {
-			held = append(held, fx)
+		if fx.Recipient != recipient || fx.Error != reasonDigest || !fx.NotBefore.Equal(window) || !ordered(fx.Kind) {
+			continue
 		}
+		if json.Unmarshal(fx.Payload, new(Message)) != nil {
+			d.expire(ctx, fx.Key, "bad_payload", b.now) // it can be in no message
+			continue
+		}
+		held = append(held, fx)
 	}
 	if len(held) == 0 {
 		return

@@ -432,3 +432,29 @@ func TestDigest_QuietHoursHoldTheDigestAndMutesTheirTask(t *testing.T) {
 		t.Errorf("the next digest reads %q; want the muted task's notice", got)
 	}
 }
+
+// TestDigest_AnUnreadableNoticeDoesNotStopTheDigest: a held notice whose
+// payload is no message ends failed (bad_payload) at the fire; the
+// digest carries the rest.
+func TestDigest_AnUnreadableNoticeDoesNotStopTheDigest(t *testing.T) {
+	r := newRig(t)
+	rv := newReceiver(t, nil)
+	keys := r.admitDigestNotices()
+	now := r.clock.Now()
+	bad := store.Effect{Key: "fx_bad_payload", TaskID: "t-news", Recipient: "ops", Kind: delivery.KindChanged,
+		Payload: []byte(`"not a message"`), NotBefore: now, ExpiresAt: now.Add(time.Hour), CreatedAt: now}
+	if _, err := r.st.Ledger().Commit(context.Background(), store.RunCommit{TaskID: "t-news", Effects: []store.Effect{bad}}); err != nil {
+		t.Fatal(err)
+	}
+	r.start(digestWebhookRoute(t, rv, dailyDigest(t, 0)), "w", nil)
+	r.heldForDigest(digestFire, append(keys, bad.Key)...)
+	r.advance(digestFire.Sub(r.clock.Now()))
+	if fx := r.settled(bad.Key, store.Failed); fx.Error != "bad_payload" {
+		t.Errorf("the unreadable notice ended %q, want bad_payload", fx.Error)
+	}
+	r.digestSent()
+	r.advance(time.Minute)
+	if bodies := decodeBodies(t, rv.received()); len(bodies) != 1 || len(bodies[0].Items) != 3 {
+		t.Fatalf("the receiver got %+v; want one digest with the three readable items", bodies)
+	}
+}

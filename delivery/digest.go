@@ -144,13 +144,7 @@ func digest(ctx context.Context, d *Dispatcher, b *batch) []*batch {
 	for window := range windows {
 		d.gather(ctx, b, plan, window, next)
 	}
-	log := b.log(d)
-	d.each(len(wait), func(i int) {
-		if _, err := d.o.Ledger.Defer(ctx, wait[i].Key, next, reasonDigest, b.now); err != nil {
-			log.Warn().Err(err).Msg("cannot hold a push for the digest")
-		}
-		d.o.Metrics.Held.Inc()
-	})
+	d.holdAll(ctx, b, wait, next, reasonDigest)
 	if len(keep) == 0 {
 		return nil
 	}

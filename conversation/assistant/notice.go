@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/herald-bridge/herald/conversation/textcut"
 	"github.com/herald-bridge/herald/delivery"
@@ -207,16 +206,9 @@ func cleanLines(s string) string {
 // cutRunes cuts s to at most n characters (valid UTF-8 only), ending a
 // cut one in "…".
 func cutRunes(s string, n int) string {
-	s = strings.ToValidUTF8(s, "")
-	if utf8.RuneCountInString(s) <= n {
-		return s
+	r := []rune(strings.ToValidUTF8(s, ""))
+	if len(r) <= n {
+		return string(r)
 	}
-	i := 0
-	for j := range s {
-		if i == n-1 {
-			return strings.TrimRight(s[:j], " ") + "…"
-		}
-		i++
-	}
-	return s
+	return strings.TrimRight(string(r[:n-1]), " ") + "…"
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/schedule"
-	"github.com/herald-bridge/herald/tasks/scheduler"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -320,15 +319,7 @@ func TestI2_DigestBaselineStaysQuiet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := r.st.Leases().Acquire(ctx, scheduler.SchedulerLease, "replica-a", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := &jobOwner{fence: store.Fence{Lease: l.Name, Epoch: l.Epoch}}
-	run := func(items ...watch.Item) tasks.RunRecord {
-		r.source = fixedListing(items)
-		return r.eng.Runner.Run(ctx, scheduler.Job{TaskID: tk.ID, Due: scheduler.Check, Fence: o.fence, Owner: o})
-	}
+	run := r.runs(tk.ID)
 	feed := []watch.Item{{ID: "a", Title: "A", Digest: "a"}, {ID: "b", Title: "B", Digest: "b"}}
 	if rec := run(feed...); rec.Outcome != tasks.OutcomeBaseline {
 		t.Fatalf("first run: %s, want the baseline", rec.Outcome)

@@ -24,7 +24,7 @@
 //	    compose        one message of the group's payloads
 //	    annotate       the model's summary or translation, if asked and in time
 //	    record         the sending record, before anything leaves
-//	    transmit       the sink sends and classifies, the message laid out for the recipient (layout.go)
+//	    transmit       the sink sends and classifies
 //	    settle         the outcome recorded; another part goes round again
 //	)
 //

@@ -349,3 +349,108 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// rssWith is an RSS document listing the given guids, newest first.
+func rssWith(guids ...string) string {
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0"?><rss version="2.0"><channel><title>Campus News</title>`)
+	for _, g := range guids {
+		b.WriteString(`<item><guid>` + g + `</guid><title>Post ` + g + `</title><link>https://news.example.edu/` + g + `</link>` +
+			`<description>&lt;p&gt;About ` + g + `&lt;/p&gt;</description></item>`)
+	}
+	b.WriteString(`</channel></rss>`)
+	return b.String()
+}
+
+// A rolling feed's oldest post scrolling off as a new one comes is not
+// news: the webhook recipient hears of the new post only, unless the
+// task sets notify_removed. Either way the baseline pushed no item (I2)
+// and the task is named by the feed's own title.
+func TestRemovals_FeedScrollingOffQuietUnlessOptedIn(t *testing.T) {
+	for _, optIn := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "notify_removed"}[optIn], func(t *testing.T) {
+			r := newRig(t)
+			rv := newReceiver(t, nil)
+			var mu sync.Mutex
+			doc := rssWith("p3", "p2", "p1")
+			feed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				mu.Lock()
+				defer mu.Unlock()
+				w.Header().Set("Content-Type", "application/rss+xml")
+				_, _ = w.Write([]byte(doc))
+			}))
+			t.Cleanup(feed.Close)
+			ctx := context.Background()
+			tk, err := r.m.Submit(ctx, tasks.Submission{Principal: "console:admin", URL: "https://news.example.edu/feed.xml",
+				Kind: source.KindRSS, Notify: []string{"ops"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.m.Update(ctx, tk.ID, func(t *tasks.Task) error { t.NotifyRemoved = optIn; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			src, err := source.New(watch.Spec{Kind: source.KindRSS, URL: feed.URL}, source.Options{AllowPrivate: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.source = src
+			l, err := r.st.Leases().Acquire(ctx, scheduler.SchedulerLease, "replica-a", time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := &jobOwner{fence: store.Fence{Lease: l.Name, Epoch: l.Epoch}}
+			run := func() tasks.RunRecord {
+				r.clock.Advance(time.Minute)
+				return r.eng.Runner.Run(ctx, scheduler.Job{TaskID: tk.ID, Due: scheduler.Check, Fence: o.fence, Owner: o})
+			}
+			if rec := run(); rec.Outcome != tasks.OutcomeBaseline {
+				t.Fatalf("first run %s", rec.Outcome)
+			}
+			mu.Lock()
+			doc = rssWith("p4", "p3", "p2") // p1 scrolls off the end
+			mu.Unlock()
+			if rec := run(); rec.New != 1 || rec.Removed != 1 {
+				t.Fatalf("second run counted %d new, %d removed; want 1 and 1", rec.New, rec.Removed)
+			}
+			fxs := r.changePushes(tk.ID)
+			r.start(webhookRoute(t, rv, false), "w", nil)
+			for _, fx := range fxs {
+				r.settled(fx.Key, store.Completed)
+			}
+			r.settled(r.noticeKey(tk.ID), store.Completed)
+			var changes []string
+			for _, h := range rv.received() {
+				var body struct {
+					Type string `json:"type"`
+					Task struct {
+						Name string `json:"name"`
+					} `json:"task"`
+					Items []struct {
+						ID      string `json:"id"`
+						Change  string `json:"change"`
+						Summary string `json:"summary"`
+					} `json:"items"`
+				}
+				if err := json.Unmarshal(h.Body, &body); err != nil {
+					t.Fatal(err)
+				}
+				if body.Task.Name != "Campus News" {
+					t.Errorf("a %s push names the task %q, want the feed's title", body.Type, body.Task.Name)
+				}
+				for _, it := range body.Items {
+					if body.Type == delivery.KindChanged {
+						changes = append(changes, it.Change+" "+it.ID+": "+it.Summary)
+					}
+				}
+			}
+			slices.Sort(changes)
+			want := []string{"new p4: About p4"}
+			if optIn {
+				want = []string{"new p4: About p4", "removed p1: About p1"}
+			}
+			if !slices.Equal(changes, want) {
+				t.Errorf("the receiver got %q, want %q", changes, want)
+			}
+		})
+	}
+}

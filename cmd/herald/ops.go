@@ -48,6 +48,7 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 		{"inbox.list", withInput(o.listInbox)},
 		{"inbox.read", withInput(o.readInbox)},
 		{"inbox.token", withInput(o.inboxToken)},
+		{"template.preview", withInput(o.previewTemplate)},
 		{"send-test", withInput(o.sendTest)},
 		{"history.search", withInput(o.searchHistory)},
 		{"history.list", withInput(o.listHistory)},
@@ -55,7 +56,6 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 		{"import", withInput(o.importTasks)},
 		{"backup", withInput(o.backup)},
 		{"downloads.list", withInput(o.listDownloads)},
-		{"template.preview", withInput(o.previewTemplate)},
 	} {
 		a.Register(op.name, op.do)
 	}

@@ -70,7 +70,8 @@ func Markdown(m delivery.Message, lang string, zone *time.Location, now time.Tim
 			add(plain, plain)
 		}
 		for _, l := range it.under() {
-			add("  "+l, "  "+l)
+			l = "  " + unlisted(l)
+			add(l, l)
 		}
 	}
 	if v.more > 0 {
@@ -84,6 +85,19 @@ func Markdown(m delivery.Message, lang string, zone *time.Location, now time.Tim
 	}
 	cut := func(s string, limit int) int { return cutSize(s, limit, st) }
 	return packer{limit: st.Limit, brk: st.Break, size: st.size, cut: cut}.pack(lines)
+}
+
+// unlisted keeps a line's sign ("+ ", "- ": a changed line, or a summary
+// that starts so) from reading as a list item under the item's own: a
+// full-width plus or minus instead.
+func unlisted(l string) string {
+	if rest, ok := strings.CutPrefix(l, "+ "); ok {
+		return "＋ " + rest
+	}
+	if rest, ok := strings.CutPrefix(l, "- "); ok {
+		return "－ " + rest
+	}
+	return l
 }
 
 // linkable reports whether [title](url) reads as one link: an absolute

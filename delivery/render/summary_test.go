@@ -33,7 +33,12 @@ func TestRender_SummaryAndChangedLinesUnderTheTitle(t *testing.T) {
 		"text zh":  Text(m, LangZH, time.UTC, at0),
 		"telegram": strings.Join(TelegramHTML(m, LangZH, time.UTC, at0), "\n"),
 		"feishu":   string(card),
-		"markdown": strings.Join(Markdown(m, LangZH, time.UTC, at0, MarkdownStyle{Limit: 4096, Break: "\n"}), "\n"),
+	}
+	md := strings.Join(Markdown(m, LangZH, time.UTC, at0, MarkdownStyle{Limit: 4096, Break: "\n"}), "\n")
+	for _, w := range []string{"  期末考试改至 1 月 8 日", "  ＋ 地点：204 教室", "  － 地点：101 教室"} {
+		if !strings.Contains(md, w) { // a sign at a line's start would read as a list item
+			t.Errorf("markdown lacks %q:\n%s", w, md)
+		}
 	}
 	for name, out := range outputs {
 		for _, w := range want {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
@@ -33,4 +34,16 @@ func sourceTitle(s string) string {
 		s = string(r[:MaxSourceTitle-1]) + "…"
 	}
 	return s
+}
+
+// withContent gives the push of event ev what a person reads to decide
+// whether to click (SPEC §20): the item's summary, its changed lines,
+// and the task's own template.
+func withContent(msg *delivery.Message, t *tasks.Task, ev watch.Event) {
+	it := &msg.Items[0]
+	it.Summary = ev.Item.Summary
+	if len(ev.Added)+len(ev.Removed) > 0 {
+		it.Diff = &delivery.ItemDiff{Added: ev.Added, Removed: ev.Removed}
+	}
+	msg.Template = t.Template
 }

@@ -29,15 +29,13 @@ func eventEffects(t *tasks.Task, runID string, events []watch.Event, now time.Ti
 				expires = ev.Item.Due
 			}
 		}
-		it := delivery.Item{ID: ev.Item.ID, Title: ev.Item.Title, URL: ev.Item.URL, Change: change, Due: ev.Item.Due,
-			WasTitle: ev.WasTitle, WasDue: ev.WasDue, Summary: ev.Item.Summary}
-		if len(ev.Added)+len(ev.Removed) > 0 {
-			it.Diff = &delivery.ItemDiff{Added: ev.Added, Removed: ev.Removed}
-		}
 		msg := delivery.Message{
 			Kind: kind, TaskID: t.ID, TaskName: t.DisplayName(), OccurredAt: now,
-			Items: []delivery.Item{it}, Template: t.Template,
+			Items: []delivery.Item{{ID: ev.Item.ID, Title: ev.Item.Title, URL: ev.Item.URL, Change: change, Due: ev.Item.Due,
+				WasTitle: ev.WasTitle, WasDue: ev.WasDue}},
 		}
+
+		withContent(&msg, t, ev)
 		payload, err := json.Marshal(msg)
 		if err != nil {
 			return nil, fmt.Errorf("encode message: %w", err)

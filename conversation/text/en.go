@@ -316,6 +316,7 @@ var English = Catalog{
 		"menu.read":                                             "Mark inbox items read",
 		"menu.mute":                                             "Mute a task here for a while",
 		"menu.quiet":                                            "Quiet hours for this chat",
+		"menu.digest":                                           "This chat's notices as one message a day",
 		"menu.cancel":                                           "Cancel what is in progress",
 		"importfile.imported_of":                                "Imported %d of %d task(s):\n",
 		"importfile.row":                                        "• %s — %s (%s)\n",

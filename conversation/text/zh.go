@@ -316,6 +316,7 @@ var Chinese = Catalog{
 		"menu.read":                                             "标记收件箱已读",
 		"menu.mute":                                             "在此聊天暂时静音某任务",
 		"menu.quiet":                                            "此聊天的免打扰时段",
+		"menu.digest":                                           "此聊天的通知每天汇总为一条消息",
 		"menu.cancel":                                           "取消进行中的操作",
 		"importfile.imported_of":                                "导入了 %d 个任务（共 %d 个）：\n",
 		"importfile.row":                                        "• %s — %s（%s）\n",

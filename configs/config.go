@@ -385,6 +385,8 @@ type TaskDecl struct {
 	Template      string `yaml:"template"`
 	// Owner is the principal that owns the task; empty: the file's admins.
 	Owner string `yaml:"owner"`
+	// Summarize asks the assistant for a short summary of each notice.
+	Summarize bool `yaml:"summarize"`
 }
 
 // RemindDurations returns RemindBefore as time.Durations.

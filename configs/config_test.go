@@ -169,6 +169,11 @@ func TestLoad_ErrorsWithFileAndLine(t *testing.T) {
 		{"render-no-browser.yaml", []want{
 			{11, "tasks[0].source.render: render: browser needs Chromium: no browser: browser.path /nonexistent/chromium is not an executable file"},
 		}},
+		{"digest-bad.yaml", []want{
+			{4, `recipients.me.digest: invalid schedule "daily 25:00"`},
+			{5, "recipients.me.digest_max_items: must be between 1 and 1000"},
+			{6, `recipients.me.translate: unknown language "fr" (want en or zh)`},
+		}},
 		{"assistant-bounds.yaml", []want{
 			{1, "assistant: model is required"},
 			{2, "assistant.endpoint: must use https"},
@@ -675,7 +680,7 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 	if in := cfg.Sources.RSSHub.Instances; len(in) != 2 || in[1].Key != "rsshub-example-key" {
 		t.Errorf("sources.rsshub.instances = %+v", in)
 	}
-	if len(cfg.Recipients) != 14 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 7 {
+	if len(cfg.Recipients) != 15 || len(cfg.Inbound) != 1 || len(cfg.Tasks) != 7 {
 		t.Errorf("recipients %d, inbound %d, tasks %d: an example block did not uncomment", len(cfg.Recipients), len(cfg.Inbound), len(cfg.Tasks))
 	}
 	if cs, _ := cfg.Task("cs101"); cs.Source.Download == nil || cs.Source.Download.Dir != "cs101" || cs.Source.Download.MaxPerRun != 100 {
@@ -690,6 +695,9 @@ func TestLoad_ExampleConfigCommentedExamplesAreValid(t *testing.T) {
 	}
 	if rel, _ := cfg.Task("releases"); rel.Source.Link != "html_url" {
 		t.Errorf("releases source = %+v", rel.Source)
+	}
+	if d := cfg.Recipients["evening-digest"]; d.Digest != "daily 20:00 Asia/Shanghai" || d.DigestMaxItems != 50 || d.Translate != "zh" {
+		t.Errorf("evening-digest = %+v", d)
 	}
 }
 
@@ -837,5 +845,28 @@ func TestRestartOnly(t *testing.T) {
 				t.Fatalf("RestartOnly = %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestNotices_ModelPartsOffWithoutAssistant: translate and summarize set
+// without an assistant load, and check-config says, at their lines, that
+// notices go out without the model's text (SPEC §20).
+func TestNotices_ModelPartsOffWithoutAssistant(t *testing.T) {
+	path := filepath.Join("testdata", "notices-without-assistant.yaml")
+	cfg, err := LoadEnv(path, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range cfg.Warnings {
+		if strings.Contains(w, "the assistant is not configured") {
+			got = append(got, w)
+		}
+	}
+	if len(got) != 2 || !strings.Contains(got[0], ":5: recipients.me.translate") || !strings.Contains(got[1], ":11: tasks[0].summarize") {
+		t.Errorf("warnings %q; want translate at line 5 and summarize at line 11", got)
+	}
+	if r := cfg.Recipients["me"]; r.Digest != "daily 20:00 Asia/Shanghai" || r.Translate != "zh" || !cfg.Tasks[0].Summarize {
+		t.Errorf("decoded %+v, %+v", r, cfg.Tasks[0])
 	}
 }

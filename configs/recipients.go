@@ -51,6 +51,15 @@ type Recipient struct {
 	Address  string `yaml:"address"`
 	Language string `yaml:"language"`
 	Timezone string `yaml:"timezone"`
+
+	// Digest is a schedule (daily 20:00 [Zone], or any other form): the
+	// recipient's change notices are held and sent as one message at each
+	// fire. DigestMaxItems bounds the items one lists (default 50).
+	Digest         string `yaml:"digest"`
+	DigestMaxItems int    `yaml:"digest_max_items"`
+	// Translate (zh or en) asks the assistant for a translation of each
+	// notice into that language.
+	Translate string `yaml:"translate"`
 }
 
 // The sink sections under their configs names.

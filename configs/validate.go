@@ -103,6 +103,7 @@ func (v *validator) validate() {
 	v.history()
 	v.network()
 	v.browser()
+	v.digests()
 
 	// Any unset variable not handled above belongs to a feature in use.
 	paths := make([]string, 0, len(v.d.unset))

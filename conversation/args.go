@@ -122,6 +122,8 @@ func (p *argParser) parse() error {
 		return p.mute()
 	case "quiet":
 		return p.quiet()
+	case "digest":
+		return p.digest()
 	case "watch", "remind":
 		return p.watch()
 	case "token", "login":
@@ -244,6 +246,28 @@ func (p *argParser) quiet() error {
 		return usageErr("quiet", CodeBadQuiet, "args.quiet_hours_must_start")
 	}
 	p.cmd.Quiet = from + "-" + to
+	return nil
+}
+
+// digest reads /digest's schedule (any form of the grammar) or off.
+func (p *argParser) digest() error {
+	if len(p.toks) == 0 {
+		return usageErr("digest", CodeUsage, "args.give_digest_schedule_or")
+	}
+	var parts []string
+	for _, t := range p.toks {
+		parts = append(parts, t.text)
+	}
+	text := strings.Join(parts, " ")
+	if isWord(schedule.Normalize(text), wordsOff) {
+		p.cmd.Schedule = "off"
+		return nil
+	}
+	s, err := schedule.Parse(text, p.zone)
+	if err != nil {
+		return usageErr("digest", CodeBadSchedule, "args.bad_schedule", scheduleProblem(err))
+	}
+	p.cmd.Schedule, p.cmd.Parsed = s.String(), s
 	return nil
 }
 

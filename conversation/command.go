@@ -23,10 +23,10 @@ type Command struct {
 	// Name is one of "help", "watch", "remind", "tasks", "task", "pause",
 	// "resume", "delete", "run", "approve", "reject", "inbox", "read",
 	// "mute", "quiet", "lang", "cancel", "history", "forget", "downloads",
-	// "whoami".
+	// "whoami", "digest".
 	Name     string
 	URL      string // watch, remind
-	Schedule string // canonical schedule text; "" if not given
+	Schedule string // canonical schedule text; "" if not given; /digest: "off" too
 	// Parsed is Schedule as the command parsed it, handed on to the
 	// catalog so it is read once; nil when not given.
 	Parsed   schedule.Schedule
@@ -90,7 +90,7 @@ var kindChoice = strings.Join(source.Names(), "|")
 
 // commands are the command names; usage.<name> in the catalogue is each
 // one's usage line.
-var commands = []string{"help", "watch", "remind", "tasks", "task", "pause", "resume", "delete", "run", "approve", "reject", "inbox", "read", "lang", "mute", "quiet", "cancel", "history", "forget", "token", "downloads", "whoami", "login"}
+var commands = []string{"help", "watch", "remind", "tasks", "task", "pause", "resume", "delete", "run", "approve", "reject", "inbox", "read", "lang", "mute", "quiet", "cancel", "history", "forget", "token", "downloads", "whoami", "login", "digest"}
 
 // usageLine is the usage of command name in lang.
 func usageLine(lang, name string) string {

@@ -61,6 +61,7 @@ func TestParseCommands(t *testing.T) {
 		{in: "/quiet 22:00 - 7:00", want: Command{Name: "quiet", Quiet: "22:00-07:00"}},
 		{in: "/quiet ２２：００–０７：００", want: Command{Name: "quiet", Quiet: "22:00-07:00"}},
 		{in: "/quiet off", want: Command{Name: "quiet", Quiet: "off"}},
+		{in: "/digest off", want: Command{Name: "digest", Schedule: "off"}},
 		{in: "/cancel", want: Command{Name: "cancel"}},
 
 		// /watch in every order and dress.
@@ -128,6 +129,8 @@ func TestParseCommands(t *testing.T) {
 		{in: "/mute t-1", code: CodeUsage},
 		{in: "/mute t-1 forever", code: CodeBadDuration},
 		{in: "/quiet", code: CodeUsage},
+		{in: "/digest", code: CodeUsage},
+		{in: "/digest at noon", code: CodeBadSchedule},
 		{in: "/quiet 22:00", code: CodeBadQuiet},
 		{in: "/quiet 25:00-07:00", code: CodeBadQuiet},
 		{in: "/quiet 07:00-07:00", code: CodeBadQuiet},

@@ -126,6 +126,10 @@ func TestCommandReplies(t *testing.T) {
 		{name: "quiet", who: alice, text: "/quiet 22:00-07:00", want: []string{"Quiet hours 22:00-07:00 (UTC)", "once"}},
 		{name: "quiet zh", who: alice, text: "/免打扰 22:00-07:00", want: []string{"免打扰 22:00-07:00"}},
 		{name: "quiet off", who: alice, text: "/quiet off", want: []string{"Quiet hours are off"}},
+		{name: "digest", who: alice, text: "/digest daily 20:00", want: []string{"Digest daily 20:00", "one message"}},
+		{name: "digest zh", who: alice, text: "/汇总 每天 20:00", want: []string{"已为本聊天设置汇总推送 daily 20:00"}},
+		{name: "digest off", who: alice, text: "/digest off", want: []string{"The digest is off"}},
+		{name: "digest bad", who: alice, text: "/digest daily 25:00", want: []string{"Usage: /digest"}},
 		{name: "inbox empty", who: alice, text: "/inbox", want: []string{"nothing unread"}},
 		{name: "inbox empty zh", who: alice, text: "/收件箱", want: []string{"没有未读"}},
 		{name: "read all empty", who: alice, text: "/read all", want: []string{"Nothing was unread."}},
@@ -186,6 +190,21 @@ func TestMuteAndQuietStoredForThisChat(t *testing.T) {
 	r.say(bob, "/quiet off")
 	p, _ = r.core.o.Prefs.Get(context.Background(), ChatOf(bob))
 	if len(p.Mutes) != 0 || p.Quiet != "" {
+		t.Fatalf("prefs after off = %+v", p)
+	}
+}
+
+// TestDigestStoredForThisChat: /digest keeps the chat's digest schedule
+// (and zone) where delivery reads it; /digest off lifts it.
+func TestDigestStoredForThisChat(t *testing.T) {
+	r := newRig(t, defaultPolicy())
+	r.say(bob, "/digest daily 20:00 Asia/Shanghai")
+	p, err := r.core.o.Prefs.Get(context.Background(), ChatOf(bob))
+	if err != nil || p.Digest != "daily 20:00 Asia/Shanghai" || p.Zone != "UTC" {
+		t.Fatalf("prefs = %+v (%v)", p, err)
+	}
+	r.say(bob, "/digest off")
+	if p, _ = r.core.o.Prefs.Get(context.Background(), ChatOf(bob)); p.Digest != "" {
 		t.Fatalf("prefs after off = %+v", p)
 	}
 }

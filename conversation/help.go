@@ -37,6 +37,7 @@ var helpLines = []string{
 	"help.inbox_token",
 	"help.mute_task_id_duration_off",
 	"help.quiet_hh_mm_hh_mm_off",
+	"help.digest_schedule_off",
 	"help.lang_en_zh_auto",
 	"help.history_words_page_2",
 	"help.forget",

@@ -108,6 +108,8 @@ func (t *turn) run() []Reply {
 		return t.mute(cmd.ID, cmd.Duration)
 	case "quiet":
 		return t.quiet(cmd.Quiet)
+	case "digest":
+		return t.digest(cmd.Schedule)
 	case "history":
 		return historySearch{t}.history(cmd.Query, cmd.Page)
 	case "forget":

@@ -12,6 +12,7 @@
 //	skipDisabled       pushes to a disabled recipient end unsent
 //	unclaimed(         skipped by pushes handed over in flight (Reserve checked them)
 //	    ownerOnly      another replica's downloads are left to it, untouched
+//	    digest         a recipient's notices wait for its digest, and go in it
 //	    transportOff   wait while the recipient's transport is switched off
 //	    expiry         pushes past their expiry end unsent
 //	    hold           quiet hours and mutes hold the rest
@@ -22,6 +23,7 @@
 //	    begin          a new attempt on each push; on with the ones won
 //	    claimedInOrder none after a push another replica claimed
 //	    compose        one message of the group's payloads
+//	    annotate       the model's summary or translation, if asked and in time
 //	    record         the sending record, before anything leaves
 //	    transmit       the sink sends and classifies, the message laid out for the recipient (layout.go)
 //	    standing       the recipient's record; gone, or failing too long, disables it
@@ -47,6 +49,9 @@ const (
 	KindInbound  = "inbound.event"
 	KindState    = "task.state"
 	KindTest     = "test"
+	// KindDigest is a recipient's digest: the change notices held for it
+	// until its digest schedule fired, from any number of tasks (digest.go).
+	KindDigest = "watch.digest"
 )
 
 // Item changes.
@@ -76,12 +81,36 @@ type Message struct {
 	Items      []Item    `json:"items,omitempty"`
 	More       int       `json:"more,omitempty"` // items not listed ("and N more")
 	OccurredAt time.Time `json:"occurred_at"`
+	// Digest, on a digest (KindDigest), says what it gathered.
+	Digest *DigestInfo `json:"digest,omitempty"`
+	// Machine is what a model wrote about the notice as it was sent
+	// (annotate.go): never stored in a payload, always shown marked as
+	// machine-written.
+	Machine *MachineText `json:"machine,omitempty"`
+}
+
+// MachineText is a model's text about one notice: a short summary, a
+// translation into Lang. Either may be empty.
+type MachineText struct {
+	Summary     string `json:"summary,omitempty"`
+	Translation string `json:"translation,omitempty"`
+	Lang        string `json:"lang,omitempty"` // the translation's language: en | zh
+}
+
+// DigestInfo is what a digest gathered: the notices it carries, by
+// effect key, so that every replica can tell which queued notices it
+// took (the claim that won is the one that counts).
+type DigestInfo struct {
+	Window  time.Time `json:"window"`          // the fire of the recipient's digest schedule it is for
+	Members []string  `json:"members"`         // the effect keys of the notices it carries
+	Inbox   bool      `json:"inbox,omitempty"` // the items beyond those listed (More) wait in the recipient's inbox
 }
 
 // Item is one listed item of a message.
 type Item struct {
 	ID     string    `json:"id"`
 	Title  string    `json:"title"`
+	Task   string    `json:"task,omitempty"` // in a digest: the name of the task the item is from
 	URL    string    `json:"url,omitempty"`
 	Change string    `json:"change"` // new | changed | removed | deadline
 	Due    time.Time `json:"due,omitzero"`

@@ -24,6 +24,13 @@ type Route struct {
 	DedupWindow time.Duration
 	// Retry is the recipient's retry schedule and disable policy (Retrying).
 	Retry RetryPolicy
+	// Translate (en | zh), when set, asks the Model for a translation of
+	// each notice to the recipient (recipients.<name>.translate).
+	Translate string
+	// Digest, when its Schedule is set, is the recipient's digest
+	// (recipients.<name>.digest); a chat's own (/digest) is the
+	// DigestPolicy's.
+	Digest DigestPlan
 	// OwnerOnly: only the replica that schedules the push's task delivers
 	// it (Options.Owns); the sink keeps what it sends on that replica's
 	// disk (a course download).
@@ -81,6 +88,12 @@ type Options struct {
 	Observe time.Duration
 	Log     zerolog.Logger
 	Metrics *Metrics
+	// Digests tells which chats take their notices as digests (/digest;
+	// nil: none does); a named recipient's is its Route.Digest.
+	Digests DigestPolicy
+	// Model, when set, writes the machine-written part of notices
+	// (summarize, translate); nil: notices go out as they are.
+	Model Model
 }
 
 // Metrics are the dispatcher's Prometheus series (no recipient labels: I10).
@@ -132,7 +145,8 @@ type Dispatcher struct {
 	handoffs chan handoff         // to Run's idle hand-off goroutines (unbuffered)
 	limbo    map[string]time.Time // unconfirmed claims to check, until when (Unconfirmed)
 
-	recips recipientCache // disable.go
+	recips   recipientCache // disable.go
+	machines machineMemo    // annotate.go
 
 	// releasing keeps take from reading the queue while Release makes a
 	// chat's held pushes due, so they are taken together, as one message.

@@ -64,6 +64,10 @@ func (d *Dispatcher) Reserve(ctx context.Context, recipient, taskID string) (wor
 			return "", nil, false
 		}
 	}
+	if _, on := d.digestPlan(ctx, recipient, holdAddress(recipient, route), route); on {
+		release() // its notices may wait for its digest: the queue decides
+		return "", nil, false
+	}
 	return d.o.Worker, release, true
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/delivery/chatprefs"
+	"github.com/herald-bridge/herald/store"
 )
 
 // HoldPolicy decides whether a recipient's pushes are held right now
@@ -25,14 +26,20 @@ func hold(ctx context.Context, d *Dispatcher, b *batch) []*batch {
 	if !held {
 		return pass(b)
 	}
+	d.holdAll(ctx, b, b.fx, until, reasonHeld)
+	return nil
+}
+
+// holdAll holds fxs, queued, until until without an attempt, recording
+// reason (a hold, or a digest).
+func (d *Dispatcher) holdAll(ctx context.Context, b *batch, fxs []store.Effect, until time.Time, reason string) {
 	log := b.log(d)
-	d.each(len(b.fx), func(i int) {
-		if _, err := d.o.Ledger.Defer(ctx, b.fx[i].Key, until, reasonHeld, b.now); err != nil {
+	d.each(len(fxs), func(i int) {
+		if _, err := d.o.Ledger.Defer(ctx, fxs[i].Key, until, reason, b.now); err != nil {
 			log.Warn().Err(err).Msg("cannot hold a push")
 		}
 		d.o.Metrics.Held.Inc()
 	})
-	return nil
 }
 
 // UrgentWindow: a deadline reminder due within this bypasses quiet hours.

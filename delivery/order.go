@@ -139,6 +139,9 @@ func (d *Dispatcher) inOrder(ctx context.Context, live []store.Effect, now time.
 		}
 		held := o.Error == reasonHeld && o.NotBefore.After(now)
 		switch {
+		case o.Error == reasonDigest && o.NotBefore.After(now):
+			// Held for the recipient's digest, which this group does
+			// not wait for (a reminder due before it): it stays there.
 		case o.InFlight:
 			later(now.Add(orderWait))
 		case companion[o.Key] && !o.NotBefore.After(now):

@@ -98,15 +98,7 @@ func (r *rig) newItemInItsWindow(id string) (news, remind store.Effect) {
 	if tk.State != tasks.Active {
 		r.t.Fatalf("task state %s, want active", tk.State)
 	}
-	l, err := r.st.Leases().Acquire(ctx, scheduler.SchedulerLease, "replica-a", time.Hour)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	o := &jobOwner{fence: store.Fence{Lease: l.Name, Epoch: l.Epoch}}
-	run := func(items ...watch.Item) tasks.RunRecord {
-		r.source = fixedListing(items)
-		return r.eng.Runner.Run(ctx, scheduler.Job{TaskID: tk.ID, Due: scheduler.Check, Fence: o.fence, Owner: o})
-	}
+	run := r.runs(tk.ID)
 	if rec := run(); rec.Outcome != tasks.OutcomeBaseline {
 		r.t.Fatalf("first run: %s (%s), want the baseline", rec.Outcome, rec.Reason)
 	}
@@ -128,6 +120,22 @@ func (r *rig) newItemInItsWindow(id string) (news, remind store.Effect) {
 		r.t.Fatalf("the run claimed %d pushes; want the news and the reminder of the item, claimed together", len(fxs))
 	}
 	return news, remind
+}
+
+// runs returns a function that runs task id once, as the scheduler's
+// job under the shard's lease, over a source listing the given items.
+func (r *rig) runs(id string) func(items ...watch.Item) tasks.RunRecord {
+	r.t.Helper()
+	ctx := context.Background()
+	l, err := r.st.Leases().Acquire(ctx, scheduler.SchedulerLease, "replica-a", time.Hour)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	o := &jobOwner{fence: store.Fence{Lease: l.Name, Epoch: l.Epoch}}
+	return func(items ...watch.Item) tasks.RunRecord {
+		r.source = fixedListing(items)
+		return r.eng.Runner.Run(ctx, scheduler.Job{TaskID: id, Due: scheduler.Check, Fence: o.fence, Owner: o})
+	}
 }
 
 // fixedListing is a source that lists the same items every time.

@@ -17,6 +17,7 @@ var stages = pipeline{
 	skipDisabled, // disable.go: pushes to a disabled recipient end unsent
 	unclaimed( // checked by Reserve already for pushes handed over in flight
 		ownerOnly,    // owner.go: another replica's downloads are left to it, untouched
+		digest,       // digest.go: a recipient's notices wait for its digest, and go in it
 		transportOff, // transportoff.go: wait while the recipient's transport is off
 		expiry,       // expiry.go: pushes past their expiry end unsent
 		hold,         // hold.go: quiet hours and mutes hold the rest
@@ -27,6 +28,7 @@ var stages = pipeline{
 		begin,          // begin.go: a new attempt on each push; on with the ones won
 		claimedInOrder, // order.go: none after a push another replica claimed
 		compose,        // merge.go: one message of the group's payloads
+		annotate,       // annotate.go: the model's summary or translation, if asked and in time
 		record,         // sending.go: the sending record, before anything leaves
 		transmit,       // send.go: the sink sends and classifies
 		standing,       // disable.go: the recipient's record; gone, or failing too long, disables it
@@ -54,6 +56,7 @@ type batch struct {
 	msg      *Message       // what fx's payloads encode (compose, or Handoff)
 	answered func()         // called once the recipient answered the first send (Handoff)
 	again    bool           // a later part of the message than the first this delivery sends (settle)
+	machine  *MachineText   // annotate: the model's text, on every part this delivery sends
 
 	// transmit: the attempt, and the sink's report on it.
 	part, attempt int

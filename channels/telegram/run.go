@@ -112,7 +112,7 @@ func (c *Channel) setCommands(ctx context.Context) {
 
 // commands is the command menu; each one's description is menu.<name> in
 // the conversation's catalogue.
-var commands = []string{"help", "watch", "remind", "tasks", "task", "pause", "resume", "delete", "run", "approve", "reject", "inbox", "read", "mute", "quiet", "cancel"}
+var commands = []string{"help", "watch", "remind", "tasks", "task", "pause", "resume", "delete", "run", "approve", "reject", "inbox", "read", "mute", "quiet", "digest", "cancel"}
 
 // menu is the command menu in one language, "" being English.
 func menu(lang string) []models.BotCommand {

@@ -13,8 +13,31 @@ import (
 // or returns nil when it is off (Load has already warned why) or cannot
 // be built; nil gives plain text the short help answer. Called at start
 // and on every reload, so SIGHUP can switch it on, off or to another
-// model. Nothing logged here names the endpoint or the key.
-func newAssistant(cfg *configs.Config, route func(string) *egress.Route, log zerolog.Logger) conversation.Assistant {
+// model; the model's part in notices follows it.
+func newAssistant(cfg *configs.Config, route func(string) *egress.Route, log zerolog.Logger, notices *assistant.Notices) conversation.Assistant {
+	c := newModel(cfg, route, log)
+	notices.Set(c, cfg.Assistant.MaxPerHour, summarized(cfg))
+	if c == nil {
+		return nil
+	}
+	return c
+}
+
+// summarized are the tasks that ask for the model's summary of each
+// notice (tasks[].summarize).
+func summarized(cfg *configs.Config) []string {
+	var out []string
+	for _, t := range cfg.Tasks {
+		if t.Summarize {
+			out = append(out, t.ID)
+		}
+	}
+	return out
+}
+
+// newModel builds the model client, or nil when it is off or cannot be
+// built. Nothing logged here names the endpoint or the key.
+func newModel(cfg *configs.Config, route func(string) *egress.Route, log zerolog.Logger) *assistant.Client {
 	a := cfg.Assistant
 	if !a.Enabled {
 		return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/herald-bridge/herald/configs"
 	"github.com/herald-bridge/herald/conversation"
+	"github.com/herald-bridge/herald/conversation/assistant"
 	"github.com/herald-bridge/herald/conversation/assistant/assistanttest"
 	"github.com/herald-bridge/herald/delivery/egress"
 )
@@ -89,7 +90,7 @@ func TestAssistantLocalEndpointIsTheOnlyPrivateDestination(t *testing.T) {
 	model := assistanttest.New(t, key) // http on 127.0.0.1
 	cfg := &configs.Config{Assistant: configs.Assistant{Enabled: true, Local: true,
 		Endpoint: model.URL, APIKey: key, Model: "local-model", Timeout: configs.Duration(5 * time.Second)}}
-	a := newAssistant(cfg, func(string) *egress.Route { return nil }, zerolog.Nop())
+	a := newAssistant(cfg, func(string) *egress.Route { return nil }, zerolog.Nop(), &assistant.Notices{})
 	if a == nil {
 		t.Fatal("a local assistant was not built")
 	}
@@ -99,7 +100,7 @@ func TestAssistantLocalEndpointIsTheOnlyPrivateDestination(t *testing.T) {
 	}
 
 	cfg.Assistant.Local = false
-	if a := newAssistant(cfg, func(string) *egress.Route { return nil }, zerolog.Nop()); a != nil {
+	if a := newAssistant(cfg, func(string) *egress.Route { return nil }, zerolog.Nop(), &assistant.Notices{}); a != nil {
 		if _, err := a.Interpret(context.Background(), conversation.Ask{Text: "again", Lang: "en", Zone: "UTC"}); err == nil {
 			t.Fatal("a private endpoint was reached without local: true or allow_private_networks")
 		}

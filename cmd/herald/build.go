@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/configs"
+	"github.com/herald-bridge/herald/conversation/assistant"
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/chatprefs"
 	"github.com/herald-bridge/herald/delivery/egress"
@@ -26,6 +27,7 @@ import (
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/download"
 	"github.com/herald-bridge/herald/tasks/engine"
+	"github.com/herald-bridge/herald/tasks/schedule"
 	"github.com/herald-bridge/herald/tasks/source"
 	"github.com/herald-bridge/herald/tasks/watch"
 	hook "github.com/herald-bridge/herald/webhook"
@@ -55,6 +57,7 @@ func (s *service) assemble(ctx context.Context) error {
 	if err := s.setRoutes(cfg); err != nil {
 		return err
 	}
+	s.notices = &assistant.Notices{} // on with the assistant (newAssistant)
 	tc, err := s.routing(cfg)
 	if err != nil {
 		return err
@@ -75,6 +78,7 @@ func (s *service) assemble(ctx context.Context) error {
 		Ledger: s.store.Ledger(), Router: download.Router{Next: s.table, Sink: files}, Holds: delivery.PrefHolds{Prefs: s.prefs}, Worker: s.holder,
 		Owns: owns, Log: s.log.With().Str("component", "delivery").Logger(), Metrics: delivery.NewMetrics(s.registry),
 		Recipients: s.recipients(),
+		Digests:    delivery.PrefDigests{Prefs: s.prefs}, Model: s.notices,
 		Hooks: delivery.Hooks{
 			Disabled: func(ctx context.Context, taskID, recipient string, st delivery.RecipientState) {
 				if err := s.manager.RecipientDisabled(ctx, taskID, recipient, s.namedRecipient(recipient), st); err != nil {
@@ -164,7 +168,7 @@ func (s *service) reload(ctx context.Context, cfg *configs.Config) error {
 	s.table.Swap(tc)
 	s.manager.SetPolicy(policyOf(cfg))
 	s.channels.core.SetDefaults(cfg.Language, cfg.Location)
-	s.channels.core.SetAssistant(newAssistant(cfg, s.route, s.log.With().Str("component", "assistant").Logger()), cfg.Assistant.MaxPerHour)
+	s.channels.core.SetAssistant(newAssistant(cfg, s.route, s.log.With().Str("component", "assistant").Logger(), s.notices), cfg.Assistant.MaxPerHour)
 	s.channels.core.SetChatRate(cfg.Policy.Limits.Chat.PerMinute, cfg.Policy.Limits.Chat.Burst)
 	s.setHistoryBounds(cfg)
 	s.mu.Lock()
@@ -213,6 +217,12 @@ func (s *service) routing(cfg *configs.Config) (delivery.TableConfig, error) {
 		if r.Timezone != "" {
 			if z, err := time.LoadLocation(r.Timezone); err == nil {
 				route.Zone = z
+			}
+		}
+		route.Translate = r.Translate
+		if r.Digest != "" {
+			if sc, err := schedule.Parse(r.Digest, cfg.Location); err == nil { // validated by Load
+				route.Digest = delivery.DigestPlan{Schedule: sc, MaxItems: r.DigestMaxItems}
 			}
 		}
 		if sc := r.Sink(); sc != nil {

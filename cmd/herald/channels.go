@@ -43,7 +43,7 @@ func newChannelSet(ctx context.Context, s *service) (*channelSet, error) {
 		Lang:   s.cfg.Language,
 		Log:    s.log.With().Str("component", "conversation").Logger(),
 
-		Assistant:        newAssistant(s.cfg, s.route, s.log.With().Str("component", "assistant").Logger()),
+		Assistant:        newAssistant(s.cfg, s.route, s.log.With().Str("component", "assistant").Logger(), s.notices),
 		AssistantPerHour: s.cfg.Assistant.MaxPerHour,
 		ChatPerMinute:    s.cfg.Policy.Limits.Chat.PerMinute,
 		ChatBurst:        s.cfg.Policy.Limits.Chat.Burst,

@@ -385,7 +385,7 @@ func testOutcome(fx store.Effect, dedups bool, now time.Time) (sendTestView, boo
 // name to its "hook:<name>" source. known reports whether name is a task,
 // a request, an inbound hook or a source id written as one ("hook:ci").
 func (s *service) ledgerSource(ctx context.Context, name string) (source string, known bool) {
-	if strings.Contains(name, ":") {
+	if strings.Contains(name, ":") || name == delivery.DigestSource {
 		return name, true
 	}
 	if _, err := s.manager.Get(ctx, name); err == nil {

@@ -25,6 +25,7 @@ import (
 
 	tgchan "github.com/herald-bridge/herald/channels/telegram"
 	"github.com/herald-bridge/herald/configs"
+	"github.com/herald-bridge/herald/conversation/assistant"
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/chatprefs"
 	"github.com/herald-bridge/herald/delivery/egress"
@@ -166,6 +167,7 @@ type service struct {
 	dispatch *delivery.Dispatcher
 	table    *delivery.Table
 	prefs    *chatprefs.Store
+	notices  *assistant.Notices // the model's part in notices, following the assistant
 	hooks    *webhook.Hooks
 	server   *webhook.Server
 	channels *channelSet

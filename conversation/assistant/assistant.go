@@ -172,16 +172,27 @@ type answer struct {
 // Interpret asks the model to read a.Text and returns its checked
 // suggestion. Errors wrap ErrUnavailable, ErrRateLimited or ErrBadAnswer.
 func (c *Client) Interpret(ctx context.Context, a conversation.Ask) (conversation.Suggestion, error) {
+	data, err := c.complete(ctx, systemPrompt(a, c.o.Persona), a.Text, maxTokens)
+	if err != nil {
+		return conversation.Suggestion{}, err
+	}
+	return parse(data)
+}
+
+// complete puts one system and one user message to the model, within the
+// client's timeout, and returns the completion's body. Errors wrap
+// ErrUnavailable, ErrRateLimited or ErrBadAnswer.
+func (c *Client) complete(ctx context.Context, system, user string, tokens int) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()
 	body := chatRequest{
 		Model: c.o.Model,
 		Messages: []chatMessage{
-			{Role: "system", Content: systemPrompt(a, c.o.Persona)},
-			{Role: "user", Content: a.Text},
+			{Role: "system", Content: system},
+			{Role: "user", Content: user},
 		},
 		ResponseFormat: responseFormat{Type: "json_object"},
-		MaxTokens:      maxTokens,
+		MaxTokens:      tokens,
 	}
 	resp, err := c.http.R().
 		SetContext(ctx).
@@ -192,7 +203,7 @@ func (c *Client) Interpret(ctx context.Context, a conversation.Ask) (conversatio
 		SetDoNotParseResponse(true).
 		Post(c.o.Endpoint)
 	if err != nil {
-		return conversation.Suggestion{}, transportError(ctx, err)
+		return nil, transportError(ctx, err)
 	}
 	raw := resp.RawBody()
 	defer raw.Close()
@@ -200,18 +211,18 @@ func (c *Client) Interpret(ctx context.Context, a conversation.Ask) (conversatio
 	code := resp.StatusCode()
 	switch {
 	case code == http.StatusTooManyRequests:
-		return conversation.Suggestion{}, fmt.Errorf("%w: status 429", ErrRateLimited)
+		return nil, fmt.Errorf("%w: status 429", ErrRateLimited)
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		// The body is never quoted: some providers echo part of the key.
-		return conversation.Suggestion{}, fmt.Errorf("%w: the endpoint refused the key (status %d)", ErrUnavailable, code)
+		return nil, fmt.Errorf("%w: the endpoint refused the key (status %d)", ErrUnavailable, code)
 	case code < 200 || code > 299:
-		return conversation.Suggestion{}, fmt.Errorf("%w: status %d", ErrUnavailable, code)
+		return nil, fmt.Errorf("%w: status %d", ErrUnavailable, code)
 	case err != nil:
-		return conversation.Suggestion{}, transportError(ctx, err)
+		return nil, transportError(ctx, err)
 	case len(data) > MaxResponseBody:
-		return conversation.Suggestion{}, fmt.Errorf("%w: answer larger than %d bytes", ErrBadAnswer, MaxResponseBody)
+		return nil, fmt.Errorf("%w: answer larger than %d bytes", ErrBadAnswer, MaxResponseBody)
 	}
-	return parse(data)
+	return data, nil
 }
 
 // transportError classifies a failed exchange without its text: a
@@ -238,22 +249,30 @@ func transportError(ctx context.Context, err error) error {
 
 // parse reads a chat completion and checks the object in its message.
 func parse(data []byte) (conversation.Suggestion, error) {
-	var none conversation.Suggestion
-	var cr chatResponse
-	if err := json.Unmarshal(data, &cr); err != nil {
-		return none, fmt.Errorf("%w: not a chat completion", ErrBadAnswer)
-	}
-	if len(cr.Choices) == 0 || cr.Choices[0].Message.Content == nil {
-		return none, fmt.Errorf("%w: no message", ErrBadAnswer)
-	}
-	if cr.Choices[0].FinishReason == "length" {
-		return none, fmt.Errorf("%w: the answer was cut off", ErrBadAnswer)
-	}
 	var a answer
-	if err := json.Unmarshal([]byte(strings.TrimSpace(*cr.Choices[0].Message.Content)), &a); err != nil {
-		return none, fmt.Errorf("%w: the message is not one JSON object of the asked shape", ErrBadAnswer)
+	if err := decodeContent(data, &a); err != nil {
+		return conversation.Suggestion{}, err
 	}
 	return a.check()
+}
+
+// decodeContent reads a chat completion and decodes the JSON object in
+// its message into v.
+func decodeContent(data []byte, v any) error {
+	var cr chatResponse
+	if err := json.Unmarshal(data, &cr); err != nil {
+		return fmt.Errorf("%w: not a chat completion", ErrBadAnswer)
+	}
+	if len(cr.Choices) == 0 || cr.Choices[0].Message.Content == nil {
+		return fmt.Errorf("%w: no message", ErrBadAnswer)
+	}
+	if cr.Choices[0].FinishReason == "length" {
+		return fmt.Errorf("%w: the answer was cut off", ErrBadAnswer)
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(*cr.Choices[0].Message.Content)), v); err != nil {
+		return fmt.Errorf("%w: the message is not one JSON object of the asked shape", ErrBadAnswer)
+	}
+	return nil
 }
 
 // check turns the model's object into a Suggestion, refusing anything

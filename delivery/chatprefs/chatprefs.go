@@ -20,12 +20,16 @@ import (
 	"github.com/herald-bridge/herald/store"
 )
 
-// Prefs are one chat's settings, set with /lang, /quiet and /mute.
+// Prefs are one chat's settings, set with /lang, /quiet, /mute and
+// /digest.
 type Prefs struct {
 	Quiet string               `json:"quiet,omitempty"` // "22:00-07:00" in Zone
 	Zone  string               `json:"zone,omitempty"`
 	Mutes map[string]time.Time `json:"mutes,omitempty"` // task id → until
 	Lang  string               `json:"lang,omitempty"`
+	// Digest is the schedule of the chat's digest (/digest), as the
+	// schedule grammar writes it; "" when its notices go one by one.
+	Digest string `json:"digest,omitempty"`
 }
 
 // Store keeps Prefs in the channel-state storage object.
@@ -59,7 +63,7 @@ func (s *Store) Update(ctx context.Context, address string, fn func(*Prefs)) err
 	if err != nil {
 		return err
 	}
-	before := p.Quiet + "|" + fmt.Sprint(p.Mutes)
+	before := p.holds()
 	fn(&p)
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -68,11 +72,15 @@ func (s *Store) Update(ctx context.Context, address string, fn func(*Prefs)) err
 	if err := s.KV.Put(ctx, key(address), b, 0); err != nil {
 		return err
 	}
-	if s.Changed != nil && p.Quiet+"|"+fmt.Sprint(p.Mutes) != before {
+	if s.Changed != nil && p.holds() != before {
 		s.Changed(ctx, address)
 	}
 	return nil
 }
+
+// holds sums up what in p holds a chat's notices: quiet hours, mutes and
+// the digest.
+func (p Prefs) holds() string { return p.Quiet + "|" + fmt.Sprint(p.Mutes) + "|" + p.Digest }
 
 // Lang returns the language remembered for a chat. An inbox has no
 // language of its own: its owner's is the one remembered where they talk

@@ -52,6 +52,21 @@ var en = words{
 			"Fix the receiver, then turn it back on with: herald recipients enable %[1]s (or Enable in the console). " +
 			"To send what it missed: herald ledger redeliver --recipient %[1]s"},
 	},
+	digest: func(n int) string {
+		if n == 1 {
+			return "Digest: 1 change"
+		}
+		return fmt.Sprintf("Digest: %d changes", n)
+	},
+	inTask:             func(task, title string) string { return task + ": " + title },
+	machineSummary:     func(text string) string { return "Summary (machine-written): " + text },
+	machineTranslation: func(text string) string { return "Translation (machine-written):\n" + text },
+	moreInInbox: func(n int) string {
+		if n == 1 {
+			return "1 more waits in your inbox (/inbox)"
+		}
+		return fmt.Sprintf("%d more wait in your inbox (/inbox)", n)
+	},
 	noticeOne: map[string]string{
 		NoticeBaseline:     "Now watching %[1]s: %[2]d item. You will hear about changes only.",
 		NoticeWatchingMany: "Now watching %[1]s sources (%[2]s item in all). You will hear about changes only.",

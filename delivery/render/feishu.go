@@ -80,6 +80,10 @@ func FeishuCard(m delivery.Message, lang string, zone *time.Location, now time.T
 	if v.more > 0 {
 		c.Elements = append(c.Elements, cardElement{Tag: "note", Elements: []cardText{plain(v.w.more(v.more))}})
 	}
+	for _, l := range v.machine {
+		t := plain(l)
+		c.Elements = append(c.Elements, cardElement{Tag: "div", Text: &t})
+	}
 	b, err := json.Marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("render feishu card: %w", err)
@@ -93,7 +97,7 @@ func template(kind string) string {
 	switch kind {
 	case delivery.KindDeadline:
 		return "orange"
-	case delivery.KindChanged:
+	case delivery.KindChanged, delivery.KindDigest:
 		return "blue"
 	}
 	return "grey"

@@ -77,6 +77,12 @@ func Markdown(m delivery.Message, lang string, zone *time.Location, now time.Tim
 	if v.more > 0 {
 		add(v.w.more(v.more), v.w.more(v.more))
 	}
+	for _, l := range v.machine {
+		add("", "")
+		for _, s := range strings.Split(l, "\n") {
+			add(s, s) // as the message's text is
+		}
+	}
 	cut := func(s string, limit int) int { return cutSize(s, limit, st) }
 	return packer{limit: st.Limit, brk: st.Break, size: st.size, cut: cut}.pack(lines)
 }

@@ -48,6 +48,16 @@ type words struct {
 	// noticeOne are the formats of notices whose count (countArg) is 1,
 	// in a language that words one apart ("1 item").
 	noticeOne map[string]string
+	// machineSummary and machineTranslation mark a model's summary and
+	// translation of a notice as machine-written.
+	machineSummary     func(text string) string
+	machineTranslation func(text string) string
+	// digest is a digest's headline over its number of items; inTask
+	// names an item's task in a digest; moreInInbox says how many more
+	// of its items wait in the recipient's inbox.
+	digest      func(n int) string
+	inTask      func(task, title string) string
+	moreInInbox func(n int) string
 }
 
 type notice struct{ title, format string }
@@ -118,6 +128,10 @@ type view struct {
 	more  int
 	text  string
 	w     words
+	// machine are the lines a model wrote about the message, each marked
+	// as machine-written; they come last, so a message split in parts
+	// reads the same in its earlier parts with or without them.
+	machine []string
 }
 
 type itemView struct {
@@ -257,6 +271,8 @@ func title(m delivery.Message, w words, now time.Time) string {
 		if task != "" {
 			return w.changes(len(m.Items)+m.More, task)
 		}
+	case delivery.KindDigest:
+		return w.digest(len(m.Items) + m.More)
 	case delivery.KindDeadline:
 		if it, ok := firstDue(m.Items); ok {
 			if d := it.Due.Sub(now); d >= 0 {
@@ -299,9 +315,16 @@ func prepare(m delivery.Message, lang string, zone *time.Location, now time.Time
 		return v
 	}
 	items := m.Items
-	if len(items) > delivery.MaxItems {
-		v.more += len(items) - delivery.MaxItems
-		items = items[:delivery.MaxItems]
+	limit := delivery.MaxItems
+	if m.Digest != nil {
+		limit = len(items) // a digest is cut to its own digest_max_items
+		if m.Digest.Inbox {
+			v.w.more = w.moreInInbox
+		}
+	}
+	if len(items) > limit {
+		v.more += len(items) - limit
+		items = items[:limit]
 	}
 	for _, it := range items {
 		iv := itemView{title: oneLine(it.Title), url: it.URL, due: w.dueChangeText(it.Due, it.WasDue, zone, now)}
@@ -317,9 +340,20 @@ func prepare(m delivery.Message, lang string, zone *time.Location, now time.Time
 			iv.title = it.ID
 		}
 		iv.was = w.wasText(it.WasTitle, iv.title)
+		if it.Task != "" {
+			iv.title = w.inTask(oneLine(it.Task), iv.title)
+		}
 		v.items = append(v.items, iv)
 	}
 	v.title = oneLine(v.title)
+	if mt := m.Machine; mt != nil {
+		if s := strings.TrimSpace(mt.Summary); s != "" {
+			v.machine = append(v.machine, w.machineSummary(oneLine(s)))
+		}
+		if s := strings.TrimSpace(mt.Translation); s != "" {
+			v.machine = append(v.machine, w.machineTranslation(strings.TrimSpace(s)))
+		}
+	}
 	return v
 }
 
@@ -361,6 +395,9 @@ func Text(m delivery.Message, lang string, zone *time.Location, now time.Time) s
 	}
 	if v.more > 0 {
 		b.WriteString(v.w.more(v.more) + "\n")
+	}
+	for _, l := range v.machine {
+		b.WriteString("\n" + l + "\n")
 	}
 	return b.String()
 }

@@ -97,6 +97,13 @@ func TelegramHTML(m delivery.Message, lang string, zone *time.Location, now time
 		e := EscapeHTML(v.w.more(v.more))
 		add("<i>"+e+"</i>", e)
 	}
+	for _, l := range v.machine {
+		add("", "")
+		for _, s := range strings.Split(l, "\n") {
+			e := EscapeHTML(s)
+			add(e, e)
+		}
+	}
 	return pack(lines, TelegramLimit)
 }
 

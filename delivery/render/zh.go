@@ -43,5 +43,10 @@ var zh = words{
 			"修好接收端后，运行 herald recipients enable %[1]s（或在控制台点“启用”）重新启用。" +
 			"补发错过的推送：herald ledger redeliver --recipient %[1]s"},
 	},
-	noticeOne: map[string]string{}, // no plural: one reads as many
+	noticeOne:          map[string]string{}, // no plural: one reads as many
+	digest:             func(n int) string { return fmt.Sprintf("汇总：%d 项更新", n) },
+	inTask:             func(task, title string) string { return task + "：" + title },
+	machineSummary:     func(text string) string { return "摘要（机器生成）：" + text },
+	machineTranslation: func(text string) string { return "译文（机器生成）：\n" + text },
+	moreInInbox:        func(n int) string { return fmt.Sprintf("另有 %d 项在收件箱中（/inbox）", n) },
 }

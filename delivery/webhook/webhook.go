@@ -197,7 +197,7 @@ func (s *Sink) Send(ctx context.Context, d delivery.Delivery) delivery.Outcome {
 
 func knownKind(k string) bool {
 	switch k {
-	case delivery.KindChanged, delivery.KindDeadline, delivery.KindInbound, delivery.KindState, delivery.KindTest:
+	case delivery.KindChanged, delivery.KindDeadline, delivery.KindInbound, delivery.KindState, delivery.KindTest, delivery.KindDigest:
 		return true
 	}
 	return false
@@ -284,6 +284,9 @@ type Body struct {
 	OccurredAt string     `json:"occurred_at"`
 	Items      []BodyItem `json:"items"`
 	Text       string     `json:"text,omitempty"`
+	// Machine is what a model wrote about the notice (summarize,
+	// translate): machine-written, never the source's own words.
+	Machine *delivery.MachineText `json:"machine,omitempty"`
 }
 
 // BodyTask names the task a message is about.
@@ -298,6 +301,7 @@ type BodyTask struct {
 type BodyItem struct {
 	ID       string `json:"id"`
 	Title    string `json:"title"`
+	Task     string `json:"task,omitempty"` // a watch.digest's item: the name of its task
 	URL      string `json:"url,omitempty"`
 	Change   string `json:"change"`
 	Due      string `json:"due,omitempty"`
@@ -323,12 +327,13 @@ func Encode(key string, m delivery.Message, now time.Time) ([]byte, error) {
 		OccurredAt: occurred.UTC().Format(time.RFC3339),
 		Items:      make([]BodyItem, 0, len(m.Items)),
 		Text:       cmp.Or(m.Body, m.Text), // a recipient's template lays out the text
+		Machine:    m.Machine,
 	}
 	if m.TaskID != "" || m.TaskName != "" {
 		b.Task = &BodyTask{ID: m.TaskID, Name: m.TaskName}
 	}
 	for _, it := range m.Items {
-		bi := BodyItem{ID: it.ID, Title: it.Title, URL: it.URL, Change: it.Change, WasTitle: it.WasTitle}
+		bi := BodyItem{ID: it.ID, Title: it.Title, Task: it.Task, URL: it.URL, Change: it.Change, WasTitle: it.WasTitle}
 		if !it.Due.IsZero() {
 			bi.Due = it.Due.UTC().Format(time.RFC3339)
 		}

@@ -1,6 +1,7 @@
 package conversation
 
 import (
+	"net/url"
 	"strings"
 
 	"github.com/herald-bridge/herald/store/credentials"
@@ -75,8 +76,15 @@ func plausibleCookie(s string) bool {
 // storedCookie reports whether the asker keeps a cookie for the site of
 // a page they ask to watch: the watch then reads with it.
 func (si signIns) storedCookie(cmd Command) (bool, error) {
-	if takesToken(cmd) || si.t.c.o.Credentials == nil {
-		return false, nil
+	if takesToken(cmd) || si.t.c.o.Credentials == nil || !webAddress(cmd.URL) {
+		return false, nil // course tokens, and sources that are not a web page's address (an RSSHub route)
 	}
 	return si.cookies().Has(si.t.ctx, si.t.m.Principal, cmd.URL)
+}
+
+// webAddress reports whether u is an http or https address, the only
+// kind a sign-in cookie is kept for.
+func webAddress(u string) bool {
+	p, err := url.Parse(u)
+	return err == nil && (p.Scheme == "http" || p.Scheme == "https") && p.Host != ""
 }

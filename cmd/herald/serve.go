@@ -195,6 +195,10 @@ func serve(e *env, log zerolog.Logger) error {
 		return err
 	}
 	defer lock.Unlock()
+	instance, err := datadir.Instance(e.dataDir)
+	if err != nil {
+		return err
+	}
 
 	s := &service{cfg: cfg, log: log, dataDir: e.dataDir, holder: holderID()}
 	if err := s.openStore(); err != nil {
@@ -220,7 +224,7 @@ func serve(e *env, log zerolog.Logger) error {
 	if cfg.Server.TLS.Enabled() {
 		scheme = "https"
 	}
-	if err := datadir.WriteAdmin(e.dataDir, datadir.AdminRecord{Addr: s.server.Addr(), Token: token, PID: os.Getpid(), Scheme: scheme}); err != nil {
+	if err := datadir.WriteAdmin(e.dataDir, datadir.AdminRecord{Addr: s.server.Addr(), Token: token, PID: os.Getpid(), Scheme: scheme, Instance: instance}); err != nil {
 		return fmt.Errorf("write the admin access record: %w", err)
 	}
 	defer datadir.RemoveAdmin(e.dataDir)

@@ -446,7 +446,7 @@ func TestLanguageFollowsEachMessageElseTheLastUsed(t *testing.T) {
 	contains(t, r.sayRaw(bob, "/read all"), "Nothing was unread") // English words answer in English
 	contains(t, r.sayRaw(bob, "/tasks"), "Your tasks")
 	r.core.o.Lang = "zh"
-	contains(t, r.sayRaw(carol, "/tasks"), "你还没有任务") // nothing used yet: the default
+	contains(t, r.sayRaw(carol, "/tasks"), "你还没有任务")              // nothing used yet: the default
 	contains(t, r.sayRaw(carol, "/tasks please"), "I don't know") // English words beat the zh default
 	contains(t, r.sayRaw(carol, "/tasks"), "You have no tasks")
 }

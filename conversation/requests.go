@@ -275,9 +275,24 @@ func (t *turn) outcome(s string) string {
 	return s
 }
 
+// whenOf shows an instant of tk's in the zone its schedule names, else as
+// when does: "daily 23:59 America/New_York" runs next at 23:59 EST.
+func (t *turn) whenOf(tk *tasks.Task, at time.Time) string {
+	if z := schedule.ZoneOf(tk.Schedule); z != nil && !at.IsZero() {
+		return at.In(z).Format("2006-01-02 15:04 MST")
+	}
+	return t.when(at)
+}
+
+// when shows an instant in the person's zone (their chat's, else the
+// configured default), with the zone, so "08:00" is never a guess.
 func (t *turn) when(at time.Time) string {
 	if at.IsZero() {
 		return "—"
 	}
-	return at.In(t.c.zone()).Format("2006-01-02 15:04")
+	zone := t.c.zone()
+	if p, err := t.c.o.Prefs.Get(t.ctx, t.m.Chat); err == nil && p.Zone != "" {
+		zone = t.c.o.Prefs.Location(p)
+	}
+	return at.In(zone).Format("2006-01-02 15:04 MST")
 }

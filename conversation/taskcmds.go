@@ -29,7 +29,7 @@ func (t *turn) list() []Reply {
 			fmt.Fprintf(&b, t.tr("list.and_more"), len(list)-most)
 			break
 		}
-		next := t.when(tk.NextRun)
+		next := t.whenOf(tk, tk.NextRun)
 		if tk.State != tasks.Active {
 			next = "—"
 		}
@@ -99,7 +99,7 @@ func (t *turn) show(id string) []Reply {
 		b.WriteString("\n")
 	}
 	if tk.State == tasks.Active {
-		fmt.Fprintf(&b, t.tr("taskcmds.next_run"), t.when(tk.NextRun))
+		fmt.Fprintf(&b, t.tr("taskcmds.next_run"), t.whenOf(tk, tk.NextRun))
 	}
 	if tk.LastError != "" && tk.Failures > 0 {
 		fmt.Fprintf(&b, t.tr("taskcmds.failing_time_in_row"), tk.Failures, t.runError(tk.LastError))
@@ -108,7 +108,7 @@ func (t *turn) show(id string) []Reply {
 	if err == nil && len(runs) > 0 {
 		b.WriteString(t.tr("taskcmds.last_runs"))
 		for _, r := range runs {
-			fmt.Fprintf(&b, "  %s  %s", t.when(r.Start), t.outcome(r.Outcome))
+			fmt.Fprintf(&b, "  %s  %s", t.whenOf(tk, r.Start), t.outcome(r.Outcome))
 			if r.Items > 0 || r.New > 0 || r.Changed > 0 {
 				b.WriteString(t.trCount("taskcmds.items_new_changed", r.Items, r.Items, r.New, r.Changed))
 			}

@@ -64,6 +64,11 @@ type Message struct {
 	Items      []Item    `json:"items,omitempty"`
 	More       int       `json:"more,omitempty"` // items not listed ("and N more")
 	OccurredAt time.Time `json:"occurred_at"`
+	// Zone is the IANA zone the task's times live in (a deadline's own
+	// zone, else its schedule's), so a 23:59 America/New_York deadline is
+	// shown as 23:59 EST whatever the recipient's default zone; "" leaves
+	// the recipient's zone.
+	Zone string `json:"zone,omitempty"`
 }
 
 // Item is one listed item of a message.

@@ -69,7 +69,7 @@ func cmdAgent(e *env, args []string) int {
 	switch pos[0] {
 	case "list":
 		return callTable(e, "agent.list", struct{}{}, 10*time.Second, "PRINCIPAL\tTOKEN ISSUED", func(a agentapi.Agent) []string {
-			return []string{a.Principal, a.CreatedAt.Local().Format("2006-01-02 15:04")}
+			return []string{a.Principal, a.CreatedAt.Local().Format("2006-01-02 15:04 MST")}
 		})
 	case "token", "revoke":
 		if len(pos) != 2 {

@@ -63,7 +63,7 @@ func when(t *time.Time) string {
 	if t == nil || t.IsZero() {
 		return "-"
 	}
-	return t.Local().Format("2006-01-02 15:04")
+	return t.Local().Format("2006-01-02 15:04 MST")
 }
 
 func dash(s string) string {
@@ -146,13 +146,13 @@ func cmdTasks(e *env, args []string) int {
 		}
 		fmt.Fprintf(e.stdout, "%s  %s\nstate:     %s\nowner:     %s\nsource:    %s %s\nschedule:  %s (next %s)\nnotify:    %s\nrequest:   %s by %s at %s\n",
 			d.ID, dash(d.Name), d.State, d.Owner, dash(d.Kind), d.Source, d.Schedule, when(d.NextRun), strings.Join(d.Notify, ", "),
-			d.Request.ID, d.Request.By, d.Request.At.Local().Format("2006-01-02 15:04"))
+			d.Request.ID, d.Request.By, d.Request.At.Local().Format("2006-01-02 15:04 MST"))
 		if d.Decision != nil {
 			verb := "rejected"
 			if d.Decision.Approved {
 				verb = "approved"
 			}
-			fmt.Fprintf(e.stdout, "decision:  %s by %s at %s\n", verb, d.Decision.By, d.Decision.At.Local().Format("2006-01-02 15:04"))
+			fmt.Fprintf(e.stdout, "decision:  %s by %s at %s\n", verb, d.Decision.By, d.Decision.At.Local().Format("2006-01-02 15:04 MST"))
 		}
 		if d.Grant != nil {
 			fmt.Fprintf(e.stdout, "scope:     %s%s* → %s (%s)\n", d.Grant.Host, d.Grant.PathPrefix, strings.Join(d.Grant.Recipients, ", "), d.Grant.Basis)
@@ -162,7 +162,7 @@ func cmdTasks(e *env, args []string) int {
 		}
 		rows := [][]string{}
 		for _, r := range d.Runs {
-			rows = append(rows, []string{r.Start.Local().Format("01-02 15:04:05"), r.Outcome, fmt.Sprint(r.Items), fmt.Sprintf("%d/%d/%d", r.New, r.Changed, r.Removed), fmt.Sprint(r.Effects), r.Duration.Round(time.Millisecond).String(), dash(string(r.Class) + " " + r.Reason)})
+			rows = append(rows, []string{r.Start.Local().Format("01-02 15:04:05 MST"), r.Outcome, fmt.Sprint(r.Items), fmt.Sprintf("%d/%d/%d", r.New, r.Changed, r.Removed), fmt.Sprint(r.Effects), r.Duration.Round(time.Millisecond).String(), dash(string(r.Class) + " " + r.Reason)})
 		}
 		if len(rows) > 0 {
 			fmt.Fprintln(e.stdout)
@@ -239,7 +239,7 @@ func cmdLedger(e *env, args []string) int {
 	case "show":
 		in := map[string]any{"task": pos[1], "limit": *limit}
 		return callTable(e, "ledger.show", in, 30*time.Second, "EFFECT\tSTATE\tATTEMPTS\tRECIPIENT\tUPDATED\tERROR", func(f effectView) []string {
-			return []string{f.Key, f.State, fmt.Sprint(f.Attempts), f.Recipient, f.UpdatedAt.Local().Format("01-02 15:04:05"), dash(f.Error)}
+			return []string{f.Key, f.State, fmt.Sprint(f.Attempts), f.Recipient, f.UpdatedAt.Local().Format("01-02 15:04:05 MST"), dash(f.Error)}
 		})
 	case "redeliver":
 		if !*yes {
@@ -280,7 +280,7 @@ func cmdInbox(e *env, args []string) int {
 			if !it.Read {
 				mark = "*"
 			}
-			return []string{mark, it.ID, it.CreatedAt.Local().Format("01-02 15:04"), it.Title}
+			return []string{mark, it.ID, it.CreatedAt.Local().Format("01-02 15:04 MST"), it.Title}
 		})
 	case "read":
 		if len(pos) != 3 {

@@ -483,7 +483,7 @@ func TestInbox(t *testing.T) {
 	}
 	contains(t, r.sayZh(carol, "/inbox"), "未读（2 条）")
 	items, _ := r.store.Inbox().List(ctx, carol, store.InboxQuery{})
-	contains(t, r.say(carol, "/read "+items[0].ID), items[0].ID, "New notice")
+	contains(t, r.say(carol, "/read "+items[0].ID), shortID(items[0].ID)+"  ", "New notice") // the full id is taken too
 	contains(t, r.say(carol, "/read all"), "Marked 1 read.")
 	contains(t, r.say(carol, "/inbox"), "nothing unread")
 	contains(t, r.say(alice, "/inbox"), "nothing unread") // someone else's inbox is not theirs

@@ -320,6 +320,7 @@ func cmdInbox(e *env, args []string) int {
 }
 
 func cmdSendTest(e *env, args []string) int {
+	follow := e.flags.Bool("follow", isTerminal(e.stdout), "after the first attempt's outcome, report later attempts as they come (default on a terminal)")
 	recipient, code, ok := e.parseOne(args, "want exactly one RECIPIENT")
 	if !ok {
 		return code
@@ -329,26 +330,67 @@ func cmdSendTest(e *env, args []string) int {
 	if code := e.do("send-test", map[string]string{"recipient": recipient}, &v, sendTestWait+15*time.Second); code != exitOK {
 		return code
 	}
-	if e.json {
-		e.printJSON(v)
-	} else {
-		fmt.Fprintf(e.stdout, "%s: %s", v.Recipient, v.Outcome)
-		if v.Outcome == "retry_after" && v.RetryIn > 0 {
-			fmt.Fprintf(e.stdout, " %s", time.Duration(v.RetryIn*float64(time.Second)))
+	e.printTestOutcome(v, true)
+	if *follow && !v.settled() {
+		fmt.Fprintln(e.stderr, "Following the next attempts as they come; Ctrl-C stops following (the push stays queued).")
+	}
+	for *follow && !v.settled() {
+		var next sendTestView
+		in := map[string]any{"effect": v.Effect, "recipient": recipient, "attempts": v.Attempts}
+		if err := e.try("send-test.follow", in, &next, sendTestWait+15*time.Second); err != nil {
+			return e.fail(err)
 		}
-		if v.Reason != "" {
-			fmt.Fprintf(e.stdout, " (%s)", v.Reason)
+		if next.Attempts > v.Attempts || next.settled() {
+			e.printTestOutcome(next, false)
 		}
-		fmt.Fprintf(e.stdout, " after %d attempt(s) in %.1fs\n", v.Attempts, v.Elapsed)
-		if what := sendTestMeaning(v); what != "" {
-			fmt.Fprintln(e.stdout, what)
-		}
-		fmt.Fprintf(e.stdout, "effect %s\n", v.Effect)
+		v = next
 	}
 	if v.Outcome != "completed" {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// settled: nothing more will be tried, or what was tried may have
+// arrived (an unknown outcome is never sent again by itself).
+func (v sendTestView) settled() bool {
+	return v.State != "pending" || (v.Outcome == "unknown" && v.Reason != "no_answer_yet")
+}
+
+// printTestOutcome prints one attempt's outcome: the first in full, a
+// later one as one line.
+func (e *env) printTestOutcome(v sendTestView, first bool) {
+	if e.json {
+		e.printJSON(v)
+		return
+	}
+	if !first {
+		fmt.Fprintf(e.stdout, "attempt %d: ", v.Attempts)
+	}
+	fmt.Fprintf(e.stdout, "%s: %s", v.Recipient, v.Outcome)
+	if v.Outcome == "retry_after" && v.RetryIn > 0 {
+		fmt.Fprintf(e.stdout, " %s", time.Duration(v.RetryIn*float64(time.Second)))
+	}
+	if v.Reason != "" {
+		fmt.Fprintf(e.stdout, " (%s)", v.Reason)
+	}
+	if first {
+		fmt.Fprintf(e.stdout, " after %d attempt(s) in %.1fs\n", v.Attempts, v.Elapsed)
+	} else {
+		fmt.Fprintln(e.stdout)
+	}
+	if what := sendTestMeaning(v); what != "" && (first || v.settled()) {
+		fmt.Fprintln(e.stdout, what)
+	}
+	if first {
+		fmt.Fprintf(e.stdout, "effect %s\n", v.Effect)
+	}
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
 }
 
 // sendTestMeaning says what a test push's outcome means for the push.

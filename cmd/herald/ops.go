@@ -49,6 +49,7 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 		{"inbox.read", withInput(o.readInbox)},
 		{"inbox.token", withInput(o.inboxToken)},
 		{"send-test", withInput(o.sendTest)},
+		{"send-test.follow", withInput(o.followTest)},
 		{"history.search", withInput(o.searchHistory)},
 		{"history.list", withInput(o.listHistory)},
 		{"export", withInput(o.exportTasks)},
@@ -296,7 +297,13 @@ func (s *service) sendTest(ctx context.Context, recipient string) (sendTestView,
 	if len(res.Claimed) != 1 {
 		return sendTestView{}, errors.New("the test push was not claimed")
 	}
-	key := res.Claimed[0]
+	return s.awaitTestOutcome(ctx, res.Claimed[0], recipient, route.Dedups, 0)
+}
+
+// awaitTestOutcome waits, within sendTestWait, for the sink's answer to
+// a test push's attempt after the first `after` ones (or for the push to
+// end), and reports it; past the bound it reports where the push stands.
+func (s *service) awaitTestOutcome(ctx context.Context, key, recipient string, dedups bool, after int) (sendTestView, error) {
 	start := time.Now()
 	bound := time.NewTimer(sendTestWait)
 	defer bound.Stop()
@@ -305,9 +312,9 @@ func (s *service) sendTest(ctx context.Context, recipient string) (sendTestView,
 		if err != nil {
 			return sendTestView{}, err
 		}
-		v, answered := testOutcome(fx, route.Dedups, time.Now())
+		v, answered := testOutcome(fx, dedups, time.Now())
 		v.Recipient, v.Elapsed = recipient, time.Since(start).Round(time.Millisecond).Seconds()
-		if answered {
+		if answered && (v.Attempts > after || fx.State != store.Pending) {
 			return v, nil
 		}
 		select {
@@ -318,6 +325,27 @@ func (s *service) sendTest(ctx context.Context, recipient string) (sendTestView,
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// followTest reports the next answer to a test push claimed by send-test:
+// the attempt after the first `attempts`, as it comes (within
+// sendTestWait; the CLI asks again).
+func (o *adminOps) followTest(ctx context.Context, in struct {
+	Effect    string `json:"effect"`
+	Recipient string `json:"recipient"`
+	Attempts  int    `json:"attempts"`
+}) (any, error) {
+	if fx, err := o.s.store.Ledger().Get(ctx, in.Effect); err != nil || fx.TaskID != "test" || fx.Recipient != in.Recipient {
+		return nil, hook.BadInput("send-test.follow follows a test push to its recipient only")
+	}
+	route, err := o.s.table.Resolve(in.Recipient)
+	if err != nil {
+		return nil, hook.BadInput(fmt.Sprintf("cannot send to %s: %v", in.Recipient, err))
+	}
+	stopping := o.shutdown.from(ctx)
+	ctx, cancel := untilStopping(ctx, stopping)
+	defer cancel()
+	return o.s.awaitTestOutcome(ctx, in.Effect, in.Recipient, route.Dedups, in.Attempts)
 }
 
 // notSentReasons are the reasons a sink gives for an attempt it knows

@@ -195,10 +195,6 @@ func serve(e *env, log zerolog.Logger) error {
 		return err
 	}
 	defer lock.Unlock()
-	instance, err := datadir.Instance(e.dataDir)
-	if err != nil {
-		return err
-	}
 
 	s := &service{cfg: cfg, log: log, dataDir: e.dataDir, holder: holderID()}
 	if err := s.openStore(); err != nil {
@@ -217,6 +213,12 @@ func serve(e *env, log zerolog.Logger) error {
 
 	if err := s.server.Listen(); err != nil {
 		return listenError(err, cfg.Server.Listen, e.config)
+	}
+	// The data dir's identity, made once its store opened: a serve that
+	// stops earlier leaves the data dir as it found it.
+	instance, err := datadir.Instance(e.dataDir)
+	if err != nil {
+		return err
 	}
 	token := datadir.NewToken()
 	s.mountAdmin(token, coord)

@@ -8,10 +8,11 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/mattn/go-isatty"
+	"golang.org/x/text/width"
 
 	"github.com/herald-bridge/herald/tasks"
 )
@@ -50,13 +51,48 @@ func (e *env) printJSON(v any) {
 	_ = enc.Encode(v)
 }
 
+// table writes head (tab-separated) and rows as aligned columns, two
+// spaces apart. Columns are measured in terminal cells, so a Chinese or
+// Japanese name, two cells a character, keeps the columns after it
+// aligned (text/tabwriter counts characters).
 func table(w io.Writer, head string, rows [][]string) {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, head)
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	lines := append([][]string{strings.Split(head, "\t")}, rows...)
+	var widths []int
+	for _, l := range lines {
+		for i, c := range l {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], displayWidth(c))
+		}
 	}
-	tw.Flush()
+	var b strings.Builder
+	for _, l := range lines {
+		b.Reset()
+		for i, c := range l {
+			b.WriteString(c)
+			if i < len(l)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-displayWidth(c)+2))
+			}
+		}
+		fmt.Fprintln(w, b.String())
+	}
+}
+
+// displayWidth is how many terminal cells s takes: two for a wide or
+// full-width character (CJK), none for a combining mark, else one.
+func displayWidth(s string) int {
+	n := 0
+	for _, r := range s {
+		switch {
+		case unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Me, r) || r == '\u200b':
+		case width.LookupRune(r).Kind() == width.EastAsianWide || width.LookupRune(r).Kind() == width.EastAsianFullwidth:
+			n += 2
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 func when(t *time.Time) string {
@@ -205,9 +241,14 @@ func cmdTasks(e *env, args []string) int {
 }
 
 func cmdRequests(e *env, args []string) int {
-	pos, code, ok := e.parseSub(args, "approve", "reject")
+	pos, code, ok := e.parseSub(args, "list", "approve", "reject")
 	if !ok {
 		return code
+	}
+	if pos[0] == "list" {
+		return callTable(e, "requests.list", map[string]string{}, 30*time.Second, "REQUEST\tTASK\tBY\tASKED\tSOURCE\tSCHEDULE\tNOTIFY", func(r requestView) []string {
+			return []string{r.ID, r.Task, r.By, when(&r.At), r.Where.String(), dash(r.Sched), strings.Join(r.Notify, ", ")}
+		})
 	}
 	if len(pos) < 2 {
 		return e.usage("want approve ID or reject ID [REASON]")

@@ -60,7 +60,7 @@ func commands() []command {
 		{"chat", "[--as NAME]", "talk to the running service as console:NAME", cmdChat},
 		{"status", "", "show the running service's state (owner, store, channels)", cmdStatus},
 		{"tasks", "list [--limit N] [--after ID] | show ID | pause ID | resume ID | delete ID | run ID [--no-wait] | rebaseline ID", "manage tasks", cmdTasks},
-		{"requests", "approve ID | reject ID [REASON]", "decide pending requests as console:admin", cmdRequests},
+		{"requests", "list | approve ID | reject ID [REASON]", "list pending requests; decide them as console:admin", cmdRequests},
 		{"ledger", "show TASK | redeliver EFFECT-ID [--yes]", "read the effect ledger; replay an effect explicitly", cmdLedger},
 		{"inbox", "list PRINCIPAL | read PRINCIPAL ID|all | token PRINCIPAL", "read inboxes; issue an inbox API token", cmdInbox},
 		{"console", "login [--as NAME] [--valid 10m] | logout --all", "sign in to the browser console (GET /console); end its sessions", cmdConsole},

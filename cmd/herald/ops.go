@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +42,7 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 		{"tasks.delete", withInput(o.act((*tasks.Manager).Delete))},
 		{"tasks.rebaseline", withInput(o.act((*tasks.Manager).Rebaseline))},
 		{"tasks.run", withInput(o.runTask)},
+		{"requests.list", o.listRequests},
 		{"requests.approve", withInput(o.act((*tasks.Manager).Approve))},
 		{"requests.reject", withInput(o.reject)},
 		{"ledger.show", withInput(o.showLedger)},
@@ -127,6 +129,31 @@ func (o *adminOps) listTasks(ctx context.Context, in pageIn) (any, error) {
 		return nil, err
 	}
 	return viewsOf(list, viewTask), nil
+}
+
+// listRequests lists the requests waiting for an admin, oldest first.
+func (o *adminOps) listRequests(ctx context.Context, _ json.RawMessage) (any, error) {
+	var out []requestView
+	for after := ""; ; {
+		page, next, err := o.m.ListPage(ctx, after, tasks.MaxPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range page {
+			if t.State == tasks.PendingApproval {
+				out = append(out, viewRequest(t))
+			}
+		}
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	if out == nil {
+		out = []requestView{}
+	}
+	return out, nil
 }
 
 // viewsOf renders each of list with view.

@@ -596,3 +596,36 @@ func wrongToken(tok string) string {
 	}
 	return "0" + tok[1:]
 }
+
+// TestConsole_RefusedAttemptsAreNotCalledReachable: while a recipient
+// refuses connections, the console names it under unreachable recipients
+// with its refused attempts, and never says every recipient is reachable.
+func TestConsole_RefusedAttemptsAreNotCalledReachable(t *testing.T) {
+	r := newConsoleRig(t,
+		"  - id: to-ops\n    name: Feed for ops\n    source: {kind: rss, url: \"FEED/feed.xml\"}\n    schedule: every 30m\n    notify: [ops]\n")
+	waitBaseline(t, r.dataDir, "to-ops")
+	r.ops.srv.Close() // the receiver refuses connections from now on
+	r.feed.addItem("ep-new", "A new episode")
+	cli(t, r.dataDir, "tasks", "run", "to-ops")
+	eventually(t, "a refused attempt in the ledger", func() bool {
+		var fxs []effectRow
+		cliJSON(t, r.dataDir, &fxs, "ledger", "show", "to-ops")
+		for _, f := range fxs {
+			if f.State == "pending" && f.Attempts > 0 && f.Error != "" {
+				return true
+			}
+		}
+		return false
+	})
+
+	tab := browserTab(t)
+	r.signIn(t, tab)
+	waitJS(t, tab, "the refusing recipient", `document.getElementById("unreachable").innerText.includes("attempts refused")`)
+	got := textOf(t, tab, "#unreachable")
+	if !strings.Contains(got, "ops") || !strings.Contains(got, "connect_failed") {
+		t.Errorf("the card does not name the recipient and why:\n%s", got)
+	}
+	if strings.Contains(got, "Every recipient is reachable") {
+		t.Errorf("the console calls every recipient reachable:\n%s", got)
+	}
+}

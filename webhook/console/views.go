@@ -229,13 +229,24 @@ func (c *Console) attention(w http.ResponseWriter, r *http.Request, _ Session) e
 		TaskName   string          `json:"task_name"`
 		Recipients []recipientView `json:"recipients"`
 	}
+	// refusing is a recipient with pushes waiting after refused attempts
+	// (a robot that refuses connections, a rate limit): reachable in
+	// principle, not now.
+	type refusing struct {
+		Recipient recipientView `json:"recipient"`
+		Pushes    int           `json:"pushes"`
+		Attempts  int           `json:"attempts"`
+		LastError string        `json:"last_error"`
+		UpdatedAt time.Time     `json:"updated_at"`
+	}
 	out := struct {
 		OK          bool          `json:"ok"`
 		Pending     []pending     `json:"pending"`
 		Failing     []failing     `json:"failing"`
 		Unknown     []unknown     `json:"unknown"`
 		Unreachable []unreachable `json:"unreachable"`
-	}{OK: true, Pending: []pending{}, Failing: []failing{}, Unknown: []unknown{}, Unreachable: []unreachable{}}
+		Refusing    []refusing    `json:"refusing"`
+	}{OK: true, Pending: []pending{}, Failing: []failing{}, Unknown: []unknown{}, Unreachable: []unreachable{}, Refusing: []refusing{}}
 	ids := make([]string, 0, len(byID))
 	for id := range byID {
 		ids = append(ids, id)
@@ -269,6 +280,26 @@ func (c *Console) attention(w http.ResponseWriter, r *http.Request, _ Session) e
 			Recipient: c.recipient(byID[fx.TaskID], fx.Recipient), Attempts: len(fx.Attempts), UpdatedAt: fx.UpdatedAt.UTC(), Error: scrubText(fx.Error)})
 	}
 	slices.SortFunc(out.Unknown, func(a, b unknown) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	refused := map[string]int{} // recipient → index in out.Refusing
+	for _, fx := range fxs {
+		if fx.State != store.Pending || fx.Error == "" || len(fx.Attempts) == 0 {
+			continue
+		}
+		v := c.recipient(byID[fx.TaskID], fx.Recipient)
+		key := v.Kind + "\x00" + v.Name + "\x00" + v.Role
+		i, ok := refused[key]
+		if !ok {
+			i = len(out.Refusing)
+			refused[key] = i
+			out.Refusing = append(out.Refusing, refusing{Recipient: v})
+		}
+		r := &out.Refusing[i]
+		r.Pushes++
+		r.Attempts += len(fx.Attempts)
+		if fx.UpdatedAt.After(r.UpdatedAt) {
+			r.UpdatedAt, r.LastError = fx.UpdatedAt.UTC(), scrubText(fx.Error)
+		}
+	}
 	return writeJSON(w, out)
 }
 

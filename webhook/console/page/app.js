@@ -37,6 +37,7 @@
       reply_to: "the requester's chat", owner_inbox: "the owner's inbox", inbox: "an inbox", chat: "a chat",
       nothing_pending: "No request waits for you.", nothing_failing: "Every watch checks fine.",
       nothing_unknown: "No push waits for a human.", nothing_unreachable: "Every recipient is reachable.",
+      refused: "{0} attempts refused; {1} pushes wait to be tried again",
       chart_runs: "{0} runs: bar height is items seen, colour is the outcome, the line is the duration.",
       chart_delivery: "{0} attempts over the last {1} hours by result.", attempts_total: "{0}: {1} attempts",
       states: "Ledger entries looked at: {0}", no_attempts: "No delivery attempts in this window.",
@@ -70,6 +71,7 @@
       reply_to: "申请人的聊天", owner_inbox: "创建者的收件箱", inbox: "一个收件箱", chat: "一个聊天",
       nothing_pending: "没有等待你处理的申请。", nothing_failing: "所有任务检查正常。",
       nothing_unknown: "没有需要人工处理的推送。", nothing_unreachable: "所有接收方都可送达。",
+      refused: "{0} 次尝试被拒绝；{1} 条推送等待重试",
       chart_runs: "{0} 次检查：柱高为条目数，颜色为结果，折线为用时。",
       chart_delivery: "最近 {1} 小时共 {0} 次投递尝试，按结果分色。", attempts_total: "{0}：{1} 次尝试",
       states: "查看的账本记录：{0}", no_attempts: "这段时间没有投递尝试。",
@@ -374,6 +376,12 @@
     for (const u of data.unreachable || []) {
       unr.append(card(str(u.task_name), [line(str(u.task), (u.recipients || []).map(recipientText).join(", "))],
         [button(t("details"), "", () => openDetail(str(u.task)))]));
+    }
+    for (const r of data.refusing || []) {
+      unr.append(card(recipientText(r.recipient), [
+        line(t("refused", r.attempts, r.pushes), when(r.updated_at)),
+        r.last_error ? node("p", "err", r.last_error) : null,
+      ], []));
     }
     empty(unr, "nothing_unreachable");
   }

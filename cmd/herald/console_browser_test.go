@@ -629,3 +629,43 @@ func TestConsole_RefusedAttemptsAreNotCalledReachable(t *testing.T) {
 		t.Errorf("the console calls every recipient reachable:\n%s", got)
 	}
 }
+
+// TestConsole_TaskActionsPauseResumeRunDelete: from a task's details an
+// admin pauses, resumes, checks now and (after confirming) deletes it, as
+// chat and the CLI do; the list shows each task's source.
+func TestConsole_TaskActionsPauseResumeRunDelete(t *testing.T) {
+	r := newConsoleRig(t)
+	out, errOut, code := chatCLI(t, r.dataDir, "admin", "/watch "+r.feed.url()+"?v=2 every 1h name \"Console task\"\n")
+	tid := reTaskID.FindString(out)
+	if code != 0 || tid == "" {
+		t.Fatalf("watch: exit %d\n%s%s", code, out, errOut)
+	}
+	waitBaseline(t, r.dataDir, tid)
+	tab := browserTab(t)
+	r.signIn(t, tab)
+	do(t, tab, chromedp.Click("#tab-tasks"))
+	waitJS(t, tab, "the task list", `document.getElementById("task-list").innerText.includes("Console task")`)
+	if list := textOf(t, tab, "#task-list"); !strings.Contains(list, "/feed.xml") {
+		t.Errorf("the task list does not show sources:\n%s", list)
+	}
+	do(t, tab, chromedp.Click(`//ul[@id="task-list"]//button[contains(., "Console task")]`))
+	press := func(label string) {
+		t.Helper()
+		waitJS(t, tab, "the "+label+" button", `[...document.querySelectorAll("#detail-actions button")].some(b => b.innerText === "`+label+`")`)
+		do(t, tab, chromedp.Click(`//div[@id="detail-actions"]//button[.="`+label+`"]`))
+	}
+	stateIs := func(want string) {
+		t.Helper()
+		eventually(t, tid+" is "+want, func() bool { st, _ := taskState(t, r.dataDir, tid); return st == want })
+	}
+	press("Pause")
+	stateIs("paused")
+	press("Resume")
+	stateIs("active")
+	press("Check now")
+	waitJS(t, tab, "the check's outcome", `/Console task checked: (ok|unchanged)\./.test(document.body.innerText)`)
+	press("Delete")
+	waitJS(t, tab, "the confirmation", `document.getElementById("confirm").open`)
+	do(t, tab, chromedp.Click("#confirm-ok"))
+	eventually(t, tid+" is deleted", func() bool { _, ok := listTasks(t, r.dataDir)[tid]; return !ok })
+}

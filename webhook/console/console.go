@@ -42,6 +42,10 @@ type Manager interface {
 	Approve(ctx context.Context, who, id string) (*tasks.Task, error)
 	Reject(ctx context.Context, who, id, reason string) (*tasks.Task, error)
 	Redeliver(ctx context.Context, who, key string) (store.Effect, error)
+	Pause(ctx context.Context, who, id string) (*tasks.Task, error)
+	Resume(ctx context.Context, who, id string) (*tasks.Task, error)
+	Delete(ctx context.Context, who, id string) (*tasks.Task, error)
+	RunNow(ctx context.Context, who, id string) (tasks.RunRecord, error)
 }
 
 // Options configure the console.
@@ -115,6 +119,10 @@ func (c *Console) Mount(s *webhook.Server) {
 	s.Handle("/console/api/approve", c.authed(http.MethodPost, c.action(c.approve)))
 	s.Handle("/console/api/reject", c.authed(http.MethodPost, c.action(c.reject)))
 	s.Handle("/console/api/redeliver", c.authed(http.MethodPost, c.action(c.redeliver)))
+	s.Handle("/console/api/pause", c.authed(http.MethodPost, c.action(c.change(Manager.Pause))))
+	s.Handle("/console/api/resume", c.authed(http.MethodPost, c.action(c.change(Manager.Resume))))
+	s.Handle("/console/api/delete", c.authed(http.MethodPost, c.action(c.change(Manager.Delete))))
+	s.Handle("/console/api/run", c.authed(http.MethodPost, c.action(c.run)))
 }
 
 // secure sets the headers every console response carries; no-store keeps
@@ -338,6 +346,23 @@ func (c *Console) reject(ctx context.Context, principal string, in idIn) (map[st
 		in.Reason = in.Reason[:500]
 	}
 	return taskState(c.o.Manager.Reject(ctx, principal, in.ID, strings.TrimSpace(in.Reason)))
+}
+
+// change is a task action the CLI and chat have too (pause, resume,
+// delete), made as the signed-in admin.
+func (c *Console) change(do func(m Manager, ctx context.Context, who, id string) (*tasks.Task, error)) func(context.Context, string, idIn) (map[string]string, error) {
+	return func(ctx context.Context, principal string, in idIn) (map[string]string, error) {
+		return taskState(do(c.o.Manager, ctx, principal, in.ID))
+	}
+}
+
+// run checks a task now and answers with the run's outcome.
+func (c *Console) run(ctx context.Context, principal string, in idIn) (map[string]string, error) {
+	rec, err := c.o.Manager.RunNow(ctx, principal, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"id": in.ID, "outcome": rec.Outcome, "class": string(rec.Class)}, nil
 }
 
 func taskState(t *tasks.Task, err error) (map[string]string, error) {

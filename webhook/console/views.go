@@ -118,6 +118,7 @@ type taskItem struct {
 	NextRun     *time.Time `json:"next_run"`
 	LastOutcome string     `json:"last_outcome"`
 	Failures    int        `json:"failures"`
+	LastError   string     `json:"last_error,omitempty"` // beside a failed last outcome
 }
 
 func itemOf(t *tasks.Task) taskItem {
@@ -129,6 +130,9 @@ func itemOf(t *tasks.Task) taskItem {
 	}
 	if t.State == tasks.Active {
 		v.NextRun = timePtr(t.NextRun)
+	}
+	if t.LastOutcome == tasks.OutcomeFailed {
+		v.LastError = scrubText(t.LastError)
 	}
 	return v
 }

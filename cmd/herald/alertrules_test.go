@@ -50,7 +50,7 @@ func TestMetrics_AlertRulesPassPromtoolAndNameExportedMetrics(t *testing.T) {
 	dead := freeAddr(t)
 	p, dataDir := startServe(t, adjustExample(t, freeAddr(t), map[string]string{
 		"recipients:\n": "recipients:\n  wecom-dead:\n    wecom_bot: {url: \"http://" + dead + "/cgi-bin/webhook/send?key=" + wecomKey + "\"}\n",
-		"tasks: []": "tasks:\n  - id: locked\n    source: {kind: rss, url: \"" + f.srv.URL + "/denied.xml\"}\n    schedule: every 30m\n    notify: [admin-inbox]\n",
+		"tasks: []":     "tasks:\n  - id: locked\n    source: {kind: rss, url: \"" + f.srv.URL + "/denied.xml\"}\n    schedule: every 30m\n    notify: [admin-inbox]\n",
 	}))
 	waitBaseline(t, dataDir, "locked")
 	if out, _, code := chatCLI(t, dataDir, "alice", "/watch "+f.url()+" every 1h\n"); code != 0 || !strings.Contains(out, "r-") {

@@ -25,6 +25,7 @@ func (s *service) mountAgents(a *webhook.Admin) {
 		if err != nil {
 			return nil, err
 		}
+		s.log.Info().Str("audit", "agent_token").Str("by", "cli").Str("agent", "agent:"+in.Name).Msg("audit")
 		return agentTokenView{Principal: "agent:" + in.Name, Token: tok}, nil
 	}))
 	a.Register("agent.revoke", withInput(func(ctx context.Context, in struct{ Name string }) (any, error) {
@@ -35,6 +36,7 @@ func (s *service) mountAgents(a *webhook.Admin) {
 		if err != nil {
 			return nil, err
 		}
+		s.log.Info().Str("audit", "agent_revoke").Str("by", "cli").Str("agent", "agent:"+in.Name).Msg("audit")
 		return map[string]string{"revoked": "agent:" + in.Name}, nil
 	}))
 	a.Register("agent.list", func(ctx context.Context, _ json.RawMessage) (any, error) { return tokens.List(ctx) })

@@ -65,6 +65,8 @@ type Options struct {
 	// inbox, webhook, feishu_bot, …) for the delivery view; never the address.
 	KindOf func(recipient string) string
 	Now    func() time.Time
+	// SignedIn is told of each sign-in, for the audit log; nil: nobody.
+	SignedIn func(principal string)
 }
 
 // Console serves the page and its API.
@@ -256,6 +258,9 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) error {
 	if !c.o.Manager.Policy().IsAdmin(sess.Principal) {
 		_ = c.o.Sessions.End(r.Context(), tok)
 		return errNoAdmin
+	}
+	if c.o.SignedIn != nil {
+		c.o.SignedIn(sess.Principal)
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: CookieName, Value: tok, Path: "/console", MaxAge: int(SessionTTL / time.Second),

@@ -246,6 +246,9 @@ func serve(e *env, log zerolog.Logger) error {
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- s.server.Serve(srvCtx, drainTimeout/2) }()
 	log.Info().Str("listen", s.server.Addr()).Str("store", cfg.Store.Driver).Str("replica", s.holder).Msg("herald is serving")
+	log.Info().Str("chat", "herald chat --as admin").Str("console", "herald console login").Str("status", "herald status").
+		Str("setup", "docs/setup.md").Str("url", scheme+"://"+s.server.Addr()+"/").
+		Msg("next steps: talk to herald with `herald chat`, open the browser console with `herald console login`, connect Telegram or Feishu (docs/setup.md)")
 
 	for done := false; !done; {
 		select {

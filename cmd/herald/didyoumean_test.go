@@ -10,10 +10,10 @@ import (
 // one the person most likely meant, with its file and line.
 func TestCheckConfig_DidYouMeanForMisspeltKeysRecipientsAndZones(t *testing.T) {
 	cfg := adjustExample(t, freeAddr(t), map[string]string{
-		"timezone: UTC":    "timezone: Asia/Shangai",
-		"  requesters: [":  "  requestors: [",
-		"recipients:\n":    "recipients:\n  ops-chat:\n    address: \"telegram:chat:-1001234567890\"\n",
-		"tasks: []":        "tasks:\n  - id: news\n    source: {kind: rss, url: \"https://example.org/feed.xml\"}\n    schedule: every 30m\n    notify: [ops-caht]\n",
+		"timezone: UTC":   "timezone: Asia/Shangai",
+		"  requesters: [": "  requestors: [",
+		"recipients:\n":   "recipients:\n  ops-chat:\n    address: \"telegram:chat:-1001234567890\"\n",
+		"tasks: []":       "tasks:\n  - id: news\n    source: {kind: rss, url: \"https://example.org/feed.xml\"}\n    schedule: every 30m\n    notify: [ops-caht]\n",
 	})
 	path := writeConfig(t, cfg)
 	_, errOut, code := run(t, "check-config", "--config", path)

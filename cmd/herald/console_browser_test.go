@@ -599,7 +599,8 @@ func wrongToken(tok string) string {
 
 // TestConsole_RefusedAttemptsAreNotCalledReachable: while a recipient
 // refuses connections, the console names it under unreachable recipients
-// with its refused attempts, and never says every recipient is reachable.
+// with its refused attempts, never says every recipient is reachable, and
+// its delivery tab names the recipient beside its attempts.
 func TestConsole_RefusedAttemptsAreNotCalledReachable(t *testing.T) {
 	r := newConsoleRig(t,
 		"  - id: to-ops\n    name: Feed for ops\n    source: {kind: rss, url: \"FEED/feed.xml\"}\n    schedule: every 30m\n    notify: [ops]\n")
@@ -627,6 +628,12 @@ func TestConsole_RefusedAttemptsAreNotCalledReachable(t *testing.T) {
 	}
 	if strings.Contains(got, "Every recipient is reachable") {
 		t.Errorf("the console calls every recipient reachable:\n%s", got)
+	}
+	// The delivery tab names the recipient beside its attempts.
+	do(t, tab, chromedp.Click("#tab-delivery"))
+	waitJS(t, tab, "the delivery tab's recipients", `document.getElementById("delivery-recipients").innerText.includes("connect_failed")`)
+	if rows := textOf(t, tab, "#delivery-recipients"); !strings.Contains(rows, "ops") {
+		t.Errorf("the delivery tab does not name the recipient:\n%s", rows)
 	}
 }
 

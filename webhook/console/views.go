@@ -404,7 +404,7 @@ func (c *Console) delivery(w http.ResponseWriter, r *http.Request, _ Session) er
 		hours = 24
 	}
 	hours = min(hours, 72)
-	fxs, _, err := c.scan(r.Context())
+	fxs, byID, err := c.scan(r.Context())
 	if err != nil {
 		return webhook.ErrUnavailable
 	}
@@ -413,9 +413,21 @@ func (c *Console) delivery(w http.ResponseWriter, r *http.Request, _ Session) er
 	from := end.Add(-time.Duration(hours) * time.Hour)
 	series := map[string]map[string][]int{}
 	states := map[string]int{}
+	// perRecipient names each recipient (as the console shows them: a
+	// configured name, or a role and transport, never the address) with
+	// its attempts in the window by result and its last error.
+	type recipientRow struct {
+		Recipient recipientView  `json:"recipient"`
+		Results   map[string]int `json:"results"`
+		LastError string         `json:"last_error,omitempty"`
+		last      time.Time
+	}
+	var perRecipient []*recipientRow
+	rowOf := map[recipientView]*recipientRow{}
 	for _, fx := range fxs {
 		states[string(fx.State)]++
 		kind := c.o.KindOf(fx.Recipient)
+		rv := c.recipient(byID[fx.TaskID], fx.Recipient)
 		for _, a := range fx.Attempts {
 			if a.End.IsZero() || a.Start.Before(from) || strings.HasPrefix(a.Error, store.RedeliveryMark) {
 				continue
@@ -423,6 +435,16 @@ func (c *Console) delivery(w http.ResponseWriter, r *http.Request, _ Session) er
 			res := string(a.Outcome)
 			if a.Outcome == store.Pending {
 				res = "retry"
+			}
+			row := rowOf[rv]
+			if row == nil {
+				row = &recipientRow{Recipient: rv, Results: map[string]int{}}
+				rowOf[rv] = row
+				perRecipient = append(perRecipient, row)
+			}
+			row.Results[res]++
+			if a.Error != "" && a.End.After(row.last) {
+				row.last, row.LastError = a.End, scrubText(a.Error)
 			}
 			if series[kind] == nil {
 				series[kind] = map[string][]int{}
@@ -454,5 +476,12 @@ func (c *Console) delivery(w http.ResponseWriter, r *http.Request, _ Session) er
 		kinds = append(kinds, kv)
 	}
 	slices.SortFunc(kinds, func(a, b kindView) int { return strings.Compare(a.Kind, b.Kind) })
-	return writeJSON(w, map[string]any{"ok": true, "from": from, "hours": hours, "results": resultNames, "kinds": kinds, "states": states})
+	slices.SortFunc(perRecipient, func(a, b *recipientRow) int {
+		return strings.Compare(a.Recipient.Name+a.Recipient.Role+a.Recipient.Kind, b.Recipient.Name+b.Recipient.Role+b.Recipient.Kind)
+	})
+	if perRecipient == nil {
+		perRecipient = []*recipientRow{}
+	}
+	return writeJSON(w, map[string]any{"ok": true, "from": from, "hours": hours, "results": resultNames, "kinds": kinds, "states": states,
+		"recipients": perRecipient})
 }

@@ -39,6 +39,7 @@
       nothing_unknown: "No push waits for a human.", nothing_unreachable: "Every recipient is reachable.",
       refused: "{0} attempts refused; {1} pushes wait to be tried again",
       run_now: "Check now", pause: "Pause", resume: "Resume", delete: "Delete",
+      by_recipient: "By recipient", recipient: "Recipient", last_error: "Last error",
       confirm_delete: "Delete this task?", confirm_delete_text: "{0} stops being checked and leaves the task list.",
       checking: "Checking {0}…", checked: "{0} checked: {1}.", now_pause: "{0} is paused.", now_resume: "{0} is resumed.", now_delete: "{0} is deleted.",
       chart_runs: "{0} runs: bar height is items seen, colour is the outcome, the line is the duration.",
@@ -76,6 +77,7 @@
       nothing_unknown: "没有需要人工处理的推送。", nothing_unreachable: "所有接收方都可送达。",
       refused: "{0} 次尝试被拒绝；{1} 条推送等待重试",
       run_now: "立即检查", pause: "暂停", resume: "恢复", delete: "删除",
+      by_recipient: "按接收方", recipient: "接收方", last_error: "最近的错误",
       confirm_delete: "删除这个任务？", confirm_delete_text: "{0} 将不再检查，并从任务列表中移除。",
       checking: "正在检查 {0}…", checked: "{0} 已检查：{1}。", now_pause: "{0} 已暂停。", now_resume: "{0} 已恢复。", now_delete: "{0} 已删除。",
       chart_runs: "{0} 次检查：柱高为条目数，颜色为结果，折线为用时。",
@@ -663,6 +665,18 @@
     }
     const states = data.states || {};
     $("states").textContent = t("states", Object.keys(states).sort().map((k) => k + " " + states[k]).join(", ") || "0");
+    const rbody = $("delivery-recipients").tBodies[0];
+    rbody.replaceChildren();
+    for (const row of data.recipients || []) {
+      const tr = node("tr");
+      const res = row.results || {};
+      tr.append(node("td", "", recipientText(row.recipient)));
+      for (const r of ["completed", "failed", "unknown", "retry"]) {
+        tr.append(node("td", "num", res[r] || 0));
+      }
+      tr.append(node("td", "err", str(row.last_error)));
+      rbody.append(tr);
+    }
     const box = $("delivery-charts");
     box.replaceChildren();
     const kinds = Array.isArray(data.kinds) ? data.kinds : [];

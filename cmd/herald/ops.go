@@ -134,26 +134,36 @@ func (o *adminOps) listTasks(ctx context.Context, in pageIn) (any, error) {
 // listRequests lists the requests waiting for an admin, oldest first.
 func (o *adminOps) listRequests(ctx context.Context, _ json.RawMessage) (any, error) {
 	var out []requestView
-	for after := ""; ; {
-		page, next, err := o.m.ListPage(ctx, after, tasks.MaxPage)
-		if err != nil {
-			return nil, err
+	err := eachTask(ctx, o.m, func(t *tasks.Task) {
+		if t.State == tasks.PendingApproval {
+			out = append(out, viewRequest(t))
 		}
-		for _, t := range page {
-			if t.State == tasks.PendingApproval {
-				out = append(out, viewRequest(t))
-			}
-		}
-		if next == "" {
-			break
-		}
-		after = next
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	if out == nil {
 		out = []requestView{}
 	}
 	return out, nil
+}
+
+// eachTask calls fn with every live task, a page of the catalog at a time.
+func eachTask(ctx context.Context, m *tasks.Manager, fn func(*tasks.Task)) error {
+	for after := ""; ; {
+		page, next, err := m.ListPage(ctx, after, tasks.MaxPage)
+		if err != nil {
+			return err
+		}
+		for _, t := range page {
+			fn(t)
+		}
+		if next == "" {
+			return nil
+		}
+		after = next
+	}
 }
 
 // viewsOf renders each of list with view.

@@ -86,29 +86,17 @@ func (m *stateMetrics) snapshot() stateSnapshot {
 	}
 	if m.s.manager != nil {
 		unreachable := map[string]bool{}
-		for after := ""; ; {
-			page, next, err := m.s.manager.ListPage(ctx, after, tasks.MaxPage)
-			if err != nil {
-				break
+		_ = eachTask(ctx, m.s.manager, func(t *tasks.Task) {
+			switch {
+			case t.State == tasks.PendingApproval:
+				st.pending++
+			case t.State == tasks.Errored || (t.State == tasks.Active && (t.Failures > 0 || t.LastOutcome == tasks.OutcomeFailed)):
+				st.failing[failingClass(t.LastError)]++
 			}
-			for _, t := range page {
-				switch {
-				case t.State == tasks.PendingApproval:
-					st.pending++
-				case t.State == tasks.Errored || (t.State == tasks.Active && (t.Failures > 0 || t.LastOutcome == tasks.OutcomeFailed)):
-					st.failing[failingClass(t.LastError)]++
-				}
-				if t.State != tasks.Deleted {
-					for _, r := range t.Unreachable {
-						unreachable[r] = true
-					}
-				}
+			for _, r := range t.Unreachable {
+				unreachable[r] = true
 			}
-			if next == "" {
-				break
-			}
-			after = next
-		}
+		})
 		st.unreachable = len(unreachable)
 	}
 	if m.s.store != nil {

@@ -304,6 +304,22 @@ func cmdLedger(e *env, args []string) int {
 	return e.usage(fmt.Sprintf("unknown subcommand %q", pos[0]))
 }
 
+// shortInboxID is an inbox item's number as chat shows it ("7" for
+// 0000000000000007); fullInboxID reads it back.
+func shortInboxID(id string) string {
+	if s := strings.TrimLeft(id, "0"); s != "" {
+		return s
+	}
+	return id
+}
+
+func fullInboxID(id string) string {
+	if len(id) < 16 && id != "" && strings.Trim(id, "0123456789") == "" {
+		return strings.Repeat("0", 16-len(id)) + id
+	}
+	return id
+}
+
 func cmdInbox(e *env, args []string) int {
 	unread := e.flags.Bool("unread", false, "with list: unread items only")
 	pos, code, ok := e.parseSub(args, "list", "read", "token")
@@ -321,7 +337,7 @@ func cmdInbox(e *env, args []string) int {
 			if !it.Read {
 				mark = "*"
 			}
-			return []string{mark, it.ID, it.CreatedAt.Local().Format("01-02 15:04 MST"), it.Title}
+			return []string{mark, shortInboxID(it.ID), it.CreatedAt.Local().Format("01-02 15:04 MST"), it.Title}
 		})
 	case "read":
 		if len(pos) != 3 {

@@ -272,7 +272,7 @@ func (o *adminOps) listInbox(ctx context.Context, in inboxListIn) (any, error) {
 }
 
 func (o *adminOps) readInbox(ctx context.Context, in struct{ Principal, ID string }) (any, error) {
-	n, err := o.s.store.Inbox().MarkRead(ctx, in.Principal, in.ID)
+	n, err := o.s.store.Inbox().MarkRead(ctx, in.Principal, fullInboxID(in.ID)) // "7" is item 0000000000000007
 	if err != nil {
 		return nil, err
 	}

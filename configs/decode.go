@@ -3,7 +3,9 @@ package configs
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -408,7 +410,7 @@ func (d *decoder) decodeStruct(n ast.Node, v reflect.Value, path string, line in
 		}
 		i, known := fields[key]
 		if !known {
-			d.ps.add(d.file, kline, "unknown key %q in %s", key, where(path))
+			d.ps.add(d.file, kline, "unknown key %q in %s%s", key, where(path), didYouMean(key, slices.Collect(maps.Keys(fields))))
 			continue
 		}
 		if at, dup := first[key]; dup {

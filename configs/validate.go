@@ -13,6 +13,7 @@ import (
 	"time"
 	_ "time/tzdata" // zones are validated against embedded tzdata
 
+	"github.com/herald-bridge/herald/configs/closest"
 	"github.com/herald-bridge/herald/configs/section"
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/delivery/address"
@@ -134,9 +135,22 @@ func loadZone(name string) (*time.Location, error) {
 	}
 	loc, err := time.LoadLocation(name)
 	if err != nil {
+		if z := closest.Name(name, closest.Zones); z != "" {
+			return nil, fmt.Errorf("unknown time zone %q (did you mean %s?)", name, z)
+		}
 		return nil, fmt.Errorf("unknown time zone %q (want an IANA name such as Asia/Shanghai)", name)
 	}
 	return loc, nil
+}
+
+// didYouMean is " (did you mean "X"?)" for the known name closest to
+// name, when one is close enough to be a slip of the keyboard, else "".
+func didYouMean(name string, known []string) string {
+	slices.Sort(known) // the same suggestion on every run
+	if c := closest.Name(name, known); c != "" {
+		return fmt.Sprintf(" (did you mean %q?)", c)
+	}
+	return ""
 }
 
 func (v *validator) server() {
@@ -324,7 +338,7 @@ func (v *validator) target(path, s string) {
 		return
 	}
 	if _, ok := v.cfg.Recipients[s]; !ok {
-		v.errf(path, "no recipient named %s", v.d.quote(path, s))
+		v.errf(path, "no recipient named %s%s", v.d.quote(path, s), didYouMean(s, slices.Collect(maps.Keys(v.cfg.Recipients))))
 	}
 }
 

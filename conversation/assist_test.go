@@ -306,7 +306,7 @@ func TestAssistant_DraftWithoutScheduleAsksLikeWatch(t *testing.T) {
 		t.Fatalf("after confirming: %q, want the schedule question", got)
 	}
 	calls := r.model.Calls()
-	if got := text(r.say(asAlice, "zh", "好")); !strings.Contains(got, "等待管理员批准") || !strings.Contains(got, "每 1h") {
+	if got := text(r.say(asAlice, "zh", "好")); !strings.Contains(got, "等待管理员批准") || !strings.Contains(got, "每 1 小时") {
 		t.Fatalf("after the schedule answer: %q", got)
 	}
 	if r.model.Calls() != calls {

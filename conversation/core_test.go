@@ -63,13 +63,13 @@ func TestCommandReplies(t *testing.T) {
 			want: []string{"Request r-", "https://example.org/feed.xml", "host example.org", "every 2h", "Who will be told: this chat",
 				"awaits an admin's approval", "That URL's host example.org is not in the allowed list; an admin can approve it with /approve r-"}},
 		{name: "watch host not allowed zh", who: alice, text: "/watch https://example.org/feed.xml every 2h", zh: true,
-			want: []string{"申请 r-", "主机 example.org", "每 2h", "本聊天", "等待管理员批准", "不在允许列表中", "/approve r-"}},
+			want: []string{"申请 r-", "主机 example.org", "每 2 小时", "本聊天", "等待管理员批准", "不在允许列表中", "/approve r-"}},
 		{name: "watch allowed host awaits", who: alice, text: "/watch https://lms.example.edu/feed.xml every 1h as rss",
 			want: []string{"Request r-", "Kind: rss"}, reject: []string{"not in the allowed list"}},
 		{name: "watch auto-approved", who: bob, text: `/watch https://news.example.edu/feed.xml every 30m name "Campus news"`,
 			want: []string{"(Campus news)", "every 30m", "Approved — task t-", "baseline"}, reject: []string{"awaits"}},
 		{name: "watch auto-approved zh", who: bob, text: "/监控 https://news.example.edu/feed.xml 每 30 分钟",
-			want: []string{"已批准——任务 t-", "每 30m", "基线"}},
+			want: []string{"已批准——任务 t-", "每 30 分钟", "基线"}},
 		{name: "watch query hidden", who: bob, text: "/watch https://news.example.edu/feed.xml?key=s3cret every 1h",
 			want: []string{"https://news.example.edu/feed.xml?…"}, reject: []string{"s3cret"}},
 		{name: "remind", who: alice, text: "/remind https://lms.example.edu/cal.ics",
@@ -358,7 +358,7 @@ func TestFollowUpDialog(t *testing.T) {
 		{answer: "ok", want: "every 1h"},
 		{answer: "", want: "every 1h"},
 		{answer: "Yes", want: "every 1h"},
-		{answer: "好", zh: true, want: "每 1h"},
+		{answer: "好", zh: true, want: "每 1 小时"},
 		{answer: "every 2h", want: "every 2h"},
 		{answer: "30m", want: "every 30m"},
 		{answer: "daily 08:00", want: "daily 08:00"},
@@ -474,20 +474,23 @@ func TestGroupMessages(t *testing.T) {
 	contains(t, joinText(r.core.Handle(context.Background(), m)), "Your tasks:")
 }
 
-// TestLanguageFollowsEachMessageNotTheLastOne: one Chinese message gets a
-// Chinese answer; the next bare command gets the default again, and an
-// English one English, whatever came before.
-func TestLanguageFollowsEachMessageNotTheLastOne(t *testing.T) {
+// TestLanguageFollowsEachMessageElseTheLastUsed: a message with words is
+// answered in their language; a bare command follows the language last
+// used in the chat, and the default only when nothing was used yet.
+func TestLanguageFollowsEachMessageElseTheLastUsed(t *testing.T) {
 	r := newRig(t, defaultPolicy())
 	r.sayZh(alice, "/help")
-	contains(t, r.sayRaw(alice, "/tasks"), "You have no tasks")
-	contains(t, r.sayRaw(bob, "/任务"), "你还没有任务") // typing Chinese answers in Chinese
+	contains(t, r.sayRaw(alice, "/tasks"), "你还没有任务") // the last-used language
 	contains(t, r.sayRaw(bob, "/tasks"), "You have no tasks")
+	contains(t, r.sayRaw(bob, "/任务"), "你还没有任务") // typing Chinese answers in Chinese
+	contains(t, r.sayRaw(bob, "/tasks"), "你还没有任务")
 	contains(t, r.sayRaw(bob, "/watch https://example.org/feed.xml 每天 08:00"), "申请")
-	contains(t, r.sayRaw(bob, "/read all"), "Nothing was unread")
+	contains(t, r.sayRaw(bob, "/read all"), "Nothing was unread") // English words answer in English
+	contains(t, r.sayRaw(bob, "/tasks"), "Your tasks")
 	r.core.o.Lang = "zh"
+	contains(t, r.sayRaw(carol, "/tasks"), "你还没有任务")              // nothing used yet: the default
 	contains(t, r.sayRaw(carol, "/tasks please"), "I don't know") // English words beat the zh default
-	contains(t, r.sayRaw(carol, "/tasks"), "你还没有任务")
+	contains(t, r.sayRaw(carol, "/tasks"), "You have no tasks")
 }
 
 func TestDefaultLanguageFromOptions(t *testing.T) {
@@ -522,7 +525,7 @@ func TestInbox(t *testing.T) {
 	}
 	contains(t, r.sayZh(carol, "/inbox"), "未读（2 条）")
 	items, _ := r.store.Inbox().List(ctx, carol, store.InboxQuery{})
-	contains(t, r.say(carol, "/read "+items[0].ID), items[0].ID, "New notice")
+	contains(t, r.say(carol, "/read "+items[0].ID), shortID(items[0].ID)+"  ", "New notice") // the full id is taken too
 	contains(t, r.say(carol, "/read all"), "Marked 1 read.")
 	contains(t, r.say(carol, "/inbox"), "nothing unread")
 	contains(t, r.say(alice, "/inbox"), "nothing unread") // someone else's inbox is not theirs

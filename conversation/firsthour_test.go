@@ -33,7 +33,7 @@ func TestInboxItemReadsInFullWithItemsAndLinks(t *testing.T) {
 		it := r.appendNotice(carol)
 		text := strings.ReplaceAll(strings.ReplaceAll(form, "%short", strings.TrimLeft(it.ID, "0")), "%s", it.ID)
 		got := r.say(carol, text)
-		contains(t, got, it.ID, "Campus news", "Library opens late", "https://news.example.edu/library?id=7",
+		contains(t, got, shortID(it.ID)+"  ", "Campus news", "Library opens late", "https://news.example.edu/library?id=7",
 			"Exam timetable", "https://news.example.edu/exams")
 		if n, _ := r.store.Inbox().Unread(context.Background(), carol); n != 0 {
 			t.Errorf("%s: the item is still unread", text)

@@ -29,10 +29,19 @@ func (iv inboxView) inbox() []Reply {
 		if len([]rune(title)) > 80 {
 			title = string([]rune(title)[:80]) + "…"
 		}
-		fmt.Fprintf(&b, "%s  %s  %s\n", it.ID, iv.t.when(it.CreatedAt), title)
+		fmt.Fprintf(&b, "%s  %s  %s\n", shortID(it.ID), iv.t.when(it.CreatedAt), title)
 	}
 	b.WriteString(iv.t.tr("inbox.read_id_or_read"))
 	return []Reply{{Text: b.String()}}
+}
+
+// shortID is how chat shows an inbox item's id: its number within the
+// person's inbox ("7" for 0000000000000007), which /read and /inbox take.
+func shortID(id string) string {
+	if s := strings.TrimLeft(id, "0"); s != "" {
+		return s
+	}
+	return id
 }
 
 func (iv inboxView) read(id string) []Reply {

@@ -14,7 +14,10 @@ import (
 // Reply language. Each message is answered in its own language: Chinese
 // text gets Chinese; otherwise the platform's hint about the person
 // (Telegram's language_code) decides, else English words get English, else
-// (a bare command such as /tasks) the configured default. /lang en|zh pins
+// (a bare command such as /tasks) the language last used in the chat, else
+// the configured default. What a command quotes or names (a task name,
+// a selector) is the person's data, not their language: only the words
+// around it count. /lang en|zh pins
 // a chat's language over all of this; /lang auto lifts the pin. The
 // language of the last answer (or the pin) is remembered in the chat's
 // prefs, and notices follow it.
@@ -79,7 +82,7 @@ func (c *Core) langOf(ctx context.Context, m Message) string {
 		lang = c.pressLang(ctx, m)
 	} else {
 		lang = c.pinned(ctx, m.Chat)
-		words := textLang(m.Text)
+		words := textLang(spokenText(m.Text))
 		if lang == "" && words == "zh" {
 			lang = "zh"
 		}
@@ -88,6 +91,9 @@ func (c *Core) langOf(ctx context.Context, m Message) string {
 		}
 		if lang == "" {
 			lang = words
+		}
+		if lang == "" {
+			lang = c.remembered(ctx, m.Chat)
 		}
 	}
 	if lang == "" {
@@ -119,6 +125,34 @@ func (c *Core) rememberLang(ctx context.Context, chat, lang string) {
 	if err == nil && p.Lang != lang {
 		_ = c.o.Prefs.Update(ctx, chat, func(p *chatprefs.Prefs) { p.Lang = lang })
 	}
+}
+
+// spokenText is the part of m's text that speaks for its language: a
+// command without its quoted arguments and without the value of its name
+// clause (/watch … name 维护公告 is an English request); other text whole.
+func spokenText(s string) string {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "/") && !strings.HasPrefix(t, "／") {
+		return s
+	}
+	toks, err := tokenize(t)
+	if err != nil {
+		return s
+	}
+	kept := make([]string, 0, len(toks))
+	inName := false
+	for _, tk := range toks {
+		if kw := keyword(tk); kw != "" {
+			inName = kw == kwName
+			kept = append(kept, tk.text)
+			continue
+		}
+		if tk.quoted || inName {
+			continue
+		}
+		kept = append(kept, tk.text)
+	}
+	return strings.Join(kept, " ")
 }
 
 // textLang reads the language of a message from its words: "zh" when it

@@ -33,7 +33,7 @@ func (iv inboxView) showItem(id string) []Reply {
 			iv.t.c.log.Warn().Err(err).Msg("inbox item not marked read")
 		}
 	}
-	text := fmt.Sprintf("%s  %s\n%s", it.ID, iv.t.when(it.CreatedAt), strings.TrimRight(body, "\n"))
+	text := fmt.Sprintf("%s  %s\n%s", shortID(it.ID), iv.t.when(it.CreatedAt), strings.TrimRight(body, "\n"))
 	return []Reply{{Text: text}}
 }
 

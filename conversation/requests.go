@@ -3,6 +3,7 @@ package conversation
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -225,14 +226,50 @@ func shortDuration(d time.Duration) string {
 	return d.String()
 }
 
-// schedule shows a canonical schedule in the turn's language.
+// schedule shows a canonical schedule in the turn's language: its kind
+// word, interval units and weekdays all worded ("每 30 分钟", "每周一、四
+// 08:00 UTC"); a form it does not know (cron) is shown as stored.
 func (t *turn) schedule(s string) string {
-	for _, kind := range []string{"every", "daily", "at"} {
-		if rest, ok := strings.CutPrefix(s, kind+" "); ok {
-			return t.tr("schedule_shown."+kind, rest)
+	kind, rest, _ := strings.Cut(s, " ")
+	switch kind {
+	case "every":
+		return t.tr("schedule_shown.every", t.interval(rest))
+	case "daily", "at":
+		return t.tr("schedule_shown."+kind, rest)
+	case "weekly":
+		days, clock, ok := strings.Cut(rest, " ")
+		if !ok {
+			break
 		}
+		names := strings.Split(days, ",")
+		for i, d := range names {
+			if k := "schedule_shown.day." + d; text.Of(t.lang).Has(k) {
+				names[i] = t.tr(k)
+			}
+		}
+		return t.tr("schedule_shown.weekly", strings.Join(names, t.tr("schedule_shown.day_sep")), clock)
 	}
 	return s
+}
+
+// interval words a canonical interval ("30m", "1h30m", "2d") with the
+// language's units; one it cannot read is shown as it is.
+func (t *turn) interval(s string) string {
+	var parts []string
+	for rest := s; rest != ""; {
+		i := 0
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		if i == 0 || i == len(rest) || !strings.ContainsRune("dhms", rune(rest[i])) {
+			return s
+		}
+		n, _ := strconv.Atoi(rest[:i])
+		unit := "schedule_shown.unit." + rest[i:i+1]
+		parts = append(parts, t.tr(unit, n))
+		rest = rest[i+1:]
+	}
+	return strings.Join(parts, t.tr("schedule_shown.unit_sep"))
 }
 
 // state names a task's state (state.<state> in the catalogue; a state it
@@ -256,9 +293,24 @@ func (t *turn) outcome(s string) string {
 	return s
 }
 
+// whenOf shows an instant of tk's in the zone its schedule names, else as
+// when does: "daily 23:59 America/New_York" runs next at 23:59 EST.
+func (t *turn) whenOf(tk *tasks.Task, at time.Time) string {
+	if z := schedule.ZoneOf(tk.Schedule); z != nil && !at.IsZero() {
+		return at.In(z).Format("2006-01-02 15:04 MST")
+	}
+	return t.when(at)
+}
+
+// when shows an instant in the person's zone (their chat's, else the
+// configured default), with the zone, so "08:00" is never a guess.
 func (t *turn) when(at time.Time) string {
 	if at.IsZero() {
 		return "—"
 	}
-	return at.In(t.c.zone()).Format("2006-01-02 15:04")
+	zone := t.c.zone()
+	if p, err := t.c.o.Prefs.Get(t.ctx, t.m.Chat); err == nil && p.Zone != "" {
+		zone = t.c.o.Prefs.Location(p)
+	}
+	return at.In(zone).Format("2006-01-02 15:04 MST")
 }

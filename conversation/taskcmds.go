@@ -31,7 +31,7 @@ func (t *turn) list() []Reply {
 			fmt.Fprintf(&b, t.tr("list.and_more"), len(list)-most)
 			break
 		}
-		next := t.when(tk.NextRun)
+		next := t.whenOf(tk, tk.NextRun)
 		if tk.State != tasks.Active {
 			next = "—"
 		}
@@ -104,7 +104,7 @@ func (t *turn) show(id string) []Reply {
 		b.WriteString("\n")
 	}
 	if n := t.c.o.Tasks.Next(tk); !n.At.IsZero() {
-		fmt.Fprintf(&b, t.tr("taskcmds.next_run"), t.when(n.At))
+		fmt.Fprintf(&b, t.tr("taskcmds.next_run"), t.whenOf(tk, n.At))
 		switch n.Why {
 		case tasks.NextByRetryAfter:
 			fmt.Fprintf(&b, t.tr("taskcmds.next_held"), n.Host)
@@ -112,7 +112,7 @@ func (t *turn) show(id string) []Reply {
 			fmt.Fprintf(&b, t.tr("taskcmds.next_backoff"), n.Failures)
 		}
 	} else if tk.State == tasks.Active {
-		fmt.Fprintf(&b, t.tr("taskcmds.next_run"), t.when(tk.NextRun))
+		fmt.Fprintf(&b, t.tr("taskcmds.next_run"), t.whenOf(tk, tk.NextRun))
 	}
 	if reason := cmp.Or(tk.LastReason, tk.LastError); reason != "" && tk.Failures > 0 {
 		fmt.Fprintf(&b, t.tr("taskcmds.failing_time_in_row"), tk.Failures, t.runError(reason))
@@ -121,7 +121,7 @@ func (t *turn) show(id string) []Reply {
 	if err == nil && len(runs) > 0 {
 		b.WriteString(t.tr("taskcmds.last_runs"))
 		for _, r := range runs {
-			fmt.Fprintf(&b, "  %s  %s", t.when(r.Start), t.outcome(r.Outcome))
+			fmt.Fprintf(&b, "  %s  %s", t.whenOf(tk, r.Start), t.outcome(r.Outcome))
 			if r.Items > 0 || r.New > 0 || r.Changed > 0 {
 				b.WriteString(t.trCount("taskcmds.items_new_changed", r.Items, r.Items, r.New, r.Changed))
 			}

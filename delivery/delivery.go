@@ -87,6 +87,11 @@ type Message struct {
 	// (annotate.go): never stored in a payload, always shown marked as
 	// machine-written.
 	Machine *MachineText `json:"machine,omitempty"`
+	// Zone is the IANA zone the task's times live in (a deadline's own
+	// zone, else its schedule's), so a 23:59 America/New_York deadline is
+	// shown as 23:59 EST whatever the recipient's default zone; "" leaves
+	// the recipient's zone.
+	Zone string `json:"zone,omitempty"`
 }
 
 // MachineText is a model's text about one notice: a short summary, a

@@ -13,9 +13,20 @@ func transmit(ctx context.Context, d *Dispatcher, b *batch) []*batch {
 		b.answered()
 		b.answered = nil
 	}
-	d.o.Metrics.Attempts.WithLabelValues(string(b.route.To.Kind), b.out.Result.String()).Inc()
+	d.o.Metrics.Attempts.WithLabelValues(string(b.route.To.Kind), attemptResult(b.out)).Inc()
 	if b.out.MigratedTo != "" && d.o.Hooks.Migrated != nil {
 		d.o.Hooks.Migrated(ctx, b.taskID(), b.recipient(), b.out.MigratedTo)
 	}
 	return pass(b)
+}
+
+// attemptResult is an attempt's result as herald_delivery_attempts_total
+// counts it: a receiver that could not be reached at all (connection
+// refused, no such host) is "unreachable", not the retry_after of a
+// receiver that answered "later".
+func attemptResult(o Outcome) string {
+	if o.Result == RetryAfter && (o.Reason == ReasonConnectFailed || o.Reason == ReasonDNS) {
+		return "unreachable"
+	}
+	return o.Result.String()
 }

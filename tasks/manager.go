@@ -451,7 +451,7 @@ func (m *Manager) Approve(ctx context.Context, who, id string) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.log.Info().Str("task", t.ID).Msg("request approved")
+	m.audit("approve", who, t, "")
 	m.Signal(t.ID, "approved")
 	return t, nil
 }
@@ -472,6 +472,7 @@ func (m *Manager) Reject(ctx context.Context, who, id, reason string) (*Task, er
 	if err != nil {
 		return nil, err
 	}
+	m.audit("reject", who, t, reason)
 	m.Signal(t.ID, "rejected")
 	return t, nil
 }
@@ -525,8 +526,25 @@ func (m *Manager) transition(ctx context.Context, who, id, what string, fn func(
 	if err != nil {
 		return nil, err
 	}
+	m.audit(strings.TrimSuffix(what, "d"), who, t, "") // paused → pause
 	m.Signal(t.ID, what)
 	return t, nil
+}
+
+// audit writes the one log line an act on a task leaves: what was done
+// ("approve", "reject", "pause", "resume", "delete"), by whom (a
+// principal; "cli" for the admin API the CLI uses), to
+// which task and request, and a rejection's reason. No address or secret
+// is part of it (I10).
+func (m *Manager) audit(act, who string, t *Task, reason string) {
+	if who == "" {
+		who = "cli"
+	}
+	ev := m.log.Info().Str("audit", act).Str("by", who).Str("task", t.ID).Str("request", t.Request.ID)
+	if reason != "" {
+		ev = ev.Str("reason", reason)
+	}
+	ev.Msg("audit")
 }
 
 // MarkUnreachable records that the provider reports recipient as

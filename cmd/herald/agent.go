@@ -25,6 +25,7 @@ func (s *service) mountAgents(a *webhook.Admin) {
 		if err != nil {
 			return nil, err
 		}
+		s.log.Info().Str("audit", "agent_token").Str("by", "cli").Str("agent", "agent:"+in.Name).Msg("audit")
 		return agentTokenView{Principal: "agent:" + in.Name, Token: tok}, nil
 	}))
 	a.Register("agent.revoke", withInput(func(ctx context.Context, in struct{ Name string }) (any, error) {
@@ -35,6 +36,7 @@ func (s *service) mountAgents(a *webhook.Admin) {
 		if err != nil {
 			return nil, err
 		}
+		s.log.Info().Str("audit", "agent_revoke").Str("by", "cli").Str("agent", "agent:"+in.Name).Msg("audit")
 		return map[string]string{"revoked": "agent:" + in.Name}, nil
 	}))
 	a.Register("agent.list", func(ctx context.Context, _ json.RawMessage) (any, error) { return tokens.List(ctx) })
@@ -69,7 +71,7 @@ func cmdAgent(e *env, args []string) int {
 	switch pos[0] {
 	case "list":
 		return callTable(e, "agent.list", struct{}{}, 10*time.Second, "PRINCIPAL\tTOKEN ISSUED", func(a agentapi.Agent) []string {
-			return []string{a.Principal, a.CreatedAt.Local().Format("2006-01-02 15:04")}
+			return []string{a.Principal, a.CreatedAt.Local().Format("2006-01-02 15:04 MST")}
 		})
 	case "token", "revoke":
 		if len(pos) != 2 {

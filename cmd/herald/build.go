@@ -48,6 +48,7 @@ func (s *service) assemble(ctx context.Context) error {
 		registerCommitStats(s.registry, st.CommitStats)
 	}
 	s.metrics = newServiceMetrics(s.registry)
+	s.registry.MustRegister(&stateMetrics{s: s})
 	// The shards are the backend's own: the counting wrapper below keeps
 	// only the store's interface.
 	shards, _ := s.store.(store.ShardLeases)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,19 +30,31 @@ type chatAnswer struct {
 	Replies []console.Reply `json:"replies"`
 }
 
-// chatReconnectWait bounds how long a session waits for a restarted
-// service to publish its new access record.
+// chatReconnectWait bounds how long a scripted session waits for a
+// restarted service to publish its new access record; an interactive one
+// keeps trying until the person ends it.
 const chatReconnectWait = 30 * time.Second
 
-// chatSession is one `herald chat` as console:NAME.
+// chatSession is one `herald chat` as console:NAME. It talks to one
+// service for its whole life: the one in the data dir it found first, with
+// that data dir's instance identity. A restart of that service is followed;
+// another service, in another data dir or in the same path made afresh,
+// never is.
 type chatSession struct {
-	e    *env
-	name string
-	mu   sync.Mutex // one writer to stdout at a time
+	e       *env
+	name    string
+	dir     string     // the data dir of the service this session talks to
+	patient bool       // interactive: wait for the service without a bound
+	mu      sync.Mutex // one writer to stdout at a time
 
-	cmu sync.Mutex // guards c
-	c   *client
+	cmu      sync.Mutex // guards c and instance
+	c        *client
+	instance string // the service's data dir identity, "" from an older service
 }
+
+// errOtherService: the session's service is gone and another one answers
+// in its data dir.
+var errOtherService = errors.New("another herald now serves")
 
 func cmdChat(e *env, args []string) int {
 	as := e.flags.String("as", "", "talk as console:NAME (default $USER, else admin)")
@@ -66,8 +79,10 @@ func cmdChat(e *env, args []string) int {
 	if err != nil {
 		return e.fail(err)
 	}
-	s := &chatSession{e: e, c: c, name: name}
+	s := &chatSession{e: e, c: c, name: name, instance: c.instance}
+	s.pin()
 	if f, ok := e.stdin.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		s.patient = true
 		return s.interactive(f)
 	}
 	return s.script(e.stdin)
@@ -183,6 +198,18 @@ func (s *chatSession) show(method string, params map[string]string, timeout time
 	return nil
 }
 
+// pin fixes the session to the data dir its first dial found, so that a
+// reconnect reads only that dir's access record, never the last-started
+// service that the per-user record may name by then.
+func (s *chatSession) pin() {
+	dir := s.e.dataDir
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	s.dir = dir
+	s.e.dataDir, s.e.dataDirFound = dir, false
+}
+
 // call runs op; when the service restarted under the session (its old
 // token is refused, or nothing listens any more) it reconnects through the
 // new access record and asks again. Both failures mean the request was
@@ -196,7 +223,13 @@ func (s *chatSession) call(op string, in any, timeout time.Duration) (chatAnswer
 		var ans chatAnswer
 		err := c.call(ctx, op, in, &ans)
 		cancel()
-		if err == nil || !unhandled(err) || !s.reconnect(c) {
+		if err == nil || !unhandled(err) {
+			return ans, err
+		}
+		switch rerr := s.reconnect(c); {
+		case errors.Is(rerr, errOtherService):
+			return ans, fmt.Errorf("%w the data dir %s; this session talked to the one that stopped there. Start 'herald chat' again to talk to the new one", rerr, s.dir)
+		case rerr != nil:
 			return ans, err
 		}
 	}
@@ -211,23 +244,35 @@ func unhandled(err error) bool {
 	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
-// reconnect waits for a service with another access token than old's,
-// switches the session to it and says so, once per restart.
-func (s *chatSession) reconnect(old *client) bool {
+// reconnect says at once that the service does not answer, then waits for
+// the same service (same data dir, same instance) to publish another
+// access token than old's, switches the session to it and says so, once
+// per restart. It returns errOtherService when a service of another
+// instance publishes there, and errNotRunning when a scripted session's
+// wait runs out.
+func (s *chatSession) reconnect(old *client) error {
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
 	if s.c != old {
-		return true // another caller already reconnected
+		return nil // another caller already reconnected
 	}
+	wait := "for up to " + chatReconnectWait.String()
+	if s.patient {
+		wait = "until it is back (Ctrl-C ends)"
+	}
+	fmt.Fprintf(s.e.stderr, "herald is not answering (data dir %s); trying again %s.\n", s.dir, wait)
 	deadline := time.Now().Add(chatReconnectWait)
 	for {
 		if c, err := dial(s.e); err == nil && c.token != old.token {
-			s.c = c
+			if s.instance != "" && c.instance != s.instance {
+				return errOtherService
+			}
+			s.c, s.instance = c, c.instance
 			fmt.Fprintln(s.e.stderr, "herald restarted; reconnected, carrying on.")
-			return true
+			return nil
 		}
-		if time.Now().After(deadline) {
-			return false
+		if !s.patient && time.Now().After(deadline) {
+			return errNotRunning
 		}
 		time.Sleep(250 * time.Millisecond)
 	}

@@ -8,10 +8,11 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/mattn/go-isatty"
+	"golang.org/x/text/width"
 
 	"github.com/herald-bridge/herald/tasks"
 )
@@ -50,20 +51,55 @@ func (e *env) printJSON(v any) {
 	_ = enc.Encode(v)
 }
 
+// table writes head (tab-separated) and rows as aligned columns, two
+// spaces apart. Columns are measured in terminal cells, so a Chinese or
+// Japanese name, two cells a character, keeps the columns after it
+// aligned (text/tabwriter counts characters).
 func table(w io.Writer, head string, rows [][]string) {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, head)
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	lines := append([][]string{strings.Split(head, "\t")}, rows...)
+	var widths []int
+	for _, l := range lines {
+		for i, c := range l {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], displayWidth(c))
+		}
 	}
-	tw.Flush()
+	var b strings.Builder
+	for _, l := range lines {
+		b.Reset()
+		for i, c := range l {
+			b.WriteString(c)
+			if i < len(l)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-displayWidth(c)+2))
+			}
+		}
+		fmt.Fprintln(w, b.String())
+	}
+}
+
+// displayWidth is how many terminal cells s takes: two for a wide or
+// full-width character (CJK), none for a combining mark, else one.
+func displayWidth(s string) int {
+	n := 0
+	for _, r := range s {
+		switch {
+		case unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Me, r) || r == '\u200b':
+		case width.LookupRune(r).Kind() == width.EastAsianWide || width.LookupRune(r).Kind() == width.EastAsianFullwidth:
+			n += 2
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 func when(t *time.Time) string {
 	if t == nil || t.IsZero() {
 		return "-"
 	}
-	return t.Local().Format("2006-01-02 15:04")
+	return t.Local().Format("2006-01-02 15:04 MST")
 }
 
 func dash(s string) string {
@@ -150,13 +186,13 @@ func cmdTasks(e *env, args []string) int {
 		}
 		fmt.Fprintf(e.stdout, "%s  %s\nstate:     %s\nowner:     %s\nsource:    %s %s\nschedule:  %s\nnotify:    %s\nrequest:   %s by %s at %s\n",
 			d.ID, dash(d.Name), d.State, d.Owner, dash(d.Kind), d.Source, d.Schedule, strings.Join(d.Notify, ", "),
-			d.Request.ID, d.Request.By, d.Request.At.Local().Format("2006-01-02 15:04"))
+			d.Request.ID, d.Request.By, d.Request.At.Local().Format("2006-01-02 15:04 MST"))
 		if d.Decision != nil {
 			verb := "rejected"
 			if d.Decision.Approved {
 				verb = "approved"
 			}
-			fmt.Fprintf(e.stdout, "decision:  %s by %s at %s\n", verb, d.Decision.By, d.Decision.At.Local().Format("2006-01-02 15:04"))
+			fmt.Fprintf(e.stdout, "decision:  %s by %s at %s\n", verb, d.Decision.By, d.Decision.At.Local().Format("2006-01-02 15:04 MST"))
 		}
 		if d.Grant != nil {
 			fmt.Fprintf(e.stdout, "scope:     %s%s* → %s (%s)\n", d.Grant.Host, d.Grant.PathPrefix, strings.Join(d.Grant.Recipients, ", "), d.Grant.Basis)
@@ -172,7 +208,7 @@ func cmdTasks(e *env, args []string) int {
 		}
 		rows := [][]string{}
 		for _, r := range d.Runs {
-			rows = append(rows, []string{r.Start.Local().Format("01-02 15:04:05"), r.Outcome, fmt.Sprint(r.Items), fmt.Sprintf("%d/%d/%d", r.New, r.Changed, r.Removed), fmt.Sprint(r.Effects), r.Duration.Round(time.Millisecond).String(), dash(runNote(r))})
+			rows = append(rows, []string{r.Start.Local().Format("01-02 15:04:05 MST"), r.Outcome, fmt.Sprint(r.Items), fmt.Sprintf("%d/%d/%d", r.New, r.Changed, r.Removed), fmt.Sprint(r.Effects), r.Duration.Round(time.Millisecond).String(), dash(runNote(r))})
 		}
 		if len(rows) > 0 {
 			fmt.Fprintln(e.stdout)
@@ -228,9 +264,14 @@ func cmdTasks(e *env, args []string) int {
 }
 
 func cmdRequests(e *env, args []string) int {
-	pos, code, ok := e.parseSub(args, "approve", "reject")
+	pos, code, ok := e.parseSub(args, "list", "approve", "reject")
 	if !ok {
 		return code
+	}
+	if pos[0] == "list" {
+		return callTable(e, "requests.list", map[string]string{}, 30*time.Second, "REQUEST\tTASK\tBY\tASKED\tSOURCE\tSCHEDULE\tNOTIFY", func(r requestView) []string {
+			return []string{r.ID, r.Task, r.By, when(&r.At), r.Where.String(), dash(r.Sched), strings.Join(r.Notify, ", ")}
+		})
 	}
 	if len(pos) < 2 {
 		return e.usage("want approve ID or reject ID [REASON]")
@@ -269,7 +310,7 @@ func cmdLedger(e *env, args []string) int {
 	case "show":
 		in := map[string]any{"task": pos[1], "limit": *limit}
 		return callTable(e, "ledger.show", in, 30*time.Second, "EFFECT\tSTATE\tATTEMPTS\tRECIPIENT\tUPDATED\tERROR", func(f effectView) []string {
-			return []string{f.Key, f.State, fmt.Sprint(f.Attempts), f.Recipient, f.UpdatedAt.Local().Format("01-02 15:04:05"), dash(f.Error)}
+			return []string{f.Key, f.State, fmt.Sprint(f.Attempts), f.Recipient, f.UpdatedAt.Local().Format("01-02 15:04:05 MST"), dash(f.Error)}
 		})
 	case "redeliver":
 		if code, ok := confirm(e, *yes, "redeliver sends the push again",
@@ -304,6 +345,22 @@ func confirm(e *env, yes bool, what, question string) (code int, ok bool) {
 	return exitOK, true
 }
 
+// shortInboxID is an inbox item's number as chat shows it ("7" for
+// 0000000000000007); fullInboxID reads it back.
+func shortInboxID(id string) string {
+	if s := strings.TrimLeft(id, "0"); s != "" {
+		return s
+	}
+	return id
+}
+
+func fullInboxID(id string) string {
+	if len(id) < 16 && id != "" && strings.Trim(id, "0123456789") == "" {
+		return strings.Repeat("0", 16-len(id)) + id
+	}
+	return id
+}
+
 func cmdInbox(e *env, args []string) int {
 	unread := e.flags.Bool("unread", false, "with list: unread items only")
 	pos, code, ok := e.parseSub(args, "list", "read", "token")
@@ -321,7 +378,7 @@ func cmdInbox(e *env, args []string) int {
 			if !it.Read {
 				mark = "*"
 			}
-			return []string{mark, it.ID, it.CreatedAt.Local().Format("01-02 15:04"), it.Title}
+			return []string{mark, shortInboxID(it.ID), it.CreatedAt.Local().Format("01-02 15:04 MST"), it.Title}
 		})
 	case "read":
 		if len(pos) != 3 {
@@ -361,6 +418,7 @@ func cmdInbox(e *env, args []string) int {
 }
 
 func cmdSendTest(e *env, args []string) int {
+	follow := e.flags.Bool("follow", isTerminal(e.stdout), "after the first attempt's outcome, report later attempts as they come (default on a terminal)")
 	recipient, code, ok := e.parseOne(args, "want exactly one RECIPIENT")
 	if !ok {
 		return code
@@ -370,26 +428,67 @@ func cmdSendTest(e *env, args []string) int {
 	if code := e.do("send-test", map[string]string{"recipient": recipient}, &v, sendTestWait+15*time.Second); code != exitOK {
 		return code
 	}
-	if e.json {
-		e.printJSON(v)
-	} else {
-		fmt.Fprintf(e.stdout, "%s: %s", v.Recipient, v.Outcome)
-		if v.Outcome == "retry_after" && v.RetryIn > 0 {
-			fmt.Fprintf(e.stdout, " %s", time.Duration(v.RetryIn*float64(time.Second)))
+	e.printTestOutcome(v, true)
+	if *follow && !v.settled() {
+		fmt.Fprintln(e.stderr, "Following the next attempts as they come; Ctrl-C stops following (the push stays queued).")
+	}
+	for *follow && !v.settled() {
+		var next sendTestView
+		in := map[string]any{"effect": v.Effect, "recipient": recipient, "attempts": v.Attempts}
+		if err := e.try("send-test.follow", in, &next, sendTestWait+15*time.Second); err != nil {
+			return e.fail(err)
 		}
-		if v.Reason != "" {
-			fmt.Fprintf(e.stdout, " (%s)", v.Reason)
+		if next.Attempts > v.Attempts || next.settled() {
+			e.printTestOutcome(next, false)
 		}
-		fmt.Fprintf(e.stdout, " after %d attempt(s) in %.1fs\n", v.Attempts, v.Elapsed)
-		if what := sendTestMeaning(v); what != "" {
-			fmt.Fprintln(e.stdout, what)
-		}
-		fmt.Fprintf(e.stdout, "effect %s\n", v.Effect)
+		v = next
 	}
 	if v.Outcome != "completed" {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// settled: nothing more will be tried, or what was tried may have
+// arrived (an unknown outcome is never sent again by itself).
+func (v sendTestView) settled() bool {
+	return v.State != "pending" || (v.Outcome == "unknown" && v.Reason != "no_answer_yet")
+}
+
+// printTestOutcome prints one attempt's outcome: the first in full, a
+// later one as one line.
+func (e *env) printTestOutcome(v sendTestView, first bool) {
+	if e.json {
+		e.printJSON(v)
+		return
+	}
+	if !first {
+		fmt.Fprintf(e.stdout, "attempt %d: ", v.Attempts)
+	}
+	fmt.Fprintf(e.stdout, "%s: %s", v.Recipient, v.Outcome)
+	if v.Outcome == "retry_after" && v.RetryIn > 0 {
+		fmt.Fprintf(e.stdout, " %s", time.Duration(v.RetryIn*float64(time.Second)))
+	}
+	if v.Reason != "" {
+		fmt.Fprintf(e.stdout, " (%s)", v.Reason)
+	}
+	if first {
+		fmt.Fprintf(e.stdout, " after %d attempt(s) in %.1fs\n", v.Attempts, v.Elapsed)
+	} else {
+		fmt.Fprintln(e.stdout)
+	}
+	if what := sendTestMeaning(v); what != "" && (first || v.settled()) {
+		fmt.Fprintln(e.stdout, what)
+	}
+	if first {
+		fmt.Fprintf(e.stdout, "effect %s\n", v.Effect)
+	}
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
 }
 
 // sendTestMeaning says what a test push's outcome means for the push.

@@ -18,6 +18,7 @@ const maxResponse = 16 << 20
 // client calls the running service's admin API.
 type client struct {
 	base, token string
+	instance    string // the data dir's identity, from the access record
 	hc          *http.Client
 }
 
@@ -47,7 +48,7 @@ func dial(e *env) (*client, error) {
 		tr.TLSClientConfig = insecureLoopbackTLS()
 	}
 	return &client{
-		base: scheme + "://" + rec.Addr + "/admin/v1/", token: rec.Token,
+		base: scheme + "://" + rec.Addr + "/admin/v1/", token: rec.Token, instance: rec.Instance,
 		hc: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 	}, nil
 }

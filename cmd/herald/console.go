@@ -24,8 +24,11 @@ func (s *service) consoleSessions() *webconsole.Sessions {
 // mountConsole mounts GET /console and its API on the listener.
 func (s *service) mountConsole() {
 	c := webconsole.New(webconsole.Options{
-		Manager:   s.manager,
-		Sessions:  s.consoleSessions(),
+		Manager:  s.manager,
+		Sessions: s.consoleSessions(),
+		SignedIn: func(principal string) {
+			s.log.Info().Str("audit", "console_sign_in").Str("by", principal).Msg("audit")
+		},
 		TLS:       s.server.TLS(),
 		PublicURL: s.publicURL,
 		Sources: func() []string {

@@ -609,3 +609,83 @@ func wrongToken(tok string) string {
 	}
 	return "0" + tok[1:]
 }
+
+// TestConsole_RefusedAttemptsAreNotCalledReachable: while a recipient
+// refuses connections, the console names it under unreachable recipients
+// with its refused attempts, never says every recipient is reachable, and
+// its delivery tab names the recipient beside its attempts.
+func TestConsole_RefusedAttemptsAreNotCalledReachable(t *testing.T) {
+	r := newConsoleRig(t,
+		"  - id: to-ops\n    name: Feed for ops\n    source: {kind: rss, url: \"FEED/feed.xml\"}\n    schedule: every 30m\n    notify: [ops]\n")
+	waitBaseline(t, r.dataDir, "to-ops")
+	r.ops.srv.Close() // the receiver refuses connections from now on
+	r.feed.addItem("ep-new", "A new episode")
+	cli(t, r.dataDir, "tasks", "run", "to-ops")
+	eventually(t, "a refused attempt in the ledger", func() bool {
+		var fxs []effectRow
+		cliJSON(t, r.dataDir, &fxs, "ledger", "show", "to-ops")
+		for _, f := range fxs {
+			if f.State == "pending" && f.Attempts > 0 && f.Error != "" {
+				return true
+			}
+		}
+		return false
+	})
+
+	tab := browserTab(t)
+	r.signIn(t, tab)
+	waitJS(t, tab, "the refusing recipient", `document.getElementById("unreachable").innerText.includes("attempts refused")`)
+	got := textOf(t, tab, "#unreachable")
+	if !strings.Contains(got, "ops") || !strings.Contains(got, "connect_failed") {
+		t.Errorf("the card does not name the recipient and why:\n%s", got)
+	}
+	if strings.Contains(got, "Every recipient is reachable") {
+		t.Errorf("the console calls every recipient reachable:\n%s", got)
+	}
+	// The delivery tab names the recipient beside its attempts.
+	do(t, tab, chromedp.Click("#tab-delivery"))
+	waitJS(t, tab, "the delivery tab's recipients", `document.getElementById("delivery-recipients").innerText.includes("connect_failed")`)
+	if rows := textOf(t, tab, "#delivery-recipients"); !strings.Contains(rows, "ops") {
+		t.Errorf("the delivery tab does not name the recipient:\n%s", rows)
+	}
+}
+
+// TestConsole_TaskActionsPauseResumeRunDelete: from a task's details an
+// admin pauses, resumes, checks now and (after confirming) deletes it, as
+// chat and the CLI do; the list shows each task's source.
+func TestConsole_TaskActionsPauseResumeRunDelete(t *testing.T) {
+	r := newConsoleRig(t)
+	out, errOut, code := chatCLI(t, r.dataDir, "admin", "/watch "+r.feed.url()+"?v=2 every 1h name \"Console task\"\n")
+	tid := reTaskID.FindString(out)
+	if code != 0 || tid == "" {
+		t.Fatalf("watch: exit %d\n%s%s", code, out, errOut)
+	}
+	waitBaseline(t, r.dataDir, tid)
+	tab := browserTab(t)
+	r.signIn(t, tab)
+	do(t, tab, chromedp.Click("#tab-tasks"))
+	waitJS(t, tab, "the task list", `document.getElementById("task-list").innerText.includes("Console task")`)
+	if list := textOf(t, tab, "#task-list"); !strings.Contains(list, "/feed.xml") {
+		t.Errorf("the task list does not show sources:\n%s", list)
+	}
+	do(t, tab, chromedp.Click(`//ul[@id="task-list"]//button[contains(., "Console task")]`))
+	press := func(label string) {
+		t.Helper()
+		waitJS(t, tab, "the "+label+" button", `[...document.querySelectorAll("#detail-actions button")].some(b => b.innerText === "`+label+`")`)
+		do(t, tab, chromedp.Click(`//div[@id="detail-actions"]//button[.="`+label+`"]`))
+	}
+	stateIs := func(want string) {
+		t.Helper()
+		eventually(t, tid+" is "+want, func() bool { st, _ := taskState(t, r.dataDir, tid); return st == want })
+	}
+	press("Pause")
+	stateIs("paused")
+	press("Resume")
+	stateIs("active")
+	press("Check now")
+	waitJS(t, tab, "the check's outcome", `/Console task checked: (ok|unchanged)\./.test(document.body.innerText)`)
+	press("Delete")
+	waitJS(t, tab, "the confirmation", `document.getElementById("confirm").open`)
+	do(t, tab, chromedp.Click("#confirm-ok"))
+	eventually(t, tid+" is deleted", func() bool { _, ok := listTasks(t, r.dataDir)[tid]; return !ok })
+}

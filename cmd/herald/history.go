@@ -150,7 +150,7 @@ func cmdHistory(e *env, args []string) int {
 	}
 	rows := make([][]string, 0, len(p.Turns))
 	for _, t := range p.Turns {
-		rows = append(rows, []string{t.ID, t.At.Local().Format("2006-01-02 15:04"), t.Principal, oneLine(t.Text, 60), oneLine(t.Reply, 40)})
+		rows = append(rows, []string{t.ID, t.At.Local().Format("2006-01-02 15:04 MST"), t.Principal, oneLine(t.Text, 60), oneLine(t.Reply, 40)})
 	}
 	table(e.stdout, "ID\tWHEN\tWHO\tTEXT\tREPLY", rows)
 	if p.More && pos[0] == "search" {

@@ -60,7 +60,7 @@ func commands() []command {
 		{"chat", "[--as NAME]", "talk to the running service as console:NAME", cmdChat},
 		{"status", "", "show the running service's state (owner, store, channels)", cmdStatus},
 		{"tasks", "list [--limit N] [--after ID] | show ID | pause ID | resume ID | delete ID | run ID [--no-wait] | rebaseline ID", "manage tasks", cmdTasks},
-		{"requests", "approve ID | reject ID [REASON]", "decide pending requests as console:admin", cmdRequests},
+		{"requests", "list | approve ID | reject ID [REASON]", "list pending requests; decide them as console:admin", cmdRequests},
 		{"ledger", "show TASK | redeliver EFFECT-ID [--yes] | redeliver --recipient NAME [--state failed|unknown] [--since T] [--until T] [--dry-run] [--yes]", "read the effect ledger; replay an effect, or a recipient's range, explicitly", cmdLedger},
 		{"recipients", "list | enable NAME", "show recipients (enabled or disabled, last success, failures); turn a disabled one back on", cmdRecipients},
 		{"inbox", "list PRINCIPAL | read PRINCIPAL ID|all | token PRINCIPAL", "read inboxes; issue an inbox API token", cmdInbox},

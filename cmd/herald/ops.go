@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +42,7 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 		{"tasks.delete", withInput(o.act((*tasks.Manager).Delete))},
 		{"tasks.rebaseline", withInput(o.act((*tasks.Manager).Rebaseline))},
 		{"tasks.run", withInput(o.runTask)},
+		{"requests.list", o.listRequests},
 		{"requests.approve", withInput(o.act((*tasks.Manager).Approve))},
 		{"requests.reject", withInput(o.reject)},
 		{"ledger.show", withInput(o.showLedger)},
@@ -53,6 +55,7 @@ func (s *service) mountAdmin(token string, coord *configs.Coordinator) {
 		{"inbox.token", withInput(o.inboxToken)},
 		{"template.preview", withInput(o.previewTemplate)},
 		{"send-test", withInput(o.sendTest)},
+		{"send-test.follow", withInput(o.followTest)},
 		{"history.search", withInput(o.searchHistory)},
 		{"history.list", withInput(o.listHistory)},
 		{"export", withInput(o.exportTasks)},
@@ -140,6 +143,41 @@ func (o *adminOps) listTasks(ctx context.Context, in pageIn) (any, error) {
 		}
 		return v
 	}), nil
+}
+
+// listRequests lists the requests waiting for an admin, oldest first.
+func (o *adminOps) listRequests(ctx context.Context, _ json.RawMessage) (any, error) {
+	var out []requestView
+	err := eachTask(ctx, o.m, func(t *tasks.Task) {
+		if t.State == tasks.PendingApproval {
+			out = append(out, viewRequest(t))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	if out == nil {
+		out = []requestView{}
+	}
+	return out, nil
+}
+
+// eachTask calls fn with every live task, a page of the catalog at a time.
+func eachTask(ctx context.Context, m *tasks.Manager, fn func(*tasks.Task)) error {
+	for after := ""; ; {
+		page, next, err := m.ListPage(ctx, after, tasks.MaxPage)
+		if err != nil {
+			return err
+		}
+		for _, t := range page {
+			fn(t)
+		}
+		if next == "" {
+			return nil
+		}
+		after = next
+	}
 }
 
 // viewsOf renders each of list with view.
@@ -252,7 +290,7 @@ func (o *adminOps) listInbox(ctx context.Context, in inboxListIn) (any, error) {
 }
 
 func (o *adminOps) readInbox(ctx context.Context, in struct{ Principal, ID string }) (any, error) {
-	n, err := o.s.store.Inbox().MarkRead(ctx, in.Principal, in.ID)
+	n, err := o.s.store.Inbox().MarkRead(ctx, in.Principal, fullInboxID(in.ID)) // "7" is item 0000000000000007
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +352,13 @@ func (s *service) sendTest(ctx context.Context, recipient string) (sendTestView,
 	if len(res.Claimed) != 1 {
 		return sendTestView{}, errors.New("the test push was not claimed")
 	}
-	key := res.Claimed[0]
+	return s.awaitTestOutcome(ctx, res.Claimed[0], recipient, route.Dedups, 0)
+}
+
+// awaitTestOutcome waits, within sendTestWait, for the sink's answer to
+// a test push's attempt after the first `after` ones (or for the push to
+// end), and reports it; past the bound it reports where the push stands.
+func (s *service) awaitTestOutcome(ctx context.Context, key, recipient string, dedups bool, after int) (sendTestView, error) {
 	start := time.Now()
 	bound := time.NewTimer(sendTestWait)
 	defer bound.Stop()
@@ -323,9 +367,9 @@ func (s *service) sendTest(ctx context.Context, recipient string) (sendTestView,
 		if err != nil {
 			return sendTestView{}, err
 		}
-		v, answered := testOutcome(fx, route.Dedups, time.Now())
+		v, answered := testOutcome(fx, dedups, time.Now())
 		v.Recipient, v.Elapsed = recipient, time.Since(start).Round(time.Millisecond).Seconds()
-		if answered {
+		if answered && (v.Attempts > after || fx.State != store.Pending) {
 			return v, nil
 		}
 		select {
@@ -336,6 +380,27 @@ func (s *service) sendTest(ctx context.Context, recipient string) (sendTestView,
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// followTest reports the next answer to a test push claimed by send-test:
+// the attempt after the first `attempts`, as it comes (within
+// sendTestWait; the CLI asks again).
+func (o *adminOps) followTest(ctx context.Context, in struct {
+	Effect    string `json:"effect"`
+	Recipient string `json:"recipient"`
+	Attempts  int    `json:"attempts"`
+}) (any, error) {
+	if fx, err := o.s.store.Ledger().Get(ctx, in.Effect); err != nil || fx.TaskID != "test" || fx.Recipient != in.Recipient {
+		return nil, hook.BadInput("send-test.follow follows a test push to its recipient only")
+	}
+	route, err := o.s.table.Resolve(in.Recipient)
+	if err != nil {
+		return nil, hook.BadInput(fmt.Sprintf("cannot send to %s: %v", in.Recipient, err))
+	}
+	stopping := o.shutdown.from(ctx)
+	ctx, cancel := untilStopping(ctx, stopping)
+	defer cancel()
+	return o.s.awaitTestOutcome(ctx, in.Effect, in.Recipient, route.Dedups, in.Attempts)
 }
 
 // notSentReasons are the reasons a sink gives for an attempt it knows

@@ -62,3 +62,16 @@ func TestServe_RootLinksToTheConsoleAndTheInbox(t *testing.T) {
 		t.Errorf("GET /nope: %d, want 404", resp.StatusCode)
 	}
 }
+
+// TestServe_StartUpLineSaysWhatToDoNext: a person who just ran `make run`
+// reads, in the start-up log, how to talk to herald, open the console and
+// connect a chat platform.
+func TestServe_StartUpLineSaysWhatToDoNext(t *testing.T) {
+	p, _ := startServe(t, adjustExample(t, freeAddr(t), nil))
+	eventually(t, "the next-steps line", func() bool { return strings.Contains(p.log.String(), "next steps") })
+	for _, want := range []string{"herald chat --as admin", "herald console login", "docs/setup.md", p.url("/")} {
+		if !strings.Contains(p.log.String(), want) {
+			t.Errorf("the start-up log lacks %q:\n%s", want, p.log.String())
+		}
+	}
+}

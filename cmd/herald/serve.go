@@ -222,13 +222,19 @@ func serve(e *env, log zerolog.Logger) error {
 	if err := s.server.Listen(); err != nil {
 		return listenError(err, cfg.Server.Listen, e.config)
 	}
+	// The data dir's identity, made once its store opened: a serve that
+	// stops earlier leaves the data dir as it found it.
+	instance, err := datadir.Instance(e.dataDir)
+	if err != nil {
+		return err
+	}
 	token := datadir.NewToken()
 	s.mountAdmin(token, coord)
 	scheme := "http"
 	if cfg.Server.TLS.Enabled() {
 		scheme = "https"
 	}
-	if err := datadir.WriteAdmin(e.dataDir, datadir.AdminRecord{Addr: s.server.Addr(), Token: token, PID: os.Getpid(), Scheme: scheme}); err != nil {
+	if err := datadir.WriteAdmin(e.dataDir, datadir.AdminRecord{Addr: s.server.Addr(), Token: token, PID: os.Getpid(), Scheme: scheme, Instance: instance}); err != nil {
 		return fmt.Errorf("write the admin access record: %w", err)
 	}
 	defer datadir.RemoveAdmin(e.dataDir)
@@ -248,6 +254,9 @@ func serve(e *env, log zerolog.Logger) error {
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- s.server.Serve(srvCtx, drainTimeout/2) }()
 	log.Info().Str("listen", s.server.Addr()).Str("store", cfg.Store.Driver).Str("replica", s.holder).Msg("herald is serving")
+	log.Info().Str("chat", "herald chat --as admin").Str("console", "herald console login").Str("status", "herald status").
+		Str("setup", "docs/setup.md").Str("url", scheme+"://"+s.server.Addr()+"/").
+		Msg("next steps: talk to herald with `herald chat`, open the browser console with `herald console login`, connect Telegram or Feishu (docs/setup.md)")
 
 	for done := false; !done; {
 		select {

@@ -43,6 +43,24 @@ func viewTask(t *tasks.Task) taskView {
 	return v
 }
 
+// requestView is one pending request in `herald requests list --json`.
+type requestView struct {
+	ID     string     `json:"id"` // the request id, r-…
+	Task   string     `json:"task"`
+	Name   string     `json:"name"`
+	By     string     `json:"by"`
+	At     time.Time  `json:"at"`
+	Source string     `json:"source_url"`
+	Where  sourceView `json:"source"`
+	Sched  string     `json:"schedule"`
+	Notify []string   `json:"notify"`
+}
+
+func viewRequest(t *tasks.Task) requestView {
+	return requestView{ID: t.Request.ID, Task: t.ID, Name: t.Name, By: t.Request.By, At: t.Request.At.UTC(), Source: t.Source.URL,
+		Where: viewSource(t.Source.Kind, t.Source.URL), Sched: t.Schedule, Notify: t.Notify}
+}
+
 // taskDetail is `herald tasks show --json`.
 type taskDetail struct {
 	taskView

@@ -303,6 +303,9 @@ func firstNonEmpty(ss ...string) string {
 }
 
 func prepare(m delivery.Message, lang string, zone *time.Location, now time.Time) view {
+	if z := messageZone(m); z != nil {
+		zone = z
+	}
 	if zone == nil {
 		zone = time.UTC
 	}
@@ -355,6 +358,19 @@ func prepare(m delivery.Message, lang string, zone *time.Location, now time.Time
 		}
 	}
 	return v
+}
+
+// messageZone is the zone the message's task shows its times in, nil
+// when it names none (or one this binary does not know).
+func messageZone(m delivery.Message) *time.Location {
+	if m.Zone == "" {
+		return nil
+	}
+	z, err := time.LoadLocation(m.Zone)
+	if err != nil {
+		return nil
+	}
+	return z
 }
 
 // oneLine folds line breaks so one item stays on one line.

@@ -99,6 +99,8 @@ var migrations = []func(tx *bbolt.Tx) error{
 		_, err := tx.CreateBucketIfNotExists(bktBuckets)
 		return err
 	},
+	// 3 -> 4: inbox item ids in decimal (migrate.go).
+	migrateInboxDecimalIDs,
 }
 
 // initialMmapSize is the address space mapped at open (not memory used):

@@ -56,3 +56,78 @@ func migrateSplitEffects(tx *bbolt.Tx) error {
 	}
 	return nil
 }
+
+// inboxID is the id of a principal's seq-th inbox item: decimal, padded
+// to sort as it counts, so chat shows it as a short number ("/read 7")
+// and the Redis store's ids read the same.
+func inboxID(seq uint64) string { return fmt.Sprintf("%016d", seq) }
+
+// migrateInboxDecimalIDs rewrites inbox item ids from hexadecimal to
+// decimal (inboxID), in the items bucket, in each item's JSON and in the
+// effect-key index, so an inbox keeps its order and its dedup.
+func migrateInboxDecimalIDs(tx *bbolt.Tx) error {
+	root := tx.Bucket(bktInbox)
+	if root == nil {
+		return nil
+	}
+	return root.ForEachBucket(func(principal []byte) error {
+		p := root.Bucket(principal)
+		items := p.Bucket(bktItems)
+		if items == nil {
+			return nil
+		}
+		type rec struct{ oldID, newID, v []byte }
+		var recs []rec
+		err := items.ForEach(func(k, v []byte) error {
+			var seq uint64
+			if _, err := fmt.Sscanf(string(k), "%x", &seq); err != nil {
+				return fmt.Errorf("inbox item id %q: %w", k, err)
+			}
+			var it map[string]json.RawMessage
+			if err := json.Unmarshal(v, &it); err != nil {
+				return fmt.Errorf("inbox item %q: %w", k, err)
+			}
+			id := inboxID(seq)
+			it["id"], _ = json.Marshal(id)
+			nv, err := json.Marshal(it)
+			if err != nil {
+				return err
+			}
+			recs = append(recs, rec{append([]byte(nil), k...), []byte(id), nv})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		renamed := map[string][]byte{}
+		for _, r := range recs {
+			if err := items.Delete(r.oldID); err != nil {
+				return err
+			}
+			renamed[string(r.oldID)] = r.newID
+		}
+		for _, r := range recs {
+			if err := items.Put(r.newID, r.v); err != nil {
+				return err
+			}
+		}
+		keys := p.Bucket(bktKeys)
+		if keys == nil {
+			return nil
+		}
+		type ref struct{ key, id []byte }
+		var refs []ref
+		_ = keys.ForEach(func(k, v []byte) error {
+			if id, ok := renamed[string(v)]; ok {
+				refs = append(refs, ref{append([]byte(nil), k...), id})
+			}
+			return nil
+		})
+		for _, r := range refs {
+			if err := keys.Put(r.key, r.id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

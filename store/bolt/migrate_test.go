@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -196,4 +197,75 @@ func FuzzDecodeBody(f *testing.F) {
 			t.Fatalf("round trip: %+v %q -> %+v %q", b, p, b2, p2)
 		}
 	})
+}
+
+// TestMigrationV3InboxIDsBecomeShortNumbers: an inbox written with
+// hexadecimal ids is rewritten to decimal ones on open, keeping its order,
+// its read marks and its dedup by effect key, so chat can show item 10 as
+// "/read 10".
+func TestMigrationV3InboxIDsBecomeShortNumbers(t *testing.T) {
+	ctx := context.Background()
+	base := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	path := filepath.Join(t.TempDir(), "herald.db")
+	s, err := Open(path, Options{Now: func() time.Time { return base }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 12; i++ {
+		if _, err := s.Inbox().Append(ctx, store.InboxItem{Principal: "ann", EffectKey: fmt.Sprintf("k%d", i), Title: fmt.Sprintf("n%d", i)}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Inbox().MarkRead(ctx, "ann", inboxID(11)); err != nil {
+		t.Fatal(err)
+	}
+	// Lay the inbox out as schema 3 did: hexadecimal ids.
+	err = s.db.Update(func(tx *bbolt.Tx) error {
+		p := tx.Bucket(bktInbox).Bucket([]byte("ann"))
+		items, keys := p.Bucket(bktItems), p.Bucket(bktKeys)
+		for seq := uint64(1); seq <= 12; seq++ {
+			v := items.Get([]byte(inboxID(seq)))
+			var it store.InboxItem
+			if err := json.Unmarshal(v, &it); err != nil {
+				return err
+			}
+			if err := items.Delete([]byte(inboxID(seq))); err != nil {
+				return err
+			}
+			it.ID = fmt.Sprintf("%016x", seq)
+			nv, _ := json.Marshal(it)
+			if err := items.Put([]byte(it.ID), nv); err != nil {
+				return err
+			}
+			if err := keys.Put([]byte(it.EffectKey), []byte(it.ID)); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bktMeta).Put(keySchema, u64(3))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(path, Options{Now: func() time.Time { return base }})
+	if err != nil {
+		t.Fatalf("Open schema 3 file: %v", err)
+	}
+	defer func() { _ = s.Close() }()
+	list, err := s.Inbox().List(ctx, "ann", store.InboxQuery{Limit: 50})
+	if err != nil || len(list) != 12 {
+		t.Fatalf("List = %d items, %v", len(list), err)
+	}
+	for i, it := range list {
+		seq := 12 - i
+		if it.ID != inboxID(uint64(seq)) || it.Title != fmt.Sprintf("n%d", seq) || it.Read != (seq == 11) {
+			t.Errorf("item %d = %+v, want id %s titled n%d", i, it, inboxID(uint64(seq)), seq)
+		}
+	}
+	res, err := s.Inbox().Append(ctx, store.InboxItem{Principal: "ann", EffectKey: "k10", Title: "again"}, 0)
+	if err != nil || res.Item.ID != inboxID(10) || res.Item.Title != "n10" {
+		t.Errorf("a second append of k10 = %+v, %v; want the migrated item 10", res.Item, err)
+	}
 }

@@ -248,7 +248,7 @@ func (in *inbox) Append(ctx context.Context, item store.InboxItem, limit int) (s
 			return err
 		}
 		out = item
-		out.ID = fmt.Sprintf("%016x", seq)
+		out.ID = inboxID(seq)
 		if out.CreatedAt.IsZero() {
 			out.CreatedAt = s.now()
 		}

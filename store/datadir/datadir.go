@@ -12,14 +12,16 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/herald-bridge/herald/store/flock"
 )
 
 // File names inside the data dir.
 const (
-	LockFile  = ".lock"
-	AdminFile = "admin.json"
+	LockFile     = ".lock"
+	AdminFile    = "admin.json"
+	InstanceFile = "instance"
 )
 
 var (
@@ -87,6 +89,10 @@ type AdminRecord struct {
 	Token  string `json:"token"`
 	PID    int    `json:"pid"`
 	Scheme string `json:"scheme"`
+	// Instance is the data dir's lasting identity (see Instance): the
+	// same across restarts of the service that keeps its state there, new
+	// when the data dir is made afresh.
+	Instance string `json:"instance,omitempty"`
 }
 
 // WriteAdmin writes dir/admin.json with mode 0600, atomically: a reader
@@ -96,38 +102,71 @@ func WriteAdmin(dir string, rec AdminRecord) error {
 	if err != nil {
 		return fmt.Errorf("datadir: encode admin record: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, AdminFile+".tmp-*")
-	if err != nil {
+	if err := writeAtomic(dir, AdminFile, append(data, '\n')); err != nil {
 		return fmt.Errorf("datadir: write admin record: %w", err)
 	}
-	name := tmp.Name()
+	return nil
+}
+
+// writeAtomic writes dir/name with mode 0600 through a synced temp file
+// and a rename, so a reader sees the old content or the new, never a torn
+// file.
+func writeAtomic(dir, name string, data []byte) error {
+	tmp, err := os.CreateTemp(dir, name+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmpName := tmp.Name()
 	fail := func(err error) error {
 		_ = tmp.Close()
-		_ = os.Remove(name)
-		return fmt.Errorf("datadir: write admin record: %w", err)
+		_ = os.Remove(tmpName)
+		return err
 	}
 	if err := tmp.Chmod(0o600); err != nil {
 		return fail(err)
 	}
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
+	if _, err := tmp.Write(data); err != nil {
 		return fail(err)
 	}
 	if err := tmp.Sync(); err != nil {
 		return fail(err)
 	}
 	if err := tmp.Close(); err != nil {
-		_ = os.Remove(name)
-		return fmt.Errorf("datadir: write admin record: %w", err)
+		_ = os.Remove(tmpName)
+		return err
 	}
-	if err := os.Rename(name, filepath.Join(dir, AdminFile)); err != nil {
-		_ = os.Remove(name)
-		return fmt.Errorf("datadir: write admin record: %w", err)
+	if err := os.Rename(tmpName, filepath.Join(dir, name)); err != nil {
+		_ = os.Remove(tmpName)
+		return err
 	}
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync()
 		_ = d.Close()
 	}
 	return nil
+}
+
+// Instance returns the data dir's identity, creating it on first use: a
+// random id kept in dir/instance. A restarted service on the same data dir
+// has the same identity; a data dir made afresh at the same path has
+// another, so a client that held on to the old service can tell them apart.
+// The caller holds the data dir's lock.
+func Instance(dir string) (string, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, InstanceFile))
+	if err == nil {
+		if id := strings.TrimSpace(string(raw)); id != "" {
+			return id, nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("datadir: read instance id: %w", err)
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	if err := writeAtomic(dir, InstanceFile, []byte(id+"\n")); err != nil {
+		return "", fmt.Errorf("datadir: write instance id: %w", err)
+	}
+	return id, nil
 }
 
 // ReadAdmin reads dir/admin.json; ErrNotRunning when it does not exist.

@@ -220,3 +220,34 @@ func FuzzReadAdmin(f *testing.F) {
 		}
 	})
 }
+
+// TestInstance_LastsAcrossRestartsNotAcrossFreshDirs: the identity a
+// chat session holds on to is the same each time the data dir is opened,
+// and another for a data dir made afresh at the same path.
+func TestInstance_LastsAcrossRestartsNotAcrossFreshDirs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	first, err := Instance(dir)
+	if err != nil || first == "" {
+		t.Fatalf("Instance = %q, %v", first, err)
+	}
+	again, err := Instance(dir)
+	if err != nil || again != first {
+		t.Fatalf("Instance on reopen = %q, %v; want %q", again, err, first)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, InstanceFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("instance file: %v", err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := Instance(dir)
+	if err != nil || fresh == first {
+		t.Fatalf("Instance of a fresh data dir = %q, %v; want one other than %q", fresh, err, first)
+	}
+}

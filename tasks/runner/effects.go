@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/download"
+	"github.com/herald-bridge/herald/tasks/schedule"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
@@ -30,7 +32,7 @@ func eventEffects(t *tasks.Task, runID string, events []watch.Event, now time.Ti
 			}
 		}
 		msg := delivery.Message{
-			Kind: kind, TaskID: t.ID, TaskName: t.DisplayName(), OccurredAt: now,
+			Kind: kind, TaskID: t.ID, TaskName: t.DisplayName(), OccurredAt: now, Zone: taskZone(t, ev.Item.Due),
 			Items: []delivery.Item{{ID: ev.Item.ID, Title: ev.Item.Title, URL: ev.Item.URL, Change: change, Due: ev.Item.Due,
 				WasTitle: ev.WasTitle, WasDue: ev.WasDue}},
 		}
@@ -49,6 +51,19 @@ func eventEffects(t *tasks.Task, runID string, events []watch.Event, now time.Ti
 		}
 	}
 	return out, nil
+}
+
+// taskZone is the IANA zone a notice shows the task's times in: the
+// deadline's own zone when the source named one (an iCalendar TZID), else
+// the zone the task's schedule names, else "" (the recipient's zone).
+func taskZone(t *tasks.Task, due time.Time) string {
+	if name := due.Location().String(); strings.Contains(name, "/") {
+		return name
+	}
+	if z := schedule.ZoneOf(t.Schedule); z != nil {
+		return z.String()
+	}
+	return ""
 }
 
 // downloadEffects claims the downloads of one run: every listed file the

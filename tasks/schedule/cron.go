@@ -32,6 +32,9 @@ var _ Schedule = (*Cron)(nil)
 // Kind returns "cron".
 func (c *Cron) Kind() string { return KindCron }
 
+// Zone returns the zone the expression's fields are read in.
+func (c *Cron) Zone() *time.Location { return c.loc }
+
 // String returns e.g. "cron 0 9 * * MON-FRI Europe/London".
 func (c *Cron) String() string {
 	s := zoneSuffix(c.loc)

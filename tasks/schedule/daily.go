@@ -23,6 +23,9 @@ func (d Daily) String() string {
 	return fmt.Sprintf("daily %02d:%02d%s", d.Hour, d.Minute, zoneSuffix(d.loc()))
 }
 
+// Zone returns the zone the schedule's wall-clock times are read in.
+func (d Daily) Zone() *time.Location { return d.loc() }
+
 func (d Daily) loc() *time.Location {
 	if d.Location == nil {
 		return time.UTC

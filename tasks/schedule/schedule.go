@@ -290,3 +290,19 @@ func zoneSuffix(loc *time.Location) string {
 	}
 	return " " + name
 }
+
+// ZoneOf is the IANA zone a schedule's text names or was given (the zone
+// of "daily 08:00 America/New_York", of a cron expression's zone), nil
+// when the text does not parse or reads wall-clock times in no named zone
+// ("every 30m", or a zone that is UTC).
+func ZoneOf(text string) *time.Location {
+	s, err := Parse(text, time.UTC)
+	if err != nil {
+		return nil
+	}
+	z, ok := s.(interface{ Zone() *time.Location })
+	if !ok || z.Zone() == nil || !strings.Contains(z.Zone().String(), "/") {
+		return nil
+	}
+	return z.Zone()
+}

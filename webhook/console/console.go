@@ -44,6 +44,10 @@ type Manager interface {
 	Approve(ctx context.Context, who, id string) (*tasks.Task, error)
 	Reject(ctx context.Context, who, id, reason string) (*tasks.Task, error)
 	Redeliver(ctx context.Context, who, key string) (store.Effect, error)
+	Pause(ctx context.Context, who, id string) (*tasks.Task, error)
+	Resume(ctx context.Context, who, id string) (*tasks.Task, error)
+	Delete(ctx context.Context, who, id string) (*tasks.Task, error)
+	RunNow(ctx context.Context, who, id string) (tasks.RunRecord, error)
 }
 
 // Options configure the console.
@@ -65,6 +69,8 @@ type Options struct {
 	// Recipients lists recipients and acts on them (nil: none listed).
 	Recipients Recipients
 	Now        func() time.Time
+	// SignedIn is told of each sign-in, for the audit log; nil: nobody.
+	SignedIn func(principal string)
 }
 
 // Console serves the page and its API.
@@ -122,6 +128,10 @@ func (c *Console) Mount(s *webhook.Server) {
 	s.Handle("/console/api/recipients", c.authed(http.MethodGet, c.recipientsView))
 	s.Handle("/console/api/recipients/enable", c.authed(http.MethodPost, c.recipientAction(c.enableRecipient)))
 	s.Handle("/console/api/recipients/redeliver", c.authed(http.MethodPost, c.recipientAction(c.redeliverRecipient)))
+	s.Handle("/console/api/pause", c.authed(http.MethodPost, c.action(c.change(Manager.Pause))))
+	s.Handle("/console/api/resume", c.authed(http.MethodPost, c.action(c.change(Manager.Resume))))
+	s.Handle("/console/api/delete", c.authed(http.MethodPost, c.action(c.change(Manager.Delete))))
+	s.Handle("/console/api/run", c.authed(http.MethodPost, c.action(c.run)))
 }
 
 // secure sets the headers every console response carries; no-store keeps
@@ -256,6 +266,9 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) error {
 		_ = c.o.Sessions.End(r.Context(), tok)
 		return errNoAdmin
 	}
+	if c.o.SignedIn != nil {
+		c.o.SignedIn(sess.Principal)
+	}
 	http.SetCookie(w, &http.Cookie{
 		Name: CookieName, Value: tok, Path: "/console", MaxAge: int(SessionTTL / time.Second),
 		HttpOnly: true, Secure: c.secureCookie(r), SameSite: http.SameSiteStrictMode,
@@ -349,6 +362,23 @@ func (c *Console) reject(ctx context.Context, principal string, in idIn) (map[st
 		in.Reason = in.Reason[:500]
 	}
 	return taskState(c.o.Manager.Reject(ctx, principal, in.ID, strings.TrimSpace(in.Reason)))
+}
+
+// change is a task action the CLI and chat have too (pause, resume,
+// delete), made as the signed-in admin.
+func (c *Console) change(do func(m Manager, ctx context.Context, who, id string) (*tasks.Task, error)) func(context.Context, string, idIn) (map[string]string, error) {
+	return func(ctx context.Context, principal string, in idIn) (map[string]string, error) {
+		return taskState(do(c.o.Manager, ctx, principal, in.ID))
+	}
+}
+
+// run checks a task now and answers with the run's outcome.
+func (c *Console) run(ctx context.Context, principal string, in idIn) (map[string]string, error) {
+	rec, err := c.o.Manager.RunNow(ctx, principal, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"id": in.ID, "outcome": rec.Outcome, "class": string(rec.Class)}, nil
 }
 
 func taskState(t *tasks.Task, err error) (map[string]string, error) {

@@ -249,13 +249,24 @@ func (c *Console) attention(w http.ResponseWriter, r *http.Request, _ Session) e
 		TaskName   string          `json:"task_name"`
 		Recipients []recipientView `json:"recipients"`
 	}
+	// refusing is a recipient with pushes waiting after refused attempts
+	// (a robot that refuses connections, a rate limit): reachable in
+	// principle, not now.
+	type refusing struct {
+		Recipient recipientView `json:"recipient"`
+		Pushes    int           `json:"pushes"`
+		Attempts  int           `json:"attempts"`
+		LastError string        `json:"last_error"`
+		UpdatedAt time.Time     `json:"updated_at"`
+	}
 	out := struct {
 		OK          bool          `json:"ok"`
 		Pending     []pending     `json:"pending"`
 		Failing     []failing     `json:"failing"`
 		Unknown     []unknown     `json:"unknown"`
 		Unreachable []unreachable `json:"unreachable"`
-	}{OK: true, Pending: []pending{}, Failing: []failing{}, Unknown: []unknown{}, Unreachable: []unreachable{}}
+		Refusing    []refusing    `json:"refusing"`
+	}{OK: true, Pending: []pending{}, Failing: []failing{}, Unknown: []unknown{}, Unreachable: []unreachable{}, Refusing: []refusing{}}
 	ids := make([]string, 0, len(byID))
 	for id := range byID {
 		ids = append(ids, id)
@@ -289,6 +300,26 @@ func (c *Console) attention(w http.ResponseWriter, r *http.Request, _ Session) e
 			Recipient: c.recipient(byID[fx.TaskID], fx.Recipient), Attempts: len(fx.Attempts), UpdatedAt: fx.UpdatedAt.UTC(), Error: scrubText(fx.Error)})
 	}
 	slices.SortFunc(out.Unknown, func(a, b unknown) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	refused := map[string]int{} // recipient → index in out.Refusing
+	for _, fx := range fxs {
+		if fx.State != store.Pending || fx.Error == "" || len(fx.Attempts) == 0 {
+			continue
+		}
+		v := c.recipient(byID[fx.TaskID], fx.Recipient)
+		key := v.Kind + "\x00" + v.Name + "\x00" + v.Role
+		i, ok := refused[key]
+		if !ok {
+			i = len(out.Refusing)
+			refused[key] = i
+			out.Refusing = append(out.Refusing, refusing{Recipient: v})
+		}
+		r := &out.Refusing[i]
+		r.Pushes++
+		r.Attempts += len(fx.Attempts)
+		if fx.UpdatedAt.After(r.UpdatedAt) {
+			r.UpdatedAt, r.LastError = fx.UpdatedAt.UTC(), scrubText(fx.Error)
+		}
+	}
 	return writeJSON(w, out)
 }
 
@@ -389,7 +420,7 @@ func (c *Console) delivery(w http.ResponseWriter, r *http.Request, _ Session) er
 		hours = 24
 	}
 	hours = min(hours, 72)
-	fxs, _, err := c.scan(r.Context())
+	fxs, byID, err := c.scan(r.Context())
 	if err != nil {
 		return webhook.ErrUnavailable
 	}
@@ -398,9 +429,21 @@ func (c *Console) delivery(w http.ResponseWriter, r *http.Request, _ Session) er
 	from := end.Add(-time.Duration(hours) * time.Hour)
 	series := map[string]map[string][]int{}
 	states := map[string]int{}
+	// perRecipient names each recipient (as the console shows them: a
+	// configured name, or a role and transport, never the address) with
+	// its attempts in the window by result and its last error.
+	type recipientRow struct {
+		Recipient recipientView  `json:"recipient"`
+		Results   map[string]int `json:"results"`
+		LastError string         `json:"last_error,omitempty"`
+		last      time.Time
+	}
+	var perRecipient []*recipientRow
+	rowOf := map[recipientView]*recipientRow{}
 	for _, fx := range fxs {
 		states[string(fx.State)]++
 		kind := c.o.KindOf(fx.Recipient)
+		rv := c.recipient(byID[fx.TaskID], fx.Recipient)
 		for _, a := range fx.Attempts {
 			if a.End.IsZero() || a.Start.Before(from) || strings.HasPrefix(a.Error, store.RedeliveryMark) {
 				continue
@@ -408,6 +451,16 @@ func (c *Console) delivery(w http.ResponseWriter, r *http.Request, _ Session) er
 			res := string(a.Outcome)
 			if a.Outcome == store.Pending {
 				res = "retry"
+			}
+			row := rowOf[rv]
+			if row == nil {
+				row = &recipientRow{Recipient: rv, Results: map[string]int{}}
+				rowOf[rv] = row
+				perRecipient = append(perRecipient, row)
+			}
+			row.Results[res]++
+			if a.Error != "" && a.End.After(row.last) {
+				row.last, row.LastError = a.End, scrubText(a.Error)
 			}
 			if series[kind] == nil {
 				series[kind] = map[string][]int{}
@@ -439,5 +492,12 @@ func (c *Console) delivery(w http.ResponseWriter, r *http.Request, _ Session) er
 		kinds = append(kinds, kv)
 	}
 	slices.SortFunc(kinds, func(a, b kindView) int { return strings.Compare(a.Kind, b.Kind) })
-	return writeJSON(w, map[string]any{"ok": true, "from": from, "hours": hours, "results": resultNames, "kinds": kinds, "states": states})
+	slices.SortFunc(perRecipient, func(a, b *recipientRow) int {
+		return strings.Compare(a.Recipient.Name+a.Recipient.Role+a.Recipient.Kind, b.Recipient.Name+b.Recipient.Role+b.Recipient.Kind)
+	})
+	if perRecipient == nil {
+		perRecipient = []*recipientRow{}
+	}
+	return writeJSON(w, map[string]any{"ok": true, "from": from, "hours": hours, "results": resultNames, "kinds": kinds, "states": states,
+		"recipients": perRecipient})
 }

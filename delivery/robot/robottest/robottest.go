@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -93,6 +94,23 @@ func (rb *Robot) serve(w http.ResponseWriter, r *http.Request) {
 		msg = "refused"
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{"errcode": a.Code, "errmsg": msg})
+}
+
+// NewRobotAt starts the robot of NewRobot listening on addr: a robot
+// that comes up where a sink was refused before.
+func NewRobotAt(t testing.TB, addr string, answer func(n int, r Request) Answer) *Robot {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen on %s: %v", addr, err)
+	}
+	rb := &Robot{t: t, answer: answer}
+	rb.Server = httptest.NewUnstartedServer(http.HandlerFunc(rb.serve))
+	_ = rb.Server.Listener.Close()
+	rb.Server.Listener = l
+	rb.Server.Start()
+	t.Cleanup(rb.Close)
+	return rb
 }
 
 // Requests returns what the robot received so far.

@@ -38,6 +38,11 @@
       reply_to: "the requester's chat", owner_inbox: "the owner's inbox", inbox: "an inbox", chat: "a chat",
       nothing_pending: "No request waits for you.", nothing_failing: "Every watch checks fine.",
       nothing_unknown: "No push waits for a human.", nothing_unreachable: "Every recipient is reachable.",
+      refused: "{0} attempts refused; {1} pushes wait to be tried again",
+      run_now: "Check now", pause: "Pause", resume: "Resume", delete: "Delete",
+      by_recipient: "By recipient", recipient: "Recipient", last_error: "Last error",
+      confirm_delete: "Delete this task?", confirm_delete_text: "{0} stops being checked and leaves the task list.",
+      checking: "Checking {0}…", checked: "{0} checked: {1}.", now_pause: "{0} is paused.", now_resume: "{0} is resumed.", now_delete: "{0} is deleted.",
       chart_runs: "{0} runs: bar height is items seen, colour is the outcome, the line is the duration.",
       chart_delivery: "{0} attempts over the last {1} hours by result.", attempts_total: "{0}: {1} attempts",
       states: "Ledger entries looked at: {0}", no_attempts: "No delivery attempts in this window.",
@@ -80,6 +85,11 @@
       reply_to: "申请人的聊天", owner_inbox: "创建者的收件箱", inbox: "一个收件箱", chat: "一个聊天",
       nothing_pending: "没有等待你处理的申请。", nothing_failing: "所有任务检查正常。",
       nothing_unknown: "没有需要人工处理的推送。", nothing_unreachable: "所有接收方都可送达。",
+      refused: "{0} 次尝试被拒绝；{1} 条推送等待重试",
+      run_now: "立即检查", pause: "暂停", resume: "恢复", delete: "删除",
+      by_recipient: "按接收方", recipient: "接收方", last_error: "最近的错误",
+      confirm_delete: "删除这个任务？", confirm_delete_text: "{0} 将不再检查，并从任务列表中移除。",
+      checking: "正在检查 {0}…", checked: "{0} 已检查：{1}。", now_pause: "{0} 已暂停。", now_resume: "{0} 已恢复。", now_delete: "{0} 已删除。",
       chart_runs: "{0} 次检查：柱高为条目数，颜色为结果，折线为用时。",
       chart_delivery: "最近 {1} 小时共 {0} 次投递尝试，按结果分色。", attempts_total: "{0}：{1} 次尝试",
       states: "查看的账本记录：{0}", no_attempts: "这段时间没有投递尝试。",
@@ -394,6 +404,12 @@
       unr.append(card(str(u.task_name), [line(str(u.task), (u.recipients || []).map(recipientText).join(", "))],
         [button(t("details"), "", () => openDetail(str(u.task)))]));
     }
+    for (const r of data.refusing || []) {
+      unr.append(card(recipientText(r.recipient), [
+        line(t("refused", r.attempts, r.pushes), when(r.updated_at)),
+        r.last_error ? node("p", "err", r.last_error) : null,
+      ], []));
+    }
     empty(unr, "nothing_unreachable");
   }
 
@@ -507,6 +523,28 @@
 
   // ---------------------------------------------------------------- tasks
 
+  // taskAct pauses, resumes, deletes (after asking) or checks a task now,
+  // as chat and the CLI do, and shows the task as it then is.
+  async function taskAct(op, tk) {
+    const name = str(tk.name) || str(tk.id);
+    if (op === "delete" && !(await ask(t("confirm_delete"), t("confirm_delete_text", name), t("delete"), false))) {
+      return;
+    }
+    if (op === "run") {
+      setStatus(t("checking", name));
+    }
+    const data = await call(op, { id: str(tk.id) });
+    if (!data) {
+      return;
+    }
+    setStatus(op === "run" ? t("checked", name, str((data.result || {}).outcome)) : t("now_" + op, name));
+    if (op === "delete") {
+      $("detail").hidden = true;
+      openTask = "";
+    }
+    loadTasks();
+  }
+
   function fillSelect(sel, values, label) {
     const cur = sel.value;
     sel.replaceChildren();
@@ -543,7 +581,7 @@
       const b = button(str(it.name) || str(it.id), "link", () => openDetail(str(it.id)));
       b.setAttribute("aria-controls", "detail");
       li.append(b, line(str(it.id), stateText(str(it.state)), str(it.owner), str(it.kind), str(it.schedule),
-        it.next_run ? when(it.next_run) : "", str(it.last_outcome)));
+        it.next_run ? when(it.next_run) : "", str(it.last_outcome)), line(str(it.source)));
       if (it.last_error) {
         li.append(node("p", "err", str(it.last_error)));
       }
@@ -608,6 +646,21 @@
     fact(dl, "requested", t("requested_by", str(data.requested_by)));
     if (data.unreachable && data.unreachable.length) {
       fact(dl, "unreachable", data.unreachable.map(recipientText).join(", "));
+    }
+    const acts = $("detail-actions");
+    acts.replaceChildren();
+    const st = str(tk.state);
+    if (st === "active" || st === "error") {
+      acts.append(button(t("run_now"), "primary", () => taskAct("run", tk)));
+    }
+    if (st === "active") {
+      acts.append(button(t("pause"), "", () => taskAct("pause", tk)));
+    }
+    if (st === "paused" || st === "error") {
+      acts.append(button(t("resume"), "", () => taskAct("resume", tk)));
+    }
+    if (st !== "deleted" && st !== "pending_approval") {
+      acts.append(button(t("delete"), "", () => taskAct("delete", tk)));
     }
     const runs = Array.isArray(data.runs) ? data.runs : [];
     drawRuns($("detail-chart"), runs);
@@ -696,6 +749,18 @@
     }
     const states = data.states || {};
     $("states").textContent = t("states", Object.keys(states).sort().map((k) => k + " " + states[k]).join(", ") || "0");
+    const rbody = $("delivery-recipients").tBodies[0];
+    rbody.replaceChildren();
+    for (const row of data.recipients || []) {
+      const tr = node("tr");
+      const res = row.results || {};
+      tr.append(node("td", "", recipientText(row.recipient)));
+      for (const r of ["completed", "failed", "unknown", "retry"]) {
+        tr.append(node("td", "num", res[r] || 0));
+      }
+      tr.append(node("td", "err", str(row.last_error)));
+      rbody.append(tr);
+    }
     const box = $("delivery-charts");
     box.replaceChildren();
     const kinds = Array.isArray(data.kinds) ? data.kinds : [];

@@ -411,9 +411,10 @@ func (s *Source) classifyTransport(parent context.Context, u *url.URL, err error
 type getter struct {
 	s      *Source
 	parent context.Context
+	last   *kind.Document // the document Do returned last: a Run's feed title is read off it
 }
 
-func (g getter) Do(ctx context.Context, r kind.Request) (*kind.Document, error) {
+func (g *getter) Do(ctx context.Context, r kind.Request) (*kind.Document, error) {
 	s := g.s
 	if r.URL == nil {
 		r.URL = s.u
@@ -428,7 +429,8 @@ func (g getter) Do(ctx context.Context, r kind.Request) (*kind.Document, error) 
 	if err := apiError(s.spec.Kind, s.spec, doc.body); err != nil {
 		return nil, err
 	}
-	return &kind.Document{URL: doc.url, Body: doc.body, ContentType: doc.contentType, Header: doc.header}, nil
+	g.last = &kind.Document{URL: doc.url, Body: doc.body, ContentType: doc.contentType, Header: doc.header}
+	return g.last, nil
 }
 
 // isInstance reports whether u is on a configured RSSHub instance: the

@@ -95,7 +95,11 @@ func askInstance(ctx context.Context, g kind.Getter, inst Instance, route string
 		}
 		return s
 	}
-	return parseFeedAs(doc.Body, doc.ContentType, base, neutral)
+	items, err := parseFeedAs(doc.Body, doc.ContentType, base, neutral)
+	if err == nil {
+		doc.Title = feedTitle(doc.Body, doc.ContentType) // the route's feed names an unnamed task
+	}
+	return items, err
 }
 
 // RouteURL is route on the instance at base (its path prefix kept); the

@@ -177,3 +177,13 @@ func TestRSSHub_RouteChecked(t *testing.T) {
 		t.Fatal("New accepted an rsshub watch with a bad route")
 	}
 }
+
+// An rsshub watch reports its route's feed title, as a feed does, so an
+// unnamed task's notices name the feed rather than an instance's host.
+func TestRSSHub_ReportsTheFeedsOwnTitle(t *testing.T) {
+	a := rsshubtest.New(t, "")
+	a.Route(jwc, jwcItems...)
+	if got := mustFetch(t, rsshubSource(t, Options{}, instanceOf(t, a, ""))).Title; got != jwc {
+		t.Errorf("title %q, want the feed's own %q", got, jwc)
+	}
+}

@@ -285,14 +285,19 @@ func (s *Source) run(parent context.Context, k kind.Kind) (watch.Result, error) 
 		}
 		in.Spec.Token = tok
 	}
-	items, err := k.Run(ctx, getter{s: s, parent: parent}, in)
+	g := &getter{s: s, parent: parent}
+	items, err := k.Run(ctx, g, in)
 	if err != nil {
 		return watch.Result{}, s.classifyTransport(parent, s.u, err)
 	}
 	if err := s.checkCount(items); err != nil {
 		return watch.Result{}, err
 	}
-	return watch.Result{Kind: k.Name, Items: items}, nil
+	res := watch.Result{Kind: k.Name, Items: items}
+	if g.last != nil {
+		res.Title = g.last.Title // set by a Run that reads its feed's own title (rsshub)
+	}
+	return res, nil
 }
 
 // checkAuth checks a watch's sign-in and rendering; errors name the

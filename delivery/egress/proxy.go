@@ -106,14 +106,15 @@ func (h *hop) socks() bool { return strings.HasPrefix(h.proxy.Scheme, "socks5") 
 func (h *hop) fail(kind string, status int, cause error) *ProxyError {
 	pe := &ProxyError{Route: h.route.Name(), Kind: kind, Status: status}
 	if cause != nil {
-		pe.Detail = h.route.scrub(rootCause(cause))
+		pe.Detail = h.route.scrub(RootCause(cause))
 	}
 	return pe
 }
 
-// rootCause is an error's innermost text, below the wrappers that name
-// addresses (url.Error, net.OpError).
-func rootCause(err error) string {
+// RootCause is an error's innermost text, below the wrappers that name
+// URLs and addresses (url.Error, net.OpError): what a person is told of a
+// failed connection without the address in it.
+func RootCause(err error) string {
 	for {
 		switch e := err.(type) {
 		case *url.Error:

@@ -188,17 +188,17 @@ func Classify(err error) (result, detail string) {
 	}
 	switch {
 	case errors.Is(err, egress.ErrBlocked), errors.Is(err, egress.ErrBadURL):
-		return Guard, cause(err)
+		return Guard, egress.RootCause(err)
 	case errors.As(err, &dns):
 		return DNS, "the name does not resolve"
 	case egress.IsTLSFailure(err):
 		return TLS, tlsCause(err)
 	case errors.As(err, &op) && op.Op == "dial":
-		return Connect, cause(err)
+		return Connect, egress.RootCause(err)
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &op) && op.Timeout():
 		return Timeout, "no answer in time"
 	}
-	return Failed, cause(err)
+	return Failed, egress.RootCause(err)
 }
 
 // tlsCause says why a handshake failed, without the names and
@@ -216,21 +216,6 @@ func tlsCause(err error) string {
 		return "the certificate is not valid (expired or not for a server)"
 	}
 	return "the TLS handshake failed"
-}
-
-// cause is an error's innermost text, below the wrappers that name URLs
-// and addresses.
-func cause(err error) string {
-	for {
-		switch e := err.(type) {
-		case *url.Error:
-			err = e.Err
-		case *net.OpError:
-			err = e.Err
-		default:
-			return err.Error()
-		}
-	}
 }
 
 // Show is how a target is printed: scheme and host only (paths and

@@ -103,7 +103,7 @@ func TestTrial_RequestSaysWhatItFound(t *testing.T) {
 		{"404 said plainly", "/watch " + srv.URL + "/gone.xml every 1h", []string{"404 Not Found"}, false},
 		{"a page with no list", "/watch " + srv.URL + "/page every 1h", []string{"no repeated list", "selector"}, false},
 		{"a reminder on a feed", "/remind " + srv.URL + "/feed.xml", []string{"no dates here, so a reminder would never fire"}, false},
-		{"a reminder on a calendar", "/remind " + srv.URL + "/cal.ics", []string{"Tried it: 1 entry with a due date, due 2026-11-10 09:00."}, true},
+		{"a reminder on a calendar", "/remind " + srv.URL + "/cal.ics", []string{"Tried it: 1 entry with a due date, due 2026-11-10 09:00 UTC."}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

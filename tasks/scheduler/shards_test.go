@@ -161,7 +161,7 @@ func shardReplica(t *testing.T, url, prefix string, shards int, holder string, s
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	e, err := engine.New(engine.Options{
-		Store: st, Holder: holder, Log: zerolog.Nop(), LeaseTTL: 800 * time.Millisecond,
+		Store: st, Holder: holder, Log: zerolog.Nop(), LeaseTTL: 800 * time.Millisecond, StartSpread: -1, // checks at once, as the waits below expect
 		Sources: tasks.SourceOpenerFunc(src.open),
 		Policy:  tasks.Policy{Admins: []string{"console:admin"}, AllowedHosts: []string{"*.example.edu"}, Named: map[string]bool{}},
 	})

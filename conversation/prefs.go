@@ -31,20 +31,21 @@ func (t *turn) mute(id string, d time.Duration) []Reply {
 }
 
 func (t *turn) quiet(q string) []Reply {
-	return t.setTimed(q, func(p *chatprefs.Prefs) *string { return &p.Quiet }, "prefs.quiet_hours_are_off", "prefs.quiet_hours_set_for")
+	return t.setTimed(q, func(p *chatprefs.Prefs) *string { return &p.Quiet }, "prefs.quiet_hours_are_off", "prefs.quiet_hours_set_for", q, t.c.zone())
 }
 
 // digest sets or lifts the chat's digest (SPEC §20): its change notices
 // wait and go out together at each fire of s, or one by one again.
 func (t *turn) digest(s string) []Reply {
-	return t.setTimed(s, func(p *chatprefs.Prefs) *string { return &p.Digest }, "prefs.digest_is_off", "prefs.digest_set_for")
+	// The schedule names its zone already; it is shown in the person's words.
+	return t.setTimed(s, func(p *chatprefs.Prefs) *string { return &p.Digest }, "prefs.digest_is_off", "prefs.digest_set_for", t.schedule(s))
 }
 
 // setTimed sets one of the chat's settings read in its zone (quiet hours,
 // the digest) to v, or clears it on "off"; a chat without a zone of its
-// own takes the conversation's. It answers with offKey, or setKey over v
-// and the zone.
-func (t *turn) setTimed(v string, field func(*chatprefs.Prefs) *string, offKey, setKey string) []Reply {
+// own takes the conversation's. It answers with offKey, or setKey over
+// shown.
+func (t *turn) setTimed(v string, field func(*chatprefs.Prefs) *string, offKey, setKey string, shown ...any) []Reply {
 	err := t.c.o.Prefs.Update(t.ctx, t.m.Chat, func(p *chatprefs.Prefs) {
 		f := field(p)
 		if v == "off" {
@@ -62,5 +63,5 @@ func (t *turn) setTimed(v string, field func(*chatprefs.Prefs) *string, offKey, 
 	if v == "off" {
 		return t.reply(offKey)
 	}
-	return t.reply(setKey, v, t.c.zone())
+	return t.reply(setKey, shown...)
 }

@@ -126,7 +126,7 @@ var English = Catalog{
 		"prefs.muted_here_until_its":           "Muted %s here until %s; its pushes wait and arrive after, once.",
 		"prefs.quiet_hours_are_off":            "Quiet hours are off for this chat.",
 		"prefs.digest_is_off":                  "The digest is off for this chat; notices come one by one again, and any waiting come now.",
-		"prefs.digest_set_for":                 "Digest %s (%s) set for this chat: change notices wait and arrive together, as one message, at each of those times. Deadline reminders due before the next digest still come at once.",
+		"prefs.digest_set_for":                 "Digest %s set for this chat: change notices wait and arrive together, as one message, at each of those times. Deadline reminders due before the next digest still come at once.",
 		"prefs.quiet_hours_set_for":            "Quiet hours %s (%s) set for this chat; pushes in that time wait and arrive after, once. Deadline reminders due within 2 hours still come.",
 		"reading.there_is_no_item":             "There is no item %s in your inbox; /inbox lists them.",
 		"trial.items":                          "Tried it: %d items, the newest “%s”.\n",

@@ -128,7 +128,7 @@ var Chinese = Catalog{
 		"prefs.muted_here_until_its":                            "已在此静音 %s 至 %s；期间的推送会暂存，之后送达一次。",
 		"prefs.quiet_hours_are_off":                             "已关闭本聊天的免打扰时段。",
 		"prefs.digest_is_off":                                   "已关闭本聊天的汇总推送；通知恢复逐条发送，暂存的通知现在送达。",
-		"prefs.digest_set_for":                                  "已为本聊天设置汇总推送 %s（%s）：变更通知会暂存，并在每个时间点汇总为一条消息送达。在下一次汇总之前截止的提醒仍会立即送达。",
+		"prefs.digest_set_for":                                  "已为本聊天设置汇总推送 %s：变更通知会暂存，并在每个时间点汇总为一条消息送达。在下一次汇总之前截止的提醒仍会立即送达。",
 		"prefs.quiet_hours_set_for":                             "已为本聊天设置免打扰 %s（%s）；期间的推送会暂存，之后送达一次。2 小时内截止的提醒仍会送达。",
 		"reading.there_is_no_item":                              "收件箱里没有 %s；发送 /inbox 查看。",
 		"trial.items":                                           "试读成功：共 %d 条，最新一条“%s”。\n",

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/deliverytest"
 	"github.com/herald-bridge/herald/delivery/inbox"
 	"github.com/herald-bridge/herald/delivery/render"
 	"github.com/herald-bridge/herald/delivery/telegram"
@@ -302,7 +303,7 @@ func TestTemplateFailure_DefaultLayoutLoggedOnce(t *testing.T) {
 	routes := map[string]delivery.Route{"failing": {Template: `{{.task}} {{index .items 3}} logged once`}}
 	id, run := r.runPage(p, "Exams", "failing")
 	run()
-	var logs syncBuffer
+	var logs deliverytest.LogBuffer
 	r.start(layoutRoutes(t, api.URL, r.st, routes), "w", func(o *delivery.Options) { o.Log = zerolog.New(&logs) })
 	for i, body := range []string{pageAfter, strings.Replace(pageAfter, "Room 204", "Room 305", 1)} {
 		p.set(body)
@@ -330,24 +331,6 @@ func TestTemplateFailure_DefaultLayoutLoggedOnce(t *testing.T) {
 	if strings.Contains(logs.String(), "42") {
 		t.Errorf("I10: the log names the chat:\n%s", logs.String())
 	}
-}
-
-// syncBuffer is a log sink safe for the dispatcher's workers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // rssWith is an RSS document listing the given guids, newest first.

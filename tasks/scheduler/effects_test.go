@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/deliverytest"
 	"github.com/herald-bridge/herald/tasks"
 )
 
@@ -36,7 +37,7 @@ func TestChangedEffectCarriesWhatTheItemWas(t *testing.T) {
 	fxs, _ := r.effects(tk.ID)
 	payloads := map[string]string{}
 	for _, fx := range fxs {
-		m := decodeMsg(t, fx)
+		m := deliverytest.Message(t, fx)
 		if len(m.Items) != 1 {
 			t.Fatalf("effect lists %d items, want 1", len(m.Items))
 		}
@@ -64,10 +65,10 @@ func TestChangedEffectCarriesWhatTheItemWas(t *testing.T) {
 		t.Errorf("new item's payload %q, want one without was fields", p)
 	}
 
-	sink := newRecorder()
+	sink := deliverytest.NewRecorder()
 	r.dispatch(sink, "w1")
 	got := map[string]delivery.Item{}
-	for _, d := range sink.sent {
+	for _, d := range sink.Sent() {
 		for _, it := range d.Message.Items {
 			got[it.ID] = it
 		}

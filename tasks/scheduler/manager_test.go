@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/deliverytest"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/scheduler"
@@ -42,13 +43,13 @@ func TestI1_ConcurrentClaimsOnePush(t *testing.T) {
 	}
 	wg.Wait()
 
-	sink := newRecorder()
+	sink := deliverytest.NewRecorder()
 	r.dispatch(sink, "w1")
-	if got := sink.items()["new-0"]; got != 1 {
+	if got := sink.Items()["new-0"]; got != 1 {
 		t.Fatalf("item new-0 pushed %d times, want exactly 1", got)
 	}
 	inbound := 0
-	for _, d := range sink.sent {
+	for _, d := range sink.Sent() {
 		if d.Message.Kind == delivery.KindInbound {
 			inbound++
 		}
@@ -71,7 +72,7 @@ func TestI2_BaselineOf40ItemsPushesNothingThenOneNew(t *testing.T) {
 	if len(fxItems) != 0 {
 		t.Fatalf("baseline claimed %d item pushes, want 0", len(fxItems))
 	}
-	if len(notices) != 1 || !strings.Contains(decodeMsg(t, notices[0]).Text, "40 items") {
+	if len(notices) != 1 || !strings.Contains(deliverytest.Message(t, notices[0]).Text, "40 items") {
 		t.Fatalf("want one short confirmation mentioning 40 items, got %d notices", len(notices))
 	}
 	// Unchanged: quiet.
@@ -83,9 +84,9 @@ func TestI2_BaselineOf40ItemsPushesNothingThenOneNew(t *testing.T) {
 	if rec := r.run(tk.ID); rec.New != 1 || rec.Effects != 1 {
 		t.Fatalf("one new item: new=%d effects=%d, want 1 and 1", rec.New, rec.Effects)
 	}
-	sink := newRecorder()
+	sink := deliverytest.NewRecorder()
 	r.dispatch(sink, "w1")
-	got := sink.items()
+	got := sink.Items()
 	if len(got) != 1 || got["b-0"] != 1 {
 		t.Fatalf("pushed items %v, want exactly b-0 once", got)
 	}
@@ -97,19 +98,19 @@ func TestI3_SinkCrashMidSendBecomesUnknownOnRestart(t *testing.T) {
 	tk := r.activeTask()
 	r.src.push(items("a", 3), nil)
 	r.run(tk.ID)
-	r.dispatch(newRecorder(), "replica-a") // the baseline confirmation goes out
+	r.dispatch(deliverytest.NewRecorder(), "replica-a") // the baseline confirmation goes out
 	r.src.push(append(items("a", 3), items("b", 2)...), nil)
 	r.run(tk.ID)
 
 	// The process dies while the provider has the request: the sink sees
 	// it, then the store goes away before any outcome is written.
-	crashed := newRecorder()
-	crashed.onSend = func(delivery.Delivery) { r.store.Close() }
+	crashed := deliverytest.NewRecorder()
+	crashed.OnSend = func(delivery.Delivery) { r.store.Close() }
 	d, _ := delivery.NewDispatcher(delivery.Options{Ledger: r.store.Ledger(), Worker: "replica-a", Now: r.clock.Now,
 		Router: delivery.NewTable(delivery.TableConfig{Sinks: map[delivery.AddressKind]delivery.Sink{delivery.InboxAddr: crashed}})})
 	ctx, cancel := context.WithCancel(context.Background())
 	go d.Run(ctx)
-	<-crashed.arrived
+	<-crashed.Arrived
 	time.Sleep(50 * time.Millisecond)
 	cancel()
 
@@ -132,9 +133,9 @@ func TestI3_SinkCrashMidSendBecomesUnknownOnRestart(t *testing.T) {
 	if len(runs) == 0 || runs[0].Outcome != tasks.OutcomeInterrupted {
 		t.Fatalf("run history does not record the interruption: %+v", runs)
 	}
-	after := newRecorder()
+	after := deliverytest.NewRecorder()
 	r.dispatch(after, "replica-b")
-	if n := len(after.items()); n != 0 {
+	if n := len(after.Items()); n != 0 {
 		t.Fatalf("%d items pushed again after restart; unknown must never be replayed automatically", n)
 	}
 }
@@ -154,8 +155,8 @@ func TestI4_DownForTenIntervalsGetsOneRecoveryRun(t *testing.T) {
 	defer cancel()
 	done := make(chan struct{})
 	go func() { r.eng.Run(ctx); close(done) }()
-	waitFor(t, func() bool { return r.src.Calls() >= 1 })
-	waitFor(t, func() bool { t2, _ := r.m.Get(ctx, tk.ID); return t2.LastOutcome != "" })
+	deliverytest.WaitFor(t, func() bool { return r.src.Calls() >= 1 })
+	deliverytest.WaitFor(t, func() bool { t2, _ := r.m.Get(ctx, tk.ID); return t2.LastOutcome != "" })
 	time.Sleep(50 * time.Millisecond)
 	if n := r.src.Calls(); n != 1 {
 		t.Fatalf("%d runs after the outage, want exactly 1 recovery run", n)
@@ -165,7 +166,7 @@ func TestI4_DownForTenIntervalsGetsOneRecoveryRun(t *testing.T) {
 		t.Fatalf("next run %v, want %v (one interval after the recovery run)", t2.NextRun, want)
 	}
 	r.clock.Advance(time.Hour)
-	waitFor(t, func() bool { return r.src.Calls() == 2 })
+	deliverytest.WaitFor(t, func() bool { return r.src.Calls() == 2 })
 	cancel()
 	<-done
 }
@@ -225,7 +226,7 @@ func TestI6_TransientFailuresRetryAfterOneThenTwoSeconds(t *testing.T) {
 	done := make(chan tasks.RunRecord)
 	go func() { done <- r.run(tk.ID) }()
 	for i, wait := range []time.Duration{time.Second, 2 * time.Second} {
-		waitFor(t, func() bool { return r.clock.Waiters() > 0 && r.src.Calls() == i+1 })
+		deliverytest.WaitFor(t, func() bool { return r.clock.Waiters() > 0 && r.src.Calls() == i+1 })
 		r.clock.Advance(wait - time.Millisecond)
 		time.Sleep(20 * time.Millisecond)
 		if r.src.Calls() != i+1 {
@@ -266,9 +267,9 @@ func TestI7_250NewItemsArePushedAcrossRunsNoneLost(t *testing.T) {
 	if rec.Effects != 50 || rec.Deferred != 0 {
 		t.Fatalf("third run: %d effects, %d deferred; want 50 and 0", rec.Effects, rec.Deferred)
 	}
-	sink := newRecorder()
+	sink := deliverytest.NewRecorder()
 	r.dispatch(sink, "w1")
-	got := sink.items()
+	got := sink.Items()
 	if len(got) != 250 {
 		t.Fatalf("%d distinct items pushed, want 250", len(got))
 	}
@@ -306,7 +307,7 @@ func TestWatchFailingAndRecoveredNoticesOnce(t *testing.T) {
 		r.run(tk.ID)
 	}
 	_, notices := r.effects(tk.ID)
-	if len(notices) != 1 || decodeMsg(t, notices[0]).Title != "Watch failing" {
+	if len(notices) != 1 || deliverytest.Message(t, notices[0]).Title != "Watch failing" {
 		t.Fatalf("%d notices after 5 failures, want one 'Watch failing'", len(notices))
 	}
 	r.src.push(items("a", 1), nil)
@@ -316,7 +317,7 @@ func TestWatchFailingAndRecoveredNoticesOnce(t *testing.T) {
 	_, notices = r.effects(tk.ID)
 	titles := map[string]int{}
 	for _, n := range notices {
-		titles[decodeMsg(t, n).Title]++
+		titles[deliverytest.Message(t, n).Title]++
 	}
 	if titles["Watch recovered"] != 1 || titles["Watch failing"] != 1 {
 		t.Fatalf("notices %v, want one failing and one recovered", titles)
@@ -391,8 +392,8 @@ func TestUnreachableAndMigratedRecipientsReachTheTask(t *testing.T) {
 	r.src.push(append(items("a", 1), items("b", 1)...), nil)
 	r.run(tk.ID)
 
-	sink := newRecorder()
-	sink.answer = func(d delivery.Delivery) delivery.Outcome {
+	sink := deliverytest.NewRecorder()
+	sink.Answer = func(d delivery.Delivery) delivery.Outcome {
 		if d.To.ID == "-100" {
 			return delivery.Outcome{Result: delivery.Failed, Reason: "blocked", Unreachable: true}
 		}
@@ -415,7 +416,7 @@ func TestUnreachableAndMigratedRecipientsReachTheTask(t *testing.T) {
 	go func() { d.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 
-	waitFor(t, func() bool {
+	deliverytest.WaitFor(t, func() bool {
 		got, _ := r.m.Get(context.Background(), tk.ID)
 		return len(got.Unreachable) == 1 && slices.Contains(got.Notify, "telegram:chat:-300")
 	})
@@ -427,13 +428,13 @@ func TestUnreachableAndMigratedRecipientsReachTheTask(t *testing.T) {
 		_, notices := r.effects(tk.ID)
 		n := 0
 		for _, fx := range notices {
-			if strings.Contains(decodeMsg(t, fx).Title, "unreachable") {
+			if strings.Contains(deliverytest.Message(t, fx).Title, "unreachable") {
 				n++
 			}
 		}
 		return n
 	}
-	waitFor(t, func() bool { return unreachableNotices() == 1 })
+	deliverytest.WaitFor(t, func() bool { return unreachableNotices() == 1 })
 	// Marking the same recipient again tells the owner nothing new.
 	_ = r.m.MarkUnreachable(context.Background(), tk.ID, "telegram:chat:-100", "blocked")
 	if n := unreachableNotices(); n != 1 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-bridge/herald/delivery/deliverytest"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/runner"
 	"github.com/herald-bridge/herald/tasks/source"
@@ -78,7 +79,7 @@ func TestRetryAfter120StopsAllChecksOfTheHostFor120s(t *testing.T) {
 	done := make(chan struct{})
 	go func() { r.eng.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	waitFor(t, func() bool { return host.hits.Load() == 2 && r.s.RunningCount() == 0 }) // the baselines
+	deliverytest.WaitFor(t, func() bool { return host.hits.Load() == 2 && r.s.RunningCount() == 0 }) // the baselines
 
 	host.tooMany.Store(true)
 	rec := r.run(decls[0].ID)
@@ -102,7 +103,7 @@ func TestRetryAfter120StopsAllChecksOfTheHostFor120s(t *testing.T) {
 	r.clock.Advance(59 * time.Second)
 	host.quiet(t, 3, "119s into the hold")
 	r.clock.Advance(time.Second)
-	waitFor(t, func() bool { return host.hits.Load() == 5 && r.s.RunningCount() == 0 })
+	deliverytest.WaitFor(t, func() bool { return host.hits.Load() == 5 && r.s.RunningCount() == 0 })
 	host.quiet(t, 5, "after the hold")
 	// The due checks waited in the plan, not as runs turned away.
 	runs, err := r.m.Runs(ctx, decls[1].ID, 10)
@@ -184,7 +185,7 @@ func TestI4_StartUpChecksAreSpreadOutEachOnce(t *testing.T) {
 		r.clock.Advance(time.Second)
 		time.Sleep(5 * time.Millisecond)
 	}
-	waitFor(t, func() bool { return r.src.Calls() == n && r.s.RunningCount() == 0 })
+	deliverytest.WaitFor(t, func() bool { return r.src.Calls() == n && r.s.RunningCount() == 0 })
 	time.Sleep(50 * time.Millisecond)
 	if c := r.src.Calls(); c != n {
 		t.Fatalf("%d checks for %d owed, want each exactly once", c, n)
@@ -251,7 +252,7 @@ func TestWatchFailingNoticeAtFirstFailureOfANewTaskWithTheReason(t *testing.T) {
 				_, notices := r.effects(tk.ID)
 				failing := 0
 				for _, n := range notices {
-					if m := decodeMsg(t, n); m.Title == "Watch failing" {
+					if m := deliverytest.Message(t, n); m.Title == "Watch failing" {
 						failing++
 						if !strings.Contains(m.Text, "not_found: GET https://news.example.edu: HTTP 404") {
 							t.Fatalf("the notice does not say why: %q", m.Text)

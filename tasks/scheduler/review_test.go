@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-bridge/herald/delivery/deliverytest"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/runner"
@@ -20,7 +21,7 @@ func noticeTitles(t *testing.T, r *rig, id string) map[string]int {
 	_, notices := r.effects(id)
 	titles := map[string]int{}
 	for _, n := range notices {
-		titles[decodeMsg(t, n).Title]++
+		titles[deliverytest.Message(t, n).Title]++
 	}
 	return titles
 }

@@ -2,86 +2,34 @@ package tasks
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/herald-bridge/herald/store/bolt"
+	"github.com/herald-bridge/herald/tasks/source/sourcetest"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
 var t0 = time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
 
-// scripted is a source whose answers the test decides, one per fetch.
-type scripted struct {
-	mu      sync.Mutex
-	steps   []step
-	last    step
-	calls   int
-	onFetch func(n int) // runs inside Fetch, before it answers
-}
-
-type step struct {
-	items []watch.Item
-	err   error
-}
-
-func (s *scripted) push(items []watch.Item, err error) {
-	s.mu.Lock()
-	s.steps = append(s.steps, step{items, err})
-	s.mu.Unlock()
-}
-
-func (s *scripted) Fetch(ctx context.Context, _ watch.Conditional) (watch.Result, error) {
-	s.mu.Lock()
-	s.calls++
-	n := s.calls
-	if len(s.steps) > 0 {
-		s.last, s.steps = s.steps[0], s.steps[1:]
-	}
-	st := s.last
-	hook := s.onFetch
-	s.mu.Unlock()
-	if hook != nil {
-		hook(n)
-	}
-	if st.err != nil {
-		return watch.Result{}, st.err
-	}
-	return watch.Result{Items: st.items}, nil
-}
-
-func (s *scripted) Calls() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls
-}
-
-func items(prefix string, n int) []watch.Item {
-	out := make([]watch.Item, n)
-	for i := range out {
-		id := fmt.Sprintf("%s-%d", prefix, i)
-		out[i] = watch.Item{ID: id, Title: "Item " + id, URL: "https://news.example.edu/" + id, Digest: "d-" + id}
-	}
-	return out
-}
+// items returns n items named after prefix.
+func items(prefix string, n int) []watch.Item { return sourcetest.Items(prefix, n) }
 
 type rig struct {
 	t     *testing.T
 	path  string
 	store *bolt.Store
 	clock *ManualClock
-	src   *scripted
+	src   *sourcetest.Scripted
 	m     *Manager
 }
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	r := &rig{t: t, path: filepath.Join(t.TempDir(), "herald.db"), clock: NewManualClock(t0), src: &scripted{}}
+	r := &rig{t: t, path: filepath.Join(t.TempDir(), "herald.db"), clock: NewManualClock(t0), src: &sourcetest.Scripted{}}
 	r.open("replica-a")
 	return r
 }

@@ -21,7 +21,7 @@ func TestChangedEffectCarriesWhatTheItemWas(t *testing.T) {
 	due := t0.Add(72 * time.Hour)
 	before := items("a", 3)
 	before[2].Due = due
-	r.src.push(before, nil)
+	r.src.Push(before, nil)
 	if rec := r.run(tk.ID); rec.Outcome != tasks.OutcomeBaseline {
 		t.Fatalf("first run outcome %q, want baseline", rec.Outcome)
 	}
@@ -29,7 +29,7 @@ func TestChangedEffectCarriesWhatTheItemWas(t *testing.T) {
 	after := items("a", 4)
 	after[1].Title, after[1].Digest = "Exam — Room 204", "d-a-1-v2"
 	after[2].Due, after[2].Digest = due.Add(48*time.Hour), "d-a-2-v2"
-	r.src.push(after, nil)
+	r.src.Push(after, nil)
 	if rec := r.run(tk.ID); rec.Changed != 2 || rec.New != 1 || rec.Effects != 3 {
 		t.Fatalf("second run: changed=%d new=%d effects=%d, want 2, 1, 3", rec.Changed, rec.New, rec.Effects)
 	}

@@ -21,9 +21,9 @@ func TestI1_ConcurrentClaimsOnePush(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	tk := r.activeTask()
-	r.src.push(items("a", 5), nil)
+	r.src.Push(items("a", 5), nil)
 	r.run(tk.ID) // baseline
-	r.src.push(append(items("a", 5), items("new", 1)...), nil)
+	r.src.Push(append(items("a", 5), items("new", 1)...), nil)
 
 	// Two runs race on the same state: the ledger lets one claim through.
 	var wg sync.WaitGroup
@@ -63,7 +63,7 @@ func TestI2_BaselineOf40ItemsPushesNothingThenOneNew(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	tk := r.activeTask()
-	r.src.push(items("a", 40), nil)
+	r.src.Push(items("a", 40), nil)
 	rec := r.run(tk.ID)
 	if rec.Outcome != tasks.OutcomeBaseline {
 		t.Fatalf("first run outcome %q, want baseline", rec.Outcome)
@@ -76,11 +76,11 @@ func TestI2_BaselineOf40ItemsPushesNothingThenOneNew(t *testing.T) {
 		t.Fatalf("want one short confirmation mentioning 40 items, got %d notices", len(notices))
 	}
 	// Unchanged: quiet.
-	r.src.push(items("a", 40), nil)
+	r.src.Push(items("a", 40), nil)
 	if rec := r.run(tk.ID); rec.Outcome != tasks.OutcomeUnchanged || rec.Effects != 0 {
 		t.Fatalf("unchanged run: outcome %q effects %d", rec.Outcome, rec.Effects)
 	}
-	r.src.push(append(items("a", 40), items("b", 1)...), nil)
+	r.src.Push(append(items("a", 40), items("b", 1)...), nil)
 	if rec := r.run(tk.ID); rec.New != 1 || rec.Effects != 1 {
 		t.Fatalf("one new item: new=%d effects=%d, want 1 and 1", rec.New, rec.Effects)
 	}
@@ -96,10 +96,10 @@ func TestI3_SinkCrashMidSendBecomesUnknownOnRestart(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	tk := r.activeTask()
-	r.src.push(items("a", 3), nil)
+	r.src.Push(items("a", 3), nil)
 	r.run(tk.ID)
 	r.dispatch(deliverytest.NewRecorder(), "replica-a") // the baseline confirmation goes out
-	r.src.push(append(items("a", 3), items("b", 2)...), nil)
+	r.src.Push(append(items("a", 3), items("b", 2)...), nil)
 	r.run(tk.ID)
 
 	// The process dies while the provider has the request: the sink sees
@@ -150,7 +150,7 @@ func TestI4_DownForTenIntervalsGetsOneRecoveryRun(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	r.src.push(items("a", 2), nil)
+	r.src.Push(items("a", 2), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
@@ -175,8 +175,8 @@ func TestI5_TaskEditedDuringRunIsRejected(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	tk := r.activeTask()
-	r.src.push(items("a", 3), nil)
-	r.src.onFetch = func(int) { // an edit lands while the run fetches
+	r.src.Push(items("a", 3), nil)
+	r.src.OnFetch = func(int) { // an edit lands while the run fetches
 		if _, err := r.m.Pause(context.Background(), "console:admin", tk.ID); err != nil {
 			t.Error(err)
 		}
@@ -201,7 +201,7 @@ func TestI5_StaleEpochCommitIsRejected(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	tk := r.activeTask()
-	r.src.push(items("a", 3), nil)
+	r.src.Push(items("a", 3), nil)
 	// Another replica takes over: the lease's epoch grows past ours.
 	ctx := context.Background()
 	l, _ := r.store.Leases().Current(ctx, scheduler.SchedulerLease)
@@ -220,9 +220,9 @@ func TestI6_TransientFailuresRetryAfterOneThenTwoSeconds(t *testing.T) {
 	r.own()
 	tk := r.activeTask()
 	http500 := watch.Errorf(watch.Transient, "HTTP 500")
-	r.src.push(nil, http500)
-	r.src.push(nil, http500)
-	r.src.push(items("a", 2), nil)
+	r.src.Push(nil, http500)
+	r.src.Push(nil, http500)
+	r.src.Push(items("a", 2), nil)
 	done := make(chan tasks.RunRecord)
 	go func() { done <- r.run(tk.ID) }()
 	for i, wait := range []time.Duration{time.Second, 2 * time.Second} {
@@ -239,7 +239,7 @@ func TestI6_TransientFailuresRetryAfterOneThenTwoSeconds(t *testing.T) {
 		t.Fatalf("outcome %q after %d attempts, want success after 3", rec.Outcome, rec.Attempts)
 	}
 
-	r.src.push(nil, watch.Errorf(watch.Auth, "HTTP 401"))
+	r.src.Push(nil, watch.Errorf(watch.Auth, "HTTP 401"))
 	before := r.src.Calls()
 	rec = r.run(tk.ID)
 	if rec.Outcome != tasks.OutcomeFailed || rec.Class != watch.Auth || r.src.Calls()-before != 1 {
@@ -251,10 +251,10 @@ func TestI7_250NewItemsArePushedAcrossRunsNoneLost(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	tk := r.activeTask()
-	r.src.push(items("a", 1), nil)
+	r.src.Push(items("a", 1), nil)
 	r.run(tk.ID)
 	all := append(items("a", 1), items("n", 250)...)
-	r.src.push(all, nil)
+	r.src.Push(all, nil)
 	rec := r.run(tk.ID)
 	if rec.Effects != 100 || rec.Deferred != 150 {
 		t.Fatalf("first run: %d effects, %d deferred; want 100 and 150", rec.Effects, rec.Deferred)
@@ -284,8 +284,8 @@ func TestI9_CancelledRunCommitsNothing(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	tk := r.activeTask()
-	r.src.push(items("a", 3), nil)
-	r.src.onFetch = func(int) { r.s.Cancel(tk.ID) }
+	r.src.Push(items("a", 3), nil)
+	r.src.OnFetch = func(int) { r.s.Cancel(tk.ID) }
 	rec := r.run(tk.ID)
 	if rec.Outcome != tasks.OutcomeCancelled {
 		t.Fatalf("outcome %q, want cancelled", rec.Outcome)
@@ -303,16 +303,16 @@ func TestWatchFailingAndRecoveredNoticesOnce(t *testing.T) {
 	r.own()
 	tk := r.activeTask()
 	for range 5 {
-		r.src.push(nil, watch.Errorf(watch.NotFound, "HTTP 404"))
+		r.src.Push(nil, watch.Errorf(watch.NotFound, "HTTP 404"))
 		r.run(tk.ID)
 	}
 	_, notices := r.effects(tk.ID)
 	if len(notices) != 1 || deliverytest.Message(t, notices[0]).Title != "Watch failing" {
 		t.Fatalf("%d notices after 5 failures, want one 'Watch failing'", len(notices))
 	}
-	r.src.push(items("a", 1), nil)
+	r.src.Push(items("a", 1), nil)
 	r.run(tk.ID)
-	r.src.push(items("a", 1), nil)
+	r.src.Push(items("a", 1), nil)
 	r.run(tk.ID)
 	_, notices = r.effects(tk.ID)
 	titles := map[string]int{}
@@ -333,13 +333,13 @@ func TestI2_DeclaredTaskWithNewSourceStartsFromANewBaseline(t *testing.T) {
 	if err := r.m.SetDeclared(ctx, []tasks.Declared{decl}); err != nil {
 		t.Fatal(err)
 	}
-	r.src.push(items("a", 5), nil)
+	r.src.Push(items("a", 5), nil)
 	r.run("news")
 	decl.Source.URL = "https://news.example.edu/other.xml"
 	if err := r.m.SetDeclared(ctx, []tasks.Declared{decl}); err != nil {
 		t.Fatal(err)
 	}
-	r.src.push(items("b", 7), nil) // the other feed: all of it is new to us
+	r.src.Push(items("b", 7), nil) // the other feed: all of it is new to us
 	if rec := r.run("news"); rec.Outcome != tasks.OutcomeBaseline || rec.Effects != 1 {
 		t.Fatalf("first run on the new source: %q with %d effects, want a baseline with its one confirmation", rec.Outcome, rec.Effects)
 	}
@@ -370,7 +370,7 @@ func TestI8_RunsReadWithinTheGrantedScope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.src.push(items("a", 2), nil)
+	r.src.Push(items("a", 2), nil)
 	r.run(tk.ID)
 	op.mu.Lock()
 	defer op.mu.Unlock()
@@ -387,9 +387,9 @@ func TestUnreachableAndMigratedRecipientsReachTheTask(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	tk := r.activeTask("telegram:chat:-100", "telegram:chat:-200")
-	r.src.push(items("a", 1), nil)
+	r.src.Push(items("a", 1), nil)
 	r.run(tk.ID)
-	r.src.push(append(items("a", 1), items("b", 1)...), nil)
+	r.src.Push(append(items("a", 1), items("b", 1)...), nil)
 	r.run(tk.ID)
 
 	sink := deliverytest.NewRecorder()

@@ -136,11 +136,11 @@ func TestFailingHostBacksOffDoublingToSixHoursThenSchedule(t *testing.T) {
 	r.own()
 	ctx := context.Background()
 	tk := r.activeTask() // every 1h
-	r.src.push(items("a", 1), nil)
+	r.src.Push(items("a", 1), nil)
 	r.run(tk.ID)
 	want := []time.Duration{time.Hour, 2 * time.Hour, 4 * time.Hour, 6 * time.Hour, 6 * time.Hour}
 	for i, wait := range want {
-		r.src.push(nil, watch.Errorf(watch.Transient, "GET https://news.example.edu: HTTP 502"))
+		r.src.Push(nil, watch.Errorf(watch.Transient, "GET https://news.example.edu: HTTP 502"))
 		r.run(tk.ID)
 		cur, _ := r.m.Get(ctx, tk.ID)
 		if got := cur.NextRun.Sub(cur.LastRunEnd); got != wait {
@@ -151,7 +151,7 @@ func TestFailingHostBacksOffDoublingToSixHoursThenSchedule(t *testing.T) {
 			t.Fatalf("after %d failures next check %+v, want why %s", i+1, n, wantWhy)
 		}
 	}
-	r.src.push(items("a", 1), nil)
+	r.src.Push(items("a", 1), nil)
 	r.run(tk.ID)
 	cur, _ := r.m.Get(ctx, tk.ID)
 	if got := cur.NextRun.Sub(cur.LastRunEnd); got != time.Hour || r.m.Next(cur).Why != tasks.NextBySchedule {
@@ -172,7 +172,7 @@ func TestI4_StartUpChecksAreSpreadOutEachOnce(t *testing.T) {
 	if err := r.m.SetDeclared(ctx, manyDeclared(n, "")); err != nil {
 		t.Fatal(err)
 	}
-	r.src.push(items("a", 1), nil)
+	r.src.Push(items("a", 1), nil)
 	done := make(chan struct{})
 	go func() { r.eng.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
@@ -243,11 +243,11 @@ func TestWatchFailingNoticeAtFirstFailureOfANewTaskWithTheReason(t *testing.T) {
 				tk, _ = r.m.Get(context.Background(), "bulk-00000")
 			}
 			if c.established {
-				r.src.push(items("a", 1), nil)
+				r.src.Push(items("a", 1), nil)
 				r.run(tk.ID)
 			}
 			for i := 1; i <= runner.FailingAfter; i++ {
-				r.src.push(nil, watch.Errorf(watch.NotFound, "GET https://news.example.edu: HTTP 404"))
+				r.src.Push(nil, watch.Errorf(watch.NotFound, "GET https://news.example.edu: HTTP 404"))
 				r.run(tk.ID)
 				_, notices := r.effects(tk.ID)
 				failing := 0

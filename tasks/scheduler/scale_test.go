@@ -232,7 +232,7 @@ func TestI4_PlanningRemindersReadsNoSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	due := t0.Add(72 * time.Hour)
-	r.src.push([]watch.Item{{ID: "hw", Title: "Homework", URL: "https://news.example.edu/hw", Digest: "d", Due: due}}, nil)
+	r.src.Push([]watch.Item{{ID: "hw", Title: "Homework", URL: "https://news.example.edu/hw", Digest: "d", Due: due}}, nil)
 	r.run(tk.ID) // baseline
 	cur, err := r.m.Get(ctx, tk.ID)
 	if err != nil {

@@ -30,8 +30,8 @@ func TestI5_LosingAShardCancelsItsRunAndCommitsNothing(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	tk := r.activeTask()
-	r.src.push(items("a", 3), nil)
-	r.src.onFetch = func(int) { r.s.Drop(0) } // the shard goes while the source answers
+	r.src.Push(items("a", 3), nil)
+	r.src.OnFetch = func(int) { r.s.Drop(0) } // the shard goes while the source answers
 	rec := r.run(tk.ID)
 	if rec.Outcome != tasks.OutcomeCancelled {
 		t.Fatalf("outcome %q, want cancelled", rec.Outcome)

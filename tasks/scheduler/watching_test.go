@@ -23,7 +23,7 @@ func TestI2_ManyBaselinesAtStartAreOneMessagePerRecipient(t *testing.T) {
 	p := r.m.Policy()
 	p.Limits.Concurrency = 16
 	r.m.SetPolicy(p)
-	r.src.push(items("a", 3), nil)
+	r.src.Push(items("a", 3), nil)
 	to := func(decls []tasks.Declared, recipient string) []tasks.Declared {
 		for i := range decls {
 			decls[i].Notify = []string{recipient}

@@ -1,5 +1,7 @@
-// Package deliverytest holds helpers shared by the tests of delivery sinks:
-// a captured logger and assertions that secrets never leak into outcomes
+// Package deliverytest holds helpers shared by the tests of delivery sinks
+// and of the tasks that feed them: a recording sink, a dispatcher run until
+// the ledger drains, ledger readers, and
+// a captured logger with assertions that secrets never leak into outcomes
 // or logs (I10).
 package deliverytest
 

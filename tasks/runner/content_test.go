@@ -14,14 +14,14 @@ import (
 // returns the change items the second run claimed.
 func changes(t *testing.T, r *rig, id string, first, second []watch.Item) []delivery.Item {
 	t.Helper()
-	r.src.push(first, nil)
+	r.src.Push(first, nil)
 	if rec := r.run(id); rec.Outcome != tasks.OutcomeBaseline {
 		t.Fatalf("first run %s, want baseline", rec.Outcome)
 	}
 	if fxs, _ := r.effects(id); len(fxs) != 0 {
 		t.Fatalf("I2: the baseline claimed %d change pushes", len(fxs))
 	}
-	r.src.push(second, nil)
+	r.src.Push(second, nil)
 	r.run(id)
 	fxs, _ := r.effects(id)
 	var out []delivery.Item
@@ -51,7 +51,7 @@ func TestRemovals_QuietForFeedsUnlessOptedIn(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t)
 			r.own()
-			r.src.kind = tc.kind
+			r.src.Kind = tc.kind
 			tk := r.activeTask()
 			if tc.optIn {
 				if _, err := r.m.Update(context.Background(), tk.ID, func(t *tasks.Task) error { t.NotifyRemoved = true; return nil }); err != nil {
@@ -86,7 +86,7 @@ func TestRemovals_QuietForFeedsUnlessOptedIn(t *testing.T) {
 func TestChangePush_CarriesSummaryDiffAndTheSourcesTitle(t *testing.T) {
 	r := newRig(t)
 	r.own()
-	r.src.kind, r.src.title = "html", "Department notices"
+	r.src.Kind, r.src.Title = "html", "Department notices"
 	tk := r.activeTask()
 	page := func(digest string, lines ...string) watch.Item {
 		return watch.Item{ID: "https://dept.example.edu/n/1", Title: "Exam", URL: "https://dept.example.edu/n/1",

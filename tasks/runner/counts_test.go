@@ -20,7 +20,7 @@ func TestOneItemNoticesAreSingular(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.src.push(items("a", 1), nil)
+	r.src.Push(items("a", 1), nil)
 	r.run(tk.ID)
 	_, notices := r.effects(tk.ID)
 	var texts []string

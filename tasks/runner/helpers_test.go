@@ -3,7 +3,6 @@ package runner_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -17,76 +16,20 @@ import (
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/runner"
 	"github.com/herald-bridge/herald/tasks/scheduler"
+	"github.com/herald-bridge/herald/tasks/source/sourcetest"
 	"github.com/herald-bridge/herald/tasks/watch"
 )
 
 var t0 = time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
 
-// scripted is a source whose answers the test decides, one per fetch.
-type scripted struct {
-	mu      sync.Mutex
-	steps   []step
-	last    step
-	calls   int
-	onFetch func(n int) // runs inside Fetch, before it answers
-	// kind and title are the kind the source is read as and its own
-	// title, in every answer.
-	kind, title string
-}
+// items returns n items named after prefix.
+func items(prefix string, n int) []watch.Item { return sourcetest.Items(prefix, n) }
 
-type step struct {
-	items []watch.Item
-	err   error
-}
-
-func (s *scripted) push(items []watch.Item, err error) {
-	s.mu.Lock()
-	s.steps = append(s.steps, step{items, err})
-	s.mu.Unlock()
-}
-
-func (s *scripted) Fetch(ctx context.Context, _ watch.Conditional) (watch.Result, error) {
-	s.mu.Lock()
-	s.calls++
-	n := s.calls
-	if len(s.steps) > 0 {
-		s.last, s.steps = s.steps[0], s.steps[1:]
-	}
-	st := s.last
-	hook := s.onFetch
-	s.mu.Unlock()
-	if hook != nil {
-		hook(n)
-	}
-	if st.err != nil {
-		return watch.Result{}, st.err
-	}
-	return watch.Result{Items: st.items, Kind: s.kind, Title: s.title}, nil
-}
-
-func (s *scripted) Calls() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls
-}
-
-func items(prefix string, n int) []watch.Item {
-	out := make([]watch.Item, n)
-	for i := range out {
-		id := fmt.Sprintf("%s-%d", prefix, i)
-		out[i] = watch.Item{ID: id, Title: "Item " + id, URL: "https://news.example.edu/" + id, Digest: "d-" + id}
-	}
-	return out
-}
-
-// rig is a catalog and a runner over one store, with the scheduler's
-// side of each job played by the test: it holds the scheduler lease and
-// hands its fence to every run.
 type rig struct {
 	t       *testing.T
 	store   *bolt.Store
 	clock   *tasks.ManualClock
-	src     *scripted
+	src     *sourcetest.Scripted
 	sources swappedOpener
 	retry   []time.Duration
 	m       *tasks.Manager // the catalog
@@ -103,7 +46,7 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	r := &rig{t: t, store: st, clock: clock, src: &scripted{}, owner: &owner{}}
+	r := &rig{t: t, store: st, clock: clock, src: &sourcetest.Scripted{}, owner: &owner{}}
 	r.sources.rig = r
 	r.m, err = tasks.New(tasks.Options{Store: st, Clock: r.clock, Holder: "replica-a", Log: zerolog.Nop(),
 		Policy: tasks.Policy{Admins: []string{"console:admin"}, Requesters: []string{"console:*", "telegram:*"},

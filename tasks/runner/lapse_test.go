@@ -25,7 +25,7 @@ func TestI4_RunCutShortByALapsedLeaseIsCancelled(t *testing.T) {
 	r.setRetryWaits([]time.Duration{}) // one attempt: the failure ends the run at once
 	r.own()
 	tk := r.activeTask()
-	r.src.push(items("a", 2), nil)
+	r.src.Push(items("a", 2), nil)
 	if rec := r.run(tk.ID); rec.Outcome != tasks.OutcomeBaseline {
 		t.Fatalf("first run: %s (%s), want the baseline", rec.Outcome, rec.Error)
 	}
@@ -37,7 +37,7 @@ func TestI4_RunCutShortByALapsedLeaseIsCancelled(t *testing.T) {
 		}
 		r.owner.own(store.Fence{Lease: l.Name, Epoch: l.Epoch})
 		taken := i%2 == 1 // every other time another replica takes it over; else it only runs out
-		r.src.onFetch = func(int) {
+		r.src.OnFetch = func(int) {
 			r.clock.Set(l.Expires.Add(time.Millisecond)) // the fetch hangs past the lease
 			if taken {
 				if _, err := r.store.Leases().Acquire(ctx, scheduler.SchedulerLease, "replica-b", time.Minute); err != nil {
@@ -45,7 +45,7 @@ func TestI4_RunCutShortByALapsedLeaseIsCancelled(t *testing.T) {
 				}
 			}
 		}
-		r.src.push(nil, watch.Errorf(watch.Transient, "read: connection reset by peer"))
+		r.src.Push(nil, watch.Errorf(watch.Transient, "read: connection reset by peer"))
 		rec := r.run(tk.ID)
 		if rec.Outcome != tasks.OutcomeCancelled || rec.Class != watch.Cancelled {
 			t.Errorf("run %d, its lease lapsed mid-fetch (taken over: %t): outcome %q class %q (%s); want cancelled",
@@ -75,8 +75,8 @@ func TestI4_RunCutShortByALapsedLeaseIsCancelled(t *testing.T) {
 
 	// A source that fails while the lease is still held is a failure.
 	r.own()
-	r.src.onFetch = nil
-	r.src.push(nil, errors.New("read: connection reset by peer"))
+	r.src.OnFetch = nil
+	r.src.Push(nil, errors.New("read: connection reset by peer"))
 	if rec := r.run(tk.ID); rec.Outcome != tasks.OutcomeFailed || rec.Class != watch.Transient {
 		t.Errorf("a failure under a held lease: outcome %q class %q, want failed transient", rec.Outcome, rec.Class)
 	}

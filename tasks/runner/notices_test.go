@@ -38,13 +38,13 @@ func TestTaskNoticesFollowTheOwnersPinnedOrLastUsedLanguage(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r.src.push(items("a", 1), nil)
+			r.src.Push(items("a", 1), nil)
 			r.run(tk.ID) // baseline: "watching"
 			for range runner.FailingAfter {
-				r.src.push(nil, watch.Errorf(watch.NotFound, "HTTP 404"))
+				r.src.Push(nil, watch.Errorf(watch.NotFound, "HTTP 404"))
 				r.run(tk.ID)
 			}
-			r.src.push(items("a", 1), nil)
+			r.src.Push(items("a", 1), nil)
 			r.run(tk.ID) // recovered
 			if err := r.m.MarkUnreachable(ctx, tk.ID, "inbox:console:alice", "blocked"); err != nil {
 				t.Fatal(err)

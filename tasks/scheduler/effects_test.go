@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/deliverytest"
 	"github.com/herald-bridge/herald/tasks"
 )
 
@@ -20,7 +21,7 @@ func TestChangedEffectCarriesWhatTheItemWas(t *testing.T) {
 	due := t0.Add(72 * time.Hour)
 	before := items("a", 3)
 	before[2].Due = due
-	r.src.push(before, nil)
+	r.src.Push(before, nil)
 	if rec := r.run(tk.ID); rec.Outcome != tasks.OutcomeBaseline {
 		t.Fatalf("first run outcome %q, want baseline", rec.Outcome)
 	}
@@ -28,7 +29,7 @@ func TestChangedEffectCarriesWhatTheItemWas(t *testing.T) {
 	after := items("a", 4)
 	after[1].Title, after[1].Digest = "Exam — Room 204", "d-a-1-v2"
 	after[2].Due, after[2].Digest = due.Add(48*time.Hour), "d-a-2-v2"
-	r.src.push(after, nil)
+	r.src.Push(after, nil)
 	if rec := r.run(tk.ID); rec.Changed != 2 || rec.New != 1 || rec.Effects != 3 {
 		t.Fatalf("second run: changed=%d new=%d effects=%d, want 2, 1, 3", rec.Changed, rec.New, rec.Effects)
 	}
@@ -36,7 +37,7 @@ func TestChangedEffectCarriesWhatTheItemWas(t *testing.T) {
 	fxs, _ := r.effects(tk.ID)
 	payloads := map[string]string{}
 	for _, fx := range fxs {
-		m := decodeMsg(t, fx)
+		m := deliverytest.Message(t, fx)
 		if len(m.Items) != 1 {
 			t.Fatalf("effect lists %d items, want 1", len(m.Items))
 		}
@@ -64,10 +65,10 @@ func TestChangedEffectCarriesWhatTheItemWas(t *testing.T) {
 		t.Errorf("new item's payload %q, want one without was fields", p)
 	}
 
-	sink := newRecorder()
+	sink := deliverytest.NewRecorder()
 	r.dispatch(sink, "w1")
 	got := map[string]delivery.Item{}
-	for _, d := range sink.sent {
+	for _, d := range sink.Sent() {
 		for _, it := range d.Message.Items {
 			got[it.ID] = it
 		}

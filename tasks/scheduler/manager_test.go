@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/deliverytest"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/scheduler"
@@ -20,9 +21,9 @@ func TestI1_ConcurrentClaimsOnePush(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	tk := r.activeTask()
-	r.src.push(items("a", 5), nil)
+	r.src.Push(items("a", 5), nil)
 	r.run(tk.ID) // baseline
-	r.src.push(append(items("a", 5), items("new", 1)...), nil)
+	r.src.Push(append(items("a", 5), items("new", 1)...), nil)
 
 	// Two runs race on the same state: the ledger lets one claim through.
 	var wg sync.WaitGroup
@@ -42,13 +43,13 @@ func TestI1_ConcurrentClaimsOnePush(t *testing.T) {
 	}
 	wg.Wait()
 
-	sink := newRecorder()
+	sink := deliverytest.NewRecorder()
 	r.dispatch(sink, "w1")
-	if got := sink.items()["new-0"]; got != 1 {
+	if got := sink.Items()["new-0"]; got != 1 {
 		t.Fatalf("item new-0 pushed %d times, want exactly 1", got)
 	}
 	inbound := 0
-	for _, d := range sink.sent {
+	for _, d := range sink.Sent() {
 		if d.Message.Kind == delivery.KindInbound {
 			inbound++
 		}
@@ -62,7 +63,7 @@ func TestI2_BaselineOf40ItemsPushesNothingThenOneNew(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	tk := r.activeTask()
-	r.src.push(items("a", 40), nil)
+	r.src.Push(items("a", 40), nil)
 	rec := r.run(tk.ID)
 	if rec.Outcome != tasks.OutcomeBaseline {
 		t.Fatalf("first run outcome %q, want baseline", rec.Outcome)
@@ -71,21 +72,21 @@ func TestI2_BaselineOf40ItemsPushesNothingThenOneNew(t *testing.T) {
 	if len(fxItems) != 0 {
 		t.Fatalf("baseline claimed %d item pushes, want 0", len(fxItems))
 	}
-	if len(notices) != 1 || !strings.Contains(decodeMsg(t, notices[0]).Text, "40 items") {
+	if len(notices) != 1 || !strings.Contains(deliverytest.Message(t, notices[0]).Text, "40 items") {
 		t.Fatalf("want one short confirmation mentioning 40 items, got %d notices", len(notices))
 	}
 	// Unchanged: quiet.
-	r.src.push(items("a", 40), nil)
+	r.src.Push(items("a", 40), nil)
 	if rec := r.run(tk.ID); rec.Outcome != tasks.OutcomeUnchanged || rec.Effects != 0 {
 		t.Fatalf("unchanged run: outcome %q effects %d", rec.Outcome, rec.Effects)
 	}
-	r.src.push(append(items("a", 40), items("b", 1)...), nil)
+	r.src.Push(append(items("a", 40), items("b", 1)...), nil)
 	if rec := r.run(tk.ID); rec.New != 1 || rec.Effects != 1 {
 		t.Fatalf("one new item: new=%d effects=%d, want 1 and 1", rec.New, rec.Effects)
 	}
-	sink := newRecorder()
+	sink := deliverytest.NewRecorder()
 	r.dispatch(sink, "w1")
-	got := sink.items()
+	got := sink.Items()
 	if len(got) != 1 || got["b-0"] != 1 {
 		t.Fatalf("pushed items %v, want exactly b-0 once", got)
 	}
@@ -95,21 +96,21 @@ func TestI3_SinkCrashMidSendBecomesUnknownOnRestart(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	tk := r.activeTask()
-	r.src.push(items("a", 3), nil)
+	r.src.Push(items("a", 3), nil)
 	r.run(tk.ID)
-	r.dispatch(newRecorder(), "replica-a") // the baseline confirmation goes out
-	r.src.push(append(items("a", 3), items("b", 2)...), nil)
+	r.dispatch(deliverytest.NewRecorder(), "replica-a") // the baseline confirmation goes out
+	r.src.Push(append(items("a", 3), items("b", 2)...), nil)
 	r.run(tk.ID)
 
 	// The process dies while the provider has the request: the sink sees
 	// it, then the store goes away before any outcome is written.
-	crashed := newRecorder()
-	crashed.onSend = func(delivery.Delivery) { r.store.Close() }
+	crashed := deliverytest.NewRecorder()
+	crashed.OnSend = func(delivery.Delivery) { r.store.Close() }
 	d, _ := delivery.NewDispatcher(delivery.Options{Ledger: r.store.Ledger(), Worker: "replica-a", Now: r.clock.Now,
 		Router: delivery.NewTable(delivery.TableConfig{Sinks: map[delivery.AddressKind]delivery.Sink{delivery.InboxAddr: crashed}})})
 	ctx, cancel := context.WithCancel(context.Background())
 	go d.Run(ctx)
-	<-crashed.arrived
+	<-crashed.Arrived
 	time.Sleep(50 * time.Millisecond)
 	cancel()
 
@@ -132,9 +133,9 @@ func TestI3_SinkCrashMidSendBecomesUnknownOnRestart(t *testing.T) {
 	if len(runs) == 0 || runs[0].Outcome != tasks.OutcomeInterrupted {
 		t.Fatalf("run history does not record the interruption: %+v", runs)
 	}
-	after := newRecorder()
+	after := deliverytest.NewRecorder()
 	r.dispatch(after, "replica-b")
-	if n := len(after.items()); n != 0 {
+	if n := len(after.Items()); n != 0 {
 		t.Fatalf("%d items pushed again after restart; unknown must never be replayed automatically", n)
 	}
 }
@@ -149,13 +150,13 @@ func TestI4_DownForTenIntervalsGetsOneRecoveryRun(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	r.src.push(items("a", 2), nil)
+	r.src.Push(items("a", 2), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
 	go func() { r.eng.Run(ctx); close(done) }()
-	waitFor(t, func() bool { return r.src.Calls() >= 1 })
-	waitFor(t, func() bool { t2, _ := r.m.Get(ctx, tk.ID); return t2.LastOutcome != "" })
+	deliverytest.WaitFor(t, func() bool { return r.src.Calls() >= 1 })
+	deliverytest.WaitFor(t, func() bool { t2, _ := r.m.Get(ctx, tk.ID); return t2.LastOutcome != "" })
 	time.Sleep(50 * time.Millisecond)
 	if n := r.src.Calls(); n != 1 {
 		t.Fatalf("%d runs after the outage, want exactly 1 recovery run", n)
@@ -165,7 +166,7 @@ func TestI4_DownForTenIntervalsGetsOneRecoveryRun(t *testing.T) {
 		t.Fatalf("next run %v, want %v (one interval after the recovery run)", t2.NextRun, want)
 	}
 	r.clock.Advance(time.Hour)
-	waitFor(t, func() bool { return r.src.Calls() == 2 })
+	deliverytest.WaitFor(t, func() bool { return r.src.Calls() == 2 })
 	cancel()
 	<-done
 }
@@ -174,8 +175,8 @@ func TestI5_TaskEditedDuringRunIsRejected(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	tk := r.activeTask()
-	r.src.push(items("a", 3), nil)
-	r.src.onFetch = func(int) { // an edit lands while the run fetches
+	r.src.Push(items("a", 3), nil)
+	r.src.OnFetch = func(int) { // an edit lands while the run fetches
 		if _, err := r.m.Pause(context.Background(), "console:admin", tk.ID); err != nil {
 			t.Error(err)
 		}
@@ -200,7 +201,7 @@ func TestI5_StaleEpochCommitIsRejected(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	tk := r.activeTask()
-	r.src.push(items("a", 3), nil)
+	r.src.Push(items("a", 3), nil)
 	// Another replica takes over: the lease's epoch grows past ours.
 	ctx := context.Background()
 	l, _ := r.store.Leases().Current(ctx, scheduler.SchedulerLease)
@@ -219,13 +220,13 @@ func TestI6_TransientFailuresRetryAfterOneThenTwoSeconds(t *testing.T) {
 	r.own()
 	tk := r.activeTask()
 	http500 := watch.Errorf(watch.Transient, "HTTP 500")
-	r.src.push(nil, http500)
-	r.src.push(nil, http500)
-	r.src.push(items("a", 2), nil)
+	r.src.Push(nil, http500)
+	r.src.Push(nil, http500)
+	r.src.Push(items("a", 2), nil)
 	done := make(chan tasks.RunRecord)
 	go func() { done <- r.run(tk.ID) }()
 	for i, wait := range []time.Duration{time.Second, 2 * time.Second} {
-		waitFor(t, func() bool { return r.clock.Waiters() > 0 && r.src.Calls() == i+1 })
+		deliverytest.WaitFor(t, func() bool { return r.clock.Waiters() > 0 && r.src.Calls() == i+1 })
 		r.clock.Advance(wait - time.Millisecond)
 		time.Sleep(20 * time.Millisecond)
 		if r.src.Calls() != i+1 {
@@ -238,7 +239,7 @@ func TestI6_TransientFailuresRetryAfterOneThenTwoSeconds(t *testing.T) {
 		t.Fatalf("outcome %q after %d attempts, want success after 3", rec.Outcome, rec.Attempts)
 	}
 
-	r.src.push(nil, watch.Errorf(watch.Auth, "HTTP 401"))
+	r.src.Push(nil, watch.Errorf(watch.Auth, "HTTP 401"))
 	before := r.src.Calls()
 	rec = r.run(tk.ID)
 	if rec.Outcome != tasks.OutcomeFailed || rec.Class != watch.Auth || r.src.Calls()-before != 1 {
@@ -250,10 +251,10 @@ func TestI7_250NewItemsArePushedAcrossRunsNoneLost(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	tk := r.activeTask()
-	r.src.push(items("a", 1), nil)
+	r.src.Push(items("a", 1), nil)
 	r.run(tk.ID)
 	all := append(items("a", 1), items("n", 250)...)
-	r.src.push(all, nil)
+	r.src.Push(all, nil)
 	rec := r.run(tk.ID)
 	if rec.Effects != 100 || rec.Deferred != 150 {
 		t.Fatalf("first run: %d effects, %d deferred; want 100 and 150", rec.Effects, rec.Deferred)
@@ -266,9 +267,9 @@ func TestI7_250NewItemsArePushedAcrossRunsNoneLost(t *testing.T) {
 	if rec.Effects != 50 || rec.Deferred != 0 {
 		t.Fatalf("third run: %d effects, %d deferred; want 50 and 0", rec.Effects, rec.Deferred)
 	}
-	sink := newRecorder()
+	sink := deliverytest.NewRecorder()
 	r.dispatch(sink, "w1")
-	got := sink.items()
+	got := sink.Items()
 	if len(got) != 250 {
 		t.Fatalf("%d distinct items pushed, want 250", len(got))
 	}
@@ -283,8 +284,8 @@ func TestI9_CancelledRunCommitsNothing(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	tk := r.activeTask()
-	r.src.push(items("a", 3), nil)
-	r.src.onFetch = func(int) { r.s.Cancel(tk.ID) }
+	r.src.Push(items("a", 3), nil)
+	r.src.OnFetch = func(int) { r.s.Cancel(tk.ID) }
 	rec := r.run(tk.ID)
 	if rec.Outcome != tasks.OutcomeCancelled {
 		t.Fatalf("outcome %q, want cancelled", rec.Outcome)
@@ -302,21 +303,21 @@ func TestWatchFailingAndRecoveredNoticesOnce(t *testing.T) {
 	r.own()
 	tk := r.activeTask()
 	for range 5 {
-		r.src.push(nil, watch.Errorf(watch.NotFound, "HTTP 404"))
+		r.src.Push(nil, watch.Errorf(watch.NotFound, "HTTP 404"))
 		r.run(tk.ID)
 	}
 	_, notices := r.effects(tk.ID)
-	if len(notices) != 1 || decodeMsg(t, notices[0]).Title != "Watch failing" {
+	if len(notices) != 1 || deliverytest.Message(t, notices[0]).Title != "Watch failing" {
 		t.Fatalf("%d notices after 5 failures, want one 'Watch failing'", len(notices))
 	}
-	r.src.push(items("a", 1), nil)
+	r.src.Push(items("a", 1), nil)
 	r.run(tk.ID)
-	r.src.push(items("a", 1), nil)
+	r.src.Push(items("a", 1), nil)
 	r.run(tk.ID)
 	_, notices = r.effects(tk.ID)
 	titles := map[string]int{}
 	for _, n := range notices {
-		titles[decodeMsg(t, n).Title]++
+		titles[deliverytest.Message(t, n).Title]++
 	}
 	if titles["Watch recovered"] != 1 || titles["Watch failing"] != 1 {
 		t.Fatalf("notices %v, want one failing and one recovered", titles)
@@ -332,13 +333,13 @@ func TestI2_DeclaredTaskWithNewSourceStartsFromANewBaseline(t *testing.T) {
 	if err := r.m.SetDeclared(ctx, []tasks.Declared{decl}); err != nil {
 		t.Fatal(err)
 	}
-	r.src.push(items("a", 5), nil)
+	r.src.Push(items("a", 5), nil)
 	r.run("news")
 	decl.Source.URL = "https://news.example.edu/other.xml"
 	if err := r.m.SetDeclared(ctx, []tasks.Declared{decl}); err != nil {
 		t.Fatal(err)
 	}
-	r.src.push(items("b", 7), nil) // the other feed: all of it is new to us
+	r.src.Push(items("b", 7), nil) // the other feed: all of it is new to us
 	if rec := r.run("news"); rec.Outcome != tasks.OutcomeBaseline || rec.Effects != 1 {
 		t.Fatalf("first run on the new source: %q with %d effects, want a baseline with its one confirmation", rec.Outcome, rec.Effects)
 	}
@@ -369,7 +370,7 @@ func TestI8_RunsReadWithinTheGrantedScope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.src.push(items("a", 2), nil)
+	r.src.Push(items("a", 2), nil)
 	r.run(tk.ID)
 	op.mu.Lock()
 	defer op.mu.Unlock()
@@ -386,13 +387,13 @@ func TestUnreachableAndMigratedRecipientsReachTheTask(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	tk := r.activeTask("telegram:chat:-100", "telegram:chat:-200")
-	r.src.push(items("a", 1), nil)
+	r.src.Push(items("a", 1), nil)
 	r.run(tk.ID)
-	r.src.push(append(items("a", 1), items("b", 1)...), nil)
+	r.src.Push(append(items("a", 1), items("b", 1)...), nil)
 	r.run(tk.ID)
 
-	sink := newRecorder()
-	sink.answer = func(d delivery.Delivery) delivery.Outcome {
+	sink := deliverytest.NewRecorder()
+	sink.Answer = func(d delivery.Delivery) delivery.Outcome {
 		if d.To.ID == "-100" {
 			return delivery.Outcome{Result: delivery.Failed, Reason: "blocked", Unreachable: true}
 		}
@@ -415,7 +416,7 @@ func TestUnreachableAndMigratedRecipientsReachTheTask(t *testing.T) {
 	go func() { d.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 
-	waitFor(t, func() bool {
+	deliverytest.WaitFor(t, func() bool {
 		got, _ := r.m.Get(context.Background(), tk.ID)
 		return len(got.Unreachable) == 1 && slices.Contains(got.Notify, "telegram:chat:-300")
 	})
@@ -427,13 +428,13 @@ func TestUnreachableAndMigratedRecipientsReachTheTask(t *testing.T) {
 		_, notices := r.effects(tk.ID)
 		n := 0
 		for _, fx := range notices {
-			if strings.Contains(decodeMsg(t, fx).Title, "unreachable") {
+			if strings.Contains(deliverytest.Message(t, fx).Title, "unreachable") {
 				n++
 			}
 		}
 		return n
 	}
-	waitFor(t, func() bool { return unreachableNotices() == 1 })
+	deliverytest.WaitFor(t, func() bool { return unreachableNotices() == 1 })
 	// Marking the same recipient again tells the owner nothing new.
 	_ = r.m.MarkUnreachable(context.Background(), tk.ID, "telegram:chat:-100", "blocked")
 	if n := unreachableNotices(); n != 1 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-bridge/herald/delivery/deliverytest"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/runner"
 	"github.com/herald-bridge/herald/tasks/source"
@@ -78,7 +79,7 @@ func TestRetryAfter120StopsAllChecksOfTheHostFor120s(t *testing.T) {
 	done := make(chan struct{})
 	go func() { r.eng.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	waitFor(t, func() bool { return host.hits.Load() == 2 && r.s.RunningCount() == 0 }) // the baselines
+	deliverytest.WaitFor(t, func() bool { return host.hits.Load() == 2 && r.s.RunningCount() == 0 }) // the baselines
 
 	host.tooMany.Store(true)
 	rec := r.run(decls[0].ID)
@@ -102,7 +103,7 @@ func TestRetryAfter120StopsAllChecksOfTheHostFor120s(t *testing.T) {
 	r.clock.Advance(59 * time.Second)
 	host.quiet(t, 3, "119s into the hold")
 	r.clock.Advance(time.Second)
-	waitFor(t, func() bool { return host.hits.Load() == 5 && r.s.RunningCount() == 0 })
+	deliverytest.WaitFor(t, func() bool { return host.hits.Load() == 5 && r.s.RunningCount() == 0 })
 	host.quiet(t, 5, "after the hold")
 	// The due checks waited in the plan, not as runs turned away.
 	runs, err := r.m.Runs(ctx, decls[1].ID, 10)
@@ -135,11 +136,11 @@ func TestFailingHostBacksOffDoublingToSixHoursThenSchedule(t *testing.T) {
 	r.own()
 	ctx := context.Background()
 	tk := r.activeTask() // every 1h
-	r.src.push(items("a", 1), nil)
+	r.src.Push(items("a", 1), nil)
 	r.run(tk.ID)
 	want := []time.Duration{time.Hour, 2 * time.Hour, 4 * time.Hour, 6 * time.Hour, 6 * time.Hour}
 	for i, wait := range want {
-		r.src.push(nil, watch.Errorf(watch.Transient, "GET https://news.example.edu: HTTP 502"))
+		r.src.Push(nil, watch.Errorf(watch.Transient, "GET https://news.example.edu: HTTP 502"))
 		r.run(tk.ID)
 		cur, _ := r.m.Get(ctx, tk.ID)
 		if got := cur.NextRun.Sub(cur.LastRunEnd); got != wait {
@@ -150,7 +151,7 @@ func TestFailingHostBacksOffDoublingToSixHoursThenSchedule(t *testing.T) {
 			t.Fatalf("after %d failures next check %+v, want why %s", i+1, n, wantWhy)
 		}
 	}
-	r.src.push(items("a", 1), nil)
+	r.src.Push(items("a", 1), nil)
 	r.run(tk.ID)
 	cur, _ := r.m.Get(ctx, tk.ID)
 	if got := cur.NextRun.Sub(cur.LastRunEnd); got != time.Hour || r.m.Next(cur).Why != tasks.NextBySchedule {
@@ -171,7 +172,7 @@ func TestI4_StartUpChecksAreSpreadOutEachOnce(t *testing.T) {
 	if err := r.m.SetDeclared(ctx, manyDeclared(n, "")); err != nil {
 		t.Fatal(err)
 	}
-	r.src.push(items("a", 1), nil)
+	r.src.Push(items("a", 1), nil)
 	done := make(chan struct{})
 	go func() { r.eng.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
@@ -184,7 +185,7 @@ func TestI4_StartUpChecksAreSpreadOutEachOnce(t *testing.T) {
 		r.clock.Advance(time.Second)
 		time.Sleep(5 * time.Millisecond)
 	}
-	waitFor(t, func() bool { return r.src.Calls() == n && r.s.RunningCount() == 0 })
+	deliverytest.WaitFor(t, func() bool { return r.src.Calls() == n && r.s.RunningCount() == 0 })
 	time.Sleep(50 * time.Millisecond)
 	if c := r.src.Calls(); c != n {
 		t.Fatalf("%d checks for %d owed, want each exactly once", c, n)
@@ -242,16 +243,16 @@ func TestWatchFailingNoticeAtFirstFailureOfANewTaskWithTheReason(t *testing.T) {
 				tk, _ = r.m.Get(context.Background(), "bulk-00000")
 			}
 			if c.established {
-				r.src.push(items("a", 1), nil)
+				r.src.Push(items("a", 1), nil)
 				r.run(tk.ID)
 			}
 			for i := 1; i <= runner.FailingAfter; i++ {
-				r.src.push(nil, watch.Errorf(watch.NotFound, "GET https://news.example.edu: HTTP 404"))
+				r.src.Push(nil, watch.Errorf(watch.NotFound, "GET https://news.example.edu: HTTP 404"))
 				r.run(tk.ID)
 				_, notices := r.effects(tk.ID)
 				failing := 0
 				for _, n := range notices {
-					if m := decodeMsg(t, n); m.Title == "Watch failing" {
+					if m := deliverytest.Message(t, n); m.Title == "Watch failing" {
 						failing++
 						if !strings.Contains(m.Text, "not_found: GET https://news.example.edu: HTTP 404") {
 							t.Fatalf("the notice does not say why: %q", m.Text)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-bridge/herald/delivery/deliverytest"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/runner"
@@ -20,7 +21,7 @@ func noticeTitles(t *testing.T, r *rig, id string) map[string]int {
 	_, notices := r.effects(id)
 	titles := map[string]int{}
 	for _, n := range notices {
-		titles[decodeMsg(t, n).Title]++
+		titles[deliverytest.Message(t, n).Title]++
 	}
 	return titles
 }
@@ -36,10 +37,10 @@ func TestWatchReminderRunDoesNotEndFailingStreak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.src.push(items("a", 2), nil)
+	r.src.Push(items("a", 2), nil)
 	r.run(tk.ID) // baseline
 	for range runner.FailingAfter {
-		r.src.push(nil, watch.Errorf(watch.NotFound, "HTTP 404"))
+		r.src.Push(nil, watch.Errorf(watch.NotFound, "HTTP 404"))
 		r.run(tk.ID)
 	}
 	if rec := r.s.RunTask(ctx, tk.ID, scheduler.Remind, false); rec.Outcome == tasks.OutcomeFailed {
@@ -52,7 +53,7 @@ func TestWatchReminderRunDoesNotEndFailingStreak(t *testing.T) {
 	if cur.Failures != runner.FailingAfter || cur.FailingRun == "" {
 		t.Fatalf("reminder run reset the streak: failures %d, failing run %q", cur.Failures, cur.FailingRun)
 	}
-	r.src.push(items("a", 2), nil)
+	r.src.Push(items("a", 2), nil)
 	r.run(tk.ID)
 	if got := noticeTitles(t, r, tk.ID); got["Watch recovered"] != 1 || got["Watch failing"] != 1 {
 		t.Fatalf("notices %v, want one failing and one recovered", got)
@@ -65,15 +66,15 @@ func TestI2_SuspectNoticeOncePerEpisodeAcrossFailures(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	tk := r.activeTask()
-	r.src.push(items("a", 20), nil)
+	r.src.Push(items("a", 20), nil)
 	r.run(tk.ID) // baseline
-	r.src.push(items("b", 20), nil)
+	r.src.Push(items("b", 20), nil)
 	if rec := r.run(tk.ID); rec.Outcome != tasks.OutcomeSuspect {
 		t.Fatalf("outcome %q, want suspect", rec.Outcome)
 	}
-	r.src.push(nil, watch.Errorf(watch.NotFound, "HTTP 404"))
+	r.src.Push(nil, watch.Errorf(watch.NotFound, "HTTP 404"))
 	r.run(tk.ID)
-	r.src.push(items("b", 20), nil)
+	r.src.Push(items("b", 20), nil)
 	r.run(tk.ID)
 	if got := noticeTitles(t, r, tk.ID); got["Many items changed at once"] != 1 {
 		t.Fatalf("notices %v, want one suspect notice", got)
@@ -211,7 +212,7 @@ func TestI8_RunNowOfPausedTaskRechecksScope(t *testing.T) {
 	p := r.m.Policy()
 	p.AllowedHosts = []string{"*.other.edu"}
 	r.m.SetPolicy(p)
-	r.src.push(items("a", 3), nil)
+	r.src.Push(items("a", 3), nil)
 	if _, err := r.m.RunNow(ctx, "console:alice", tk.ID); !errors.Is(err, tasks.ErrScope) {
 		t.Fatalf("run of a paused task outside the narrowed policy: %v, want a scope refusal", err)
 	}
@@ -227,14 +228,14 @@ func TestI5_FailingNoticeAfterLostOwnershipIsRefused(t *testing.T) {
 	r.own()
 	ctx := context.Background()
 	tk := r.activeTask()
-	r.src.push(items("a", 1), nil) // an established task: its owner hears after FailingAfter failures
+	r.src.Push(items("a", 1), nil) // an established task: its owner hears after FailingAfter failures
 	r.run(tk.ID)
 	for range runner.FailingAfter - 1 {
-		r.src.push(nil, watch.Errorf(watch.NotFound, "HTTP 404"))
+		r.src.Push(nil, watch.Errorf(watch.NotFound, "HTTP 404"))
 		r.run(tk.ID)
 	}
-	r.src.push(nil, watch.Errorf(watch.NotFound, "HTTP 404"))
-	r.src.onFetch = func(int) { // the lease is lost while the source answers
+	r.src.Push(nil, watch.Errorf(watch.NotFound, "HTTP 404"))
+	r.src.OnFetch = func(int) { // the lease is lost while the source answers
 		l, _ := r.store.Leases().Current(ctx, scheduler.SchedulerLease)
 		_ = r.store.Leases().Release(ctx, l)
 		if _, err := r.store.Leases().Acquire(ctx, scheduler.SchedulerLease, "replica-b", time.Minute); err != nil {
@@ -278,13 +279,13 @@ func TestAtScheduleEndsDoneOrErrored(t *testing.T) {
 			r := newRig(t)
 			r.own()
 			tk := submitAt(r)
-			r.src.push(items("a", 2), nil)
+			r.src.Push(items("a", 2), nil)
 			r.run(tk.ID) // baseline
 			if cur, _ := r.m.Get(ctx, tk.ID); cur.State != tasks.Active || !cur.NextRun.Equal(at) {
 				t.Fatalf("after baseline: %s next %v, want active at %v", cur.State, cur.NextRun, at)
 			}
 			r.clock.Set(at)
-			r.src.push(items("a", 2), tc.final)
+			r.src.Push(items("a", 2), tc.final)
 			r.run(tk.ID)
 			if cur, _ := r.m.Get(ctx, tk.ID); cur.State != tc.want {
 				t.Fatalf("state %s, want %s", cur.State, tc.want)
@@ -295,10 +296,10 @@ func TestAtScheduleEndsDoneOrErrored(t *testing.T) {
 		r := newRig(t)
 		r.own()
 		tk := submitAt(r)
-		r.src.push(items("a", 2), nil)
+		r.src.Push(items("a", 2), nil)
 		r.run(tk.ID)
 		r.clock.Set(at)
-		r.src.onFetch = func(n int) {
+		r.src.OnFetch = func(n int) {
 			if n == 2 {
 				if _, err := r.m.Update(ctx, tk.ID, func(t *tasks.Task) error { t.Name = "renamed"; return nil }); err != nil {
 					t.Error(err)
@@ -331,7 +332,7 @@ func TestConfigScheduleEditReplansFromLastRunEnd(t *testing.T) {
 	if err := r.m.SetDeclared(ctx, []tasks.Declared{decl}); err != nil {
 		t.Fatal(err)
 	}
-	r.src.push(items("a", 2), nil)
+	r.src.Push(items("a", 2), nil)
 	r.run("campus-news")
 	r.clock.Advance(10 * time.Minute)
 	decl.Schedule = "every 30m"
@@ -351,7 +352,7 @@ func TestI5_StaleEpochRejectionEndsOwnershipAtOnce(t *testing.T) {
 	r.own()
 	ctx := context.Background()
 	tk := r.activeTask()
-	r.src.push(items("a", 3), nil)
+	r.src.Push(items("a", 3), nil)
 	l, _ := r.store.Leases().Current(ctx, scheduler.SchedulerLease)
 	_ = r.store.Leases().Release(ctx, l)
 	if _, err := r.store.Leases().Acquire(ctx, scheduler.SchedulerLease, "replica-b", time.Minute); err != nil {
@@ -376,7 +377,7 @@ func TestI8_ScheduledRunOfPausedTaskDoesNothing(t *testing.T) {
 	r.own()
 	ctx := context.Background()
 	tk := r.activeTask()
-	r.src.push(items("a", 3), nil)
+	r.src.Push(items("a", 3), nil)
 	if _, err := r.m.Pause(ctx, "console:admin", tk.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +397,7 @@ func TestI5_RebaselineOnlyUnderOwnership(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	tk := r.activeTask()
-	r.src.push(items("a", 3), nil)
+	r.src.Push(items("a", 3), nil)
 	if _, err := r.m.Rebaseline(ctx, "console:admin", tk.ID); !errors.Is(err, tasks.ErrNotOwner) {
 		t.Fatalf("rebaseline without ownership: %v, want ErrNotOwner", err)
 	}

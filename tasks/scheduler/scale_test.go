@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-bridge/herald/delivery/deliverytest"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/scheduler"
@@ -54,12 +55,12 @@ func TestI7_DueRunsWaitInABoundedQueue(t *testing.T) {
 	done := make(chan struct{})
 	go func() { r.eng.Run(ctx); close(done) }()
 	held := scheduler.RunWorkers + scheduler.RunQueueSize
-	waitFor(t, func() bool { return r.s.RunningCount() == held })
+	deliverytest.WaitFor(t, func() bool { return r.s.RunningCount() == held })
 	if extra := runtime.NumGoroutine() - base; extra > scheduler.RunWorkers+50 {
 		t.Fatalf("%d goroutines more with %d tasks due, want about %d workers", extra, n, scheduler.RunWorkers)
 	}
 	close(g.gate)
-	waitFor(t, func() bool { return g.calls.Load() == n && r.s.RunningCount() == 0 })
+	deliverytest.WaitFor(t, func() bool { return g.calls.Load() == n && r.s.RunningCount() == 0 })
 	cancel()
 	<-done
 	all, _ := r.m.All(context.Background())
@@ -86,7 +87,7 @@ func TestI4_StopWithManyRunsWaitingLeavesThemOwed(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { r.eng.Run(ctx); close(done) }()
-	waitFor(t, func() bool { return r.s.RunningCount() == scheduler.RunWorkers+scheduler.RunQueueSize })
+	deliverytest.WaitFor(t, func() bool { return r.s.RunningCount() == scheduler.RunWorkers+scheduler.RunQueueSize })
 	before := r.store.CommitStats().Writes
 	cancel()
 	<-done
@@ -144,10 +145,10 @@ func TestI7_PerHostCapLimitsChecksAtOnce(t *testing.T) {
 	done := make(chan struct{})
 	go func() { r.eng.Run(ctx); close(done) }()
 	for left := tasksOnHost; left > 0; left-- {
-		waitFor(t, func() bool { return int(inFlight.Load()) == min(perHost, left) })
+		deliverytest.WaitFor(t, func() bool { return int(inFlight.Load()) == min(perHost, left) })
 		release <- struct{}{}
 	}
-	waitFor(t, func() bool { return r.s.RunningCount() == 0 })
+	deliverytest.WaitFor(t, func() bool { return r.s.RunningCount() == 0 })
 	cancel()
 	<-done
 	if m := most.Load(); m > perHost {
@@ -231,7 +232,7 @@ func TestI4_PlanningRemindersReadsNoSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	due := t0.Add(72 * time.Hour)
-	r.src.push([]watch.Item{{ID: "hw", Title: "Homework", URL: "https://news.example.edu/hw", Digest: "d", Due: due}}, nil)
+	r.src.Push([]watch.Item{{ID: "hw", Title: "Homework", URL: "https://news.example.edu/hw", Digest: "d", Due: due}}, nil)
 	r.run(tk.ID) // baseline
 	cur, err := r.m.Get(ctx, tk.ID)
 	if err != nil {

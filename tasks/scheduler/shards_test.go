@@ -14,6 +14,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
+	"github.com/herald-bridge/herald/delivery/deliverytest"
 	"github.com/herald-bridge/herald/store"
 	"github.com/herald-bridge/herald/store/redis"
 	"github.com/herald-bridge/herald/tasks"
@@ -29,8 +30,8 @@ func TestI5_LosingAShardCancelsItsRunAndCommitsNothing(t *testing.T) {
 	r := newRig(t)
 	r.own()
 	tk := r.activeTask()
-	r.src.push(items("a", 3), nil)
-	r.src.onFetch = func(int) { r.s.Drop(0) } // the shard goes while the source answers
+	r.src.Push(items("a", 3), nil)
+	r.src.OnFetch = func(int) { r.s.Drop(0) } // the shard goes while the source answers
 	rec := r.run(tk.ID)
 	if rec.Outcome != tasks.OutcomeCancelled {
 		t.Fatalf("outcome %q, want cancelled", rec.Outcome)
@@ -115,9 +116,9 @@ func TestI5_ReplicasShareShardsAndRunEachCheckOnce(t *testing.T) {
 		return cancel, done
 	}
 	stopA, doneA := run(a)
-	waitFor(t, func() bool { c, _ := src.counts(); return len(c) == ntasks && len(a.Shards().Mine) == shards })
+	deliverytest.WaitFor(t, func() bool { c, _ := src.counts(); return len(c) == ntasks && len(a.Shards().Mine) == shards })
 	run(b)
-	waitFor(t, func() bool {
+	deliverytest.WaitFor(t, func() bool {
 		ma, mb := a.Shards().Mine, b.Shards().Mine
 		return len(ma) == shards/2 && len(mb) == shards/2
 	})
@@ -132,7 +133,7 @@ func TestI5_ReplicasShareShardsAndRunEachCheckOnce(t *testing.T) {
 	}
 	stopA()
 	<-doneA
-	waitFor(t, func() bool { return len(b.Shards().Mine) == shards })
+	deliverytest.WaitFor(t, func() bool { return len(b.Shards().Mine) == shards })
 	src.wantOnceEach(t, "its baseline")
 }
 
@@ -215,7 +216,7 @@ func TestI4_GainedShardsRunTheirOverdueTasksOnce(t *testing.T) {
 	done := make(chan struct{})
 	go func() { _ = m.Run(runCtx); close(done) }()
 	defer func() { cancel(); <-done }()
-	waitFor(t, func() bool { c, _ := src.counts(); return len(c) == ntasks })
+	deliverytest.WaitFor(t, func() bool { c, _ := src.counts(); return len(c) == ntasks })
 	src.mu.Lock()
 	first := src.first
 	src.mu.Unlock()
@@ -223,7 +224,7 @@ func TestI4_GainedShardsRunTheirOverdueTasksOnce(t *testing.T) {
 		t.Fatalf("a task ran at %v, before the dead replica's leases ran out at %v", first, dead.Mine[0].Expires)
 	}
 	for _, tk := range mustList(t, m.Manager) {
-		waitFor(t, func() bool { cur, _ := m.Get(ctx, tk.ID); return cur.LastOutcome != "" })
+		deliverytest.WaitFor(t, func() bool { cur, _ := m.Get(ctx, tk.ID); return cur.LastOutcome != "" })
 	}
 	src.wantOnceEach(t, "one recovery check after the takeover")
 }
@@ -301,7 +302,7 @@ func TestI5_UnrenewedShardsAreGivenUpWhenTheirLeasesEnd(t *testing.T) {
 	done := make(chan struct{})
 	go func() { _ = m.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	waitFor(t, func() bool { return len(m.Shards().Mine) == 4 })
+	deliverytest.WaitFor(t, func() bool { return len(m.Shards().Mine) == 4 })
 	proxy.cut()
 	var last time.Time
 	for _, l := range m.held() {
@@ -309,7 +310,7 @@ func TestI5_UnrenewedShardsAreGivenUpWhenTheirLeasesEnd(t *testing.T) {
 			last = l.Expires
 		}
 	}
-	waitFor(t, func() bool { return len(m.Shards().Mine) == 0 })
+	deliverytest.WaitFor(t, func() bool { return len(m.Shards().Mine) == 0 })
 	if now := time.Now(); now.Before(last) {
 		t.Fatalf("shards given up at %v, before their leases ended at %v", now, last)
 	}

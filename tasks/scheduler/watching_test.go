@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/herald-bridge/herald/delivery"
+	"github.com/herald-bridge/herald/delivery/deliverytest"
 	"github.com/herald-bridge/herald/tasks"
 	"github.com/herald-bridge/herald/tasks/scheduler"
 	"github.com/herald-bridge/herald/tasks/watch"
@@ -22,7 +23,7 @@ func TestI2_ManyBaselinesAtStartAreOneMessagePerRecipient(t *testing.T) {
 	p := r.m.Policy()
 	p.Limits.Concurrency = 16
 	r.m.SetPolicy(p)
-	r.src.push(items("a", 3), nil)
+	r.src.Push(items("a", 3), nil)
 	to := func(decls []tasks.Declared, recipient string) []tasks.Declared {
 		for i := range decls {
 			decls[i].Notify = []string{recipient}
@@ -43,18 +44,18 @@ func TestI2_ManyBaselinesAtStartAreOneMessagePerRecipient(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { r.eng.Run(ctx); close(done) }()
-	waitFor(t, func() bool {
+	deliverytest.WaitFor(t, func() bool {
 		fxs, _ := r.store.Ledger().List(context.Background(), scheduler.WatchingSource, 0)
 		return len(fxs) == 2
 	})
-	waitFor(t, func() bool { return r.src.Calls() == len(decls) && r.s.RunningCount() == 0 })
+	deliverytest.WaitFor(t, func() bool { return r.src.Calls() == len(decls) && r.s.RunningCount() == 0 })
 	cancel()
 	<-done
 
 	fxs, _ := r.store.Ledger().List(context.Background(), scheduler.WatchingSource, 0)
 	got := map[string]string{}
 	for _, fx := range fxs {
-		got[fx.Recipient] = decodeMsg(t, fx).Text
+		got[fx.Recipient] = deliverytest.Message(t, fx).Text
 	}
 	want := map[string]string{
 		"inbox:console:admin": "Now watching 200 sources (600 items in all)",
@@ -74,8 +75,8 @@ func TestI2_ManyBaselinesAtStartAreOneMessagePerRecipient(t *testing.T) {
 		}
 	}
 	_, notices := r.effects(alone.ID)
-	if len(notices) != 1 || notices[0].Recipient != "inbox:console:carol" || decodeMsg(t, notices[0]).Kind != delivery.KindState ||
-		!strings.Contains(decodeMsg(t, notices[0]).Text, "3 items") {
+	if len(notices) != 1 || notices[0].Recipient != "inbox:console:carol" || deliverytest.Message(t, notices[0]).Kind != delivery.KindState ||
+		!strings.Contains(deliverytest.Message(t, notices[0]).Text, "3 items") {
 		t.Fatalf("the lone task's confirmation: %+v, want one to its notify recipient", notices)
 	}
 }
@@ -92,9 +93,9 @@ func TestI2_StopDuringBaselinesSendsTheConfirmationBegun(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { r.eng.Run(ctx); close(done) }()
-	waitFor(t, func() bool { return g.calls.Load() >= 1 })
+	deliverytest.WaitFor(t, func() bool { return g.calls.Load() >= 1 })
 	g.gate <- struct{}{} // one baseline completes
-	waitFor(t, func() bool {
+	deliverytest.WaitFor(t, func() bool {
 		all, _ := r.m.All(context.Background())
 		for _, tk := range all {
 			if tk.LastOutcome == tasks.OutcomeBaseline {
@@ -107,7 +108,7 @@ func TestI2_StopDuringBaselinesSendsTheConfirmationBegun(t *testing.T) {
 	<-done
 	fxs, _ := r.store.Ledger().List(context.Background(), scheduler.WatchingSource, 0)
 	// A task without a name is named by its source, never by its id (SPEC §20).
-	if len(fxs) != 1 || !strings.HasPrefix(decodeMsg(t, fxs[0]).Text, "Now watching h") || strings.Contains(decodeMsg(t, fxs[0]).Text, "bulk-") {
+	if len(fxs) != 1 || !strings.HasPrefix(deliverytest.Message(t, fxs[0]).Text, "Now watching h") || strings.Contains(deliverytest.Message(t, fxs[0]).Text, "bulk-") {
 		t.Fatalf("confirmations after the stop: %d", len(fxs))
 	}
 }

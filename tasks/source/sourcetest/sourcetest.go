@@ -1,5 +1,5 @@
 // Package sourcetest helps tests try requested sources on loopback fakes
-// the way serve does.
+// the way serve does, and gives them a source whose answers they script.
 package sourcetest
 
 import (
